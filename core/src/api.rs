@@ -1,0 +1,183 @@
+//! Plain request and result types of the engine, one per WIT record
+//! (`wit/world.wit`), so the component glue is a field-by-field copy.
+
+/// Options shared by `search` and `query`.
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    /// Empty: every collection included by default.
+    pub collections: Vec<String>,
+    pub limit: usize,
+    pub min_score: f64,
+    pub snippet_max_len: usize,
+    pub full: bool,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions { collections: Vec::new(), limit: 5, min_score: 0.0, snippet_max_len: 500, full: false }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchHit {
+    pub docid: String,
+    pub collection: String,
+    pub path: String,
+    pub title: String,
+    pub context: Option<String>,
+    pub score: f64,
+    pub line: u32,
+    pub line_matched: bool,
+    pub snippet: String,
+    pub body: Option<String>,
+    pub source_path: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchType {
+    Lex,
+    Vec,
+    Hyde,
+}
+
+#[derive(Clone, Debug)]
+pub struct TypedSearch {
+    pub kind: SearchType,
+    pub query: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct QueryRequest {
+    pub query: Option<String>,
+    pub searches: Vec<TypedSearch>,
+    pub options: SearchOptions,
+    pub intent: Option<String>,
+    pub candidate_limit: usize,
+    pub rerank: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct GetRequest {
+    pub file: String,
+    pub from_line: Option<u32>,
+    pub max_lines: Option<u32>,
+    pub line_numbers: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Document {
+    pub docid: String,
+    pub collection: String,
+    pub path: String,
+    pub title: String,
+    pub context: Option<String>,
+    pub body: String,
+    pub source_path: String,
+    pub size: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum GetError {
+    NotFound { query: String, similar: Vec<String> },
+    Excluded { query: String, collection: String, matched_path: String, rule: String },
+    Failed(crate::Error),
+}
+
+#[derive(Clone, Debug)]
+pub struct MultiGetRequest {
+    pub pattern: String,
+    pub max_lines: Option<u32>,
+    pub max_bytes: u64,
+    pub line_numbers: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MultiGetEntry {
+    pub doc: Document,
+    pub skipped: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MultiGetResult {
+    pub entries: Vec<MultiGetEntry>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionInfo {
+    pub name: String,
+    pub path: String,
+    pub pattern: String,
+    pub ignore: Vec<String>,
+    pub include_by_default: bool,
+    pub documents: u32,
+    pub last_updated: Option<i64>,
+    pub contexts: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextEntry {
+    pub collection: String,
+    pub prefix: String,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionStatus {
+    pub name: String,
+    pub path: String,
+    pub pattern: String,
+    pub documents: u32,
+    pub last_updated: Option<i64>,
+    pub include_by_default: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexStatus {
+    pub total_documents: u32,
+    pub needs_embedding: u32,
+    pub has_vector_index: bool,
+    pub index_bytes: u64,
+    pub segments: u32,
+    pub generation: u64,
+    pub global_context: Option<String>,
+    pub collections: Vec<CollectionStatus>,
+    pub contexts: Vec<ContextEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileEntry {
+    pub collection: String,
+    pub path: String,
+    pub size: u64,
+    pub modified: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Listing {
+    Collections(Vec<(String, u32)>),
+    Files(Vec<FileEntry>),
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SkippedFile {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CollectionReport {
+    pub name: String,
+    pub added: u32,
+    pub updated: u32,
+    pub unchanged: u32,
+    pub removed: u32,
+    pub skipped: Vec<SkippedFile>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UpdateReport {
+    pub collections: Vec<CollectionReport>,
+    pub segments_merged: u32,
+    pub generation: u64,
+}

@@ -1,0 +1,214 @@
+//! `index.yml`, compatible with qmd's: collections in file order, contexts,
+//! global context; keys we do not use (models, editor_uri, …) are kept.
+
+use serde_norway::{Mapping, Value};
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_PATTERN: &str = "**/*.md";
+
+/// One collection as configured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collection {
+    pub name: String,
+    pub path: String,
+    pub pattern: String,
+    pub ignore: Vec<String>,
+    pub update_command: Option<String>,
+    pub include_by_default: bool,
+    /// Prefix (`/` or `/sub/dir`) → context text, in file order.
+    pub contexts: Vec<(String, String)>,
+    /// Keys of this collection we do not interpret.
+    extra: Mapping,
+}
+
+impl Collection {
+    pub fn new(name: &str, path: &str, pattern: &str) -> Self {
+        Collection {
+            name: name.to_string(),
+            path: path.to_string(),
+            pattern: pattern.to_string(),
+            ignore: Vec::new(),
+            update_command: None,
+            include_by_default: true,
+            contexts: Vec::new(),
+            extra: Mapping::new(),
+        }
+    }
+}
+
+/// The whole config file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    pub global_context: Option<String>,
+    pub collections: Vec<Collection>,
+    /// Top-level keys we do not interpret (models, editor_uri, …).
+    extra: Mapping,
+}
+
+fn string(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+impl Config {
+    /// Parses `index.yml` text. An empty file is an empty config.
+    pub fn parse(text: &str) -> Result<Config> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let root: Value = serde_norway::from_str(text).map_err(|e| Error::invalid(format!("index.yml is not valid YAML: {e}")))?;
+        let mut map = match root {
+            Value::Mapping(map) => map,
+            Value::Null => Mapping::new(),
+            _ => return Err(Error::invalid("index.yml must be a mapping")),
+        };
+        let global_context = map.remove("global_context").as_ref().and_then(string);
+        let mut collections = Vec::new();
+        if let Some(value) = map.remove("collections") {
+            let Value::Mapping(entries) = value else {
+                return Err(Error::invalid("index.yml: `collections` must be a mapping"));
+            };
+            for (key, value) in entries {
+                let name = string(&key).ok_or_else(|| Error::invalid("index.yml: collection names must be strings"))?;
+                collections.push(Self::parse_collection(name, value)?);
+            }
+        }
+        Ok(Config { global_context, collections, extra: map })
+    }
+
+    fn parse_collection(name: String, value: Value) -> Result<Collection> {
+        let Value::Mapping(mut map) = value else {
+            return Err(Error::invalid(format!("index.yml: collection '{name}' must be a mapping")));
+        };
+        let path = map
+            .remove("path")
+            .as_ref()
+            .and_then(string)
+            .ok_or_else(|| Error::invalid(format!("index.yml: collection '{name}' has no path")))?;
+        let pattern = map.remove("pattern").as_ref().and_then(string).unwrap_or_else(|| DEFAULT_PATTERN.to_string());
+        let ignore = match map.remove("ignore") {
+            Some(Value::Sequence(items)) => items.iter().filter_map(string).collect(),
+            Some(value) => string(&value).into_iter().collect(),
+            None => Vec::new(),
+        };
+        let update_command = map.remove("update").as_ref().and_then(string);
+        let include_by_default = !matches!(map.remove("includeByDefault"), Some(Value::Bool(false)));
+        let contexts = match map.remove("context") {
+            Some(Value::Mapping(entries)) => entries
+                .iter()
+                .filter_map(|(k, v)| Some((super::normalize_prefix(&string(k)?), string(v)?)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(Collection { name, path, pattern, ignore, update_command, include_by_default, contexts, extra: map })
+    }
+
+    /// Serialises back to YAML in qmd's key order.
+    pub fn to_yaml(&self) -> String {
+        let mut root = Mapping::new();
+        if let Some(global) = &self.global_context {
+            root.insert("global_context".into(), global.clone().into());
+        }
+        for (k, v) in &self.extra {
+            root.insert(k.clone(), v.clone());
+        }
+        let mut collections = Mapping::new();
+        for c in &self.collections {
+            let mut map = Mapping::new();
+            map.insert("path".into(), c.path.clone().into());
+            map.insert("pattern".into(), c.pattern.clone().into());
+            if !c.ignore.is_empty() {
+                map.insert("ignore".into(), Value::Sequence(c.ignore.iter().cloned().map(Value::from).collect()));
+            }
+            if let Some(cmd) = &c.update_command {
+                map.insert("update".into(), cmd.clone().into());
+            }
+            if !c.include_by_default {
+                map.insert("includeByDefault".into(), false.into());
+            }
+            if !c.contexts.is_empty() {
+                let contexts = c.contexts.iter().map(|(p, t)| (Value::from(p.clone()), Value::from(t.clone()))).collect();
+                map.insert("context".into(), Value::Mapping(contexts));
+            }
+            for (k, v) in &c.extra {
+                map.insert(k.clone(), v.clone());
+            }
+            collections.insert(c.name.clone().into(), Value::Mapping(map));
+        }
+        root.insert("collections".into(), Value::Mapping(collections));
+        serde_norway::to_string(&Value::Mapping(root)).unwrap_or_default()
+    }
+
+    pub fn collection(&self, name: &str) -> Option<&Collection> {
+        self.collections.iter().find(|c| c.name == name)
+    }
+
+    pub fn collection_mut(&mut self, name: &str) -> Option<&mut Collection> {
+        self.collections.iter_mut().find(|c| c.name == name)
+    }
+
+    /// The collection or qmd's error for an unknown name.
+    pub fn require(&self, name: &str) -> Result<&Collection> {
+        self.collection(name).ok_or_else(|| Error::not_found(format!("Collection not found: {name}")))
+    }
+
+    /// Names searched when the caller names none: those included by default.
+    pub fn default_collections(&self) -> Vec<String> {
+        self.collections.iter().filter(|c| c.include_by_default).map(|c| c.name.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QMD_YML: &str = r#"global_context: Personal knowledge base
+models:
+  embed: hf:someone/model.gguf
+collections:
+  notes:
+    path: /home/me/notes
+    pattern: "**/*.md"
+    context:
+      /: Daily notes
+      journals: Journals
+  work:
+    path: /home/me/work
+    pattern: "**/*.{md,txt}"
+    ignore:
+      - archive/**
+    includeByDefault: false
+    update: git pull
+"#;
+
+    #[test]
+    fn round_trips_qmd_config() {
+        let config = Config::parse(QMD_YML).unwrap();
+        assert_eq!(config.global_context.as_deref(), Some("Personal knowledge base"));
+        assert_eq!(config.collections.len(), 2);
+        let notes = &config.collections[0];
+        assert_eq!(notes.name, "notes");
+        assert_eq!(notes.contexts, vec![("/".into(), "Daily notes".into()), ("journals".into(), "Journals".into())]);
+        let work = config.require("work").unwrap();
+        assert!(!work.include_by_default);
+        assert_eq!(work.ignore, vec!["archive/**"]);
+        assert_eq!(work.update_command.as_deref(), Some("git pull"));
+        assert_eq!(config.default_collections(), vec!["notes"]);
+        let again = Config::parse(&config.to_yaml()).unwrap();
+        assert_eq!(again, config);
+        assert!(config.to_yaml().contains("embed: hf:someone/model.gguf"));
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+        assert!(Config::parse("collections: [1,2]").unwrap_err().message.contains("must be a mapping"));
+        assert!(Config::parse("collections:\n  x:\n    pattern: a").unwrap_err().message.contains("has no path"));
+        assert_eq!(Config::default().require("nope").unwrap_err().message, "Collection not found: nope");
+    }
+}

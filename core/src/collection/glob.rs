@@ -1,0 +1,139 @@
+//! "Is this relative path part of the collection?": the mask (comma list =
+//! union, brace groups), the collection's `ignore` globs, qmd's default
+//! excludes and dot-paths.
+
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::error::{Error, Result};
+
+/// Directories qmd never descends into.
+const EXCLUDED_DIRS: [&str; 6] = ["node_modules", ".git", ".cache", "vendor", "dist", "build"];
+
+/// Compiled mask + ignore rules of one collection.
+pub struct PathFilter {
+    mask: GlobSet,
+    ignore: GlobSet,
+    ignore_patterns: Vec<String>,
+}
+
+/// Splits a mask on top-level commas (not inside `{}` or `[]`).
+pub fn split_mask(mask: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut current) = (0i32, String::new());
+    for c in mask.chars() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                parts.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    parts.push(current);
+    parts.into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+}
+
+pub(crate) fn compile(pattern: &str) -> Result<Glob> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| Error::invalid(format!("Invalid glob pattern '{pattern}': {}", e.kind())))
+}
+
+fn check_contained(pattern: &str) -> Result<()> {
+    if pattern.starts_with('/') || pattern.split('/').any(|s| s == "..") {
+        return Err(Error::invalid(format!(
+            "Invalid pattern '{pattern}': patterns are relative to the collection root and may not use '..' or absolute paths"
+        )));
+    }
+    Ok(())
+}
+
+impl PathFilter {
+    pub fn new(mask: &str, ignore: &[String]) -> Result<Self> {
+        let mut masks = GlobSetBuilder::new();
+        let parts = split_mask(mask);
+        if parts.is_empty() {
+            return Err(Error::invalid("The collection mask is empty"));
+        }
+        for part in &parts {
+            check_contained(part)?;
+            masks.add(compile(part)?);
+        }
+        let mut ignores = GlobSetBuilder::new();
+        for pattern in ignore {
+            ignores.add(compile(pattern)?);
+            // `dir/**` also names the directory itself, so pruning can stop there.
+            if let Some(dir) = pattern.strip_suffix("/**") {
+                ignores.add(compile(dir)?);
+            }
+        }
+        let build = |b: GlobSetBuilder| b.build().map_err(|e| Error::invalid(e.to_string()));
+        Ok(PathFilter { mask: build(masks)?, ignore: build(ignores)?, ignore_patterns: ignore.to_vec() })
+    }
+
+    /// Whether the walk should enter this directory (relative path).
+    pub fn enter_dir(&self, dir: &str) -> bool {
+        let name = dir.rsplit('/').next().unwrap_or(dir);
+        !name.starts_with('.') && !EXCLUDED_DIRS.contains(&name) && !self.ignore.is_match(dir)
+    }
+
+    /// Whether a file (relative path) belongs to the collection.
+    pub fn includes(&self, path: &str) -> bool {
+        crate::vpath::is_contained(path)
+            && !path.split('/').any(|segment| segment.starts_with('.') || EXCLUDED_DIRS.contains(&segment))
+            && self.mask.is_match(path)
+            && !self.ignore.is_match(path)
+    }
+
+    /// The ignore rule a path hits, if any (for qmd's "excluded by ignore rule").
+    pub fn ignore_rule(&self, path: &str) -> Option<&str> {
+        self.ignore_patterns
+            .iter()
+            .find(|p| compile(p).map(|g| g.compile_matcher().is_match(path)).unwrap_or(false))
+            .map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_and_excludes() {
+        let f = PathFilter::new("**/*.md", &[]).unwrap();
+        assert!(f.includes("a.md"));
+        assert!(f.includes("x/y/z.md"));
+        assert!(!f.includes("a.txt"));
+        assert!(!f.includes(".hidden/a.md"));
+        assert!(!f.includes("x/.a.md"));
+        assert!(!f.includes("node_modules/p/readme.md"));
+        assert!(!f.enter_dir("src/.git"));
+        assert!(!f.enter_dir("build"));
+        assert!(f.enter_dir("docs"));
+    }
+
+    #[test]
+    fn comma_lists_braces_and_ignore() {
+        assert_eq!(split_mask("**/*.md, docs/*.{txt,rst}"), vec!["**/*.md", "docs/*.{txt,rst}"]);
+        let f = PathFilter::new("*.md,docs/*.{txt,rst}", &["archive/**".into()]).unwrap();
+        assert!(f.includes("top.md"));
+        assert!(!f.includes("sub/top.md"), "* does not cross /");
+        assert!(f.includes("docs/a.rst"));
+        let g = PathFilter::new("**/*.md", &["archive/**".into()]).unwrap();
+        assert!(!g.includes("archive/old.md"));
+        assert!(!g.enter_dir("archive"));
+        assert_eq!(g.ignore_rule("archive/old.md"), Some("archive/**"));
+        assert_eq!(g.ignore_rule("new.md"), None);
+    }
+
+    #[test]
+    fn escaping_masks_are_refused() {
+        assert!(PathFilter::new("../*.md", &[]).is_err());
+        assert!(PathFilter::new("/etc/*", &[]).is_err());
+        assert!(PathFilter::new("docs/../../*.md", &[]).is_err());
+    }
+}

@@ -1,0 +1,11 @@
+//! Collections (named roots with a mask) and their contexts, as configured
+//! in qmd's `index.yml`.
+
+mod config;
+mod context;
+mod glob;
+
+pub use config::{Collection, Config, DEFAULT_PATTERN};
+pub use context::{context_for, normalize_prefix};
+pub use glob::PathFilter;
+pub(crate) use glob::compile as compile_glob;

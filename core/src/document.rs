@@ -1,0 +1,103 @@
+//! What qmd derives from a file's text: content hash, docid and title.
+
+use sha2::{Digest, Sha256};
+
+/// sha256 of the raw bytes, lowercase hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        use std::fmt::Write;
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// The short id shown as `#abc123`: the first 6 hex chars of the hash.
+pub fn docid(hash: &str) -> &str {
+    &hash[..6.min(hash.len())]
+}
+
+/// Whether `input` (after stripping `#` and quotes) looks like a docid:
+/// at least 6 chars, all hex.
+pub fn parse_docid(input: &str) -> Option<String> {
+    let trimmed = input.trim().trim_matches(|c| c == '"' || c == '\'');
+    let id = trimmed.strip_prefix('#').unwrap_or(trimmed);
+    (id.len() >= 6 && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| id.to_ascii_lowercase())
+}
+
+/// qmd's title rule: for markdown the first `#`/`##` heading (if it is
+/// `Notes`/`📝 Notes`, the first `##` heading instead); for `.org` the
+/// `#+TITLE:` line or first `*` heading; else the file name without extension.
+pub fn extract_title(text: &str, path: &str) -> String {
+    let lower = path.to_ascii_lowercase();
+    let found = if lower.ends_with(".org") { org_title(text) } else { markdown_title(text) };
+    found.unwrap_or_else(|| file_stem(path).to_string())
+}
+
+fn markdown_title(text: &str) -> Option<String> {
+    let heading = |line: &str, allow_h1: bool| -> Option<String> {
+        let rest = if allow_h1 { line.strip_prefix("##").or_else(|| line.strip_prefix('#')) } else { line.strip_prefix("##") }?;
+        if !rest.starts_with(|c: char| c.is_whitespace()) {
+            return None;
+        }
+        let title = rest.trim();
+        (!title.is_empty()).then(|| title.to_string())
+    };
+    let first = text.lines().find_map(|line| heading(line, true))?;
+    if first == "📝 Notes" || first == "Notes" {
+        if let Some(h2) = text.lines().find_map(|line| heading(line, false)) {
+            return Some(h2);
+        }
+    }
+    Some(first)
+}
+
+fn org_title(text: &str) -> Option<String> {
+    for line in text.lines() {
+        if let Some(title) = line.strip_prefix("#+TITLE:") {
+            return Some(title.trim().to_string());
+        }
+    }
+    text.lines().find_map(|line| {
+        let stars = line.len() - line.trim_start_matches('*').len();
+        let rest = &line[stars..];
+        (stars > 0 && rest.starts_with(char::is_whitespace) && !rest.trim().is_empty()).then(|| rest.trim().to_string())
+    })
+}
+
+fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.rfind('.') {
+        Some(dot) if dot > 0 => &name[..dot],
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_and_docid() {
+        let hash = content_hash(b"hello\n");
+        assert_eq!(hash, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+        assert_eq!(docid(&hash), "5891b5");
+        assert_eq!(parse_docid("#5891B5"), Some("5891b5".into()));
+        assert_eq!(parse_docid("\"#abcdef12\""), Some("abcdef12".into()));
+        assert_eq!(parse_docid("abc12"), None);
+        assert_eq!(parse_docid("notes.md"), None);
+    }
+
+    #[test]
+    fn titles() {
+        assert_eq!(extract_title("intro\n# Hello  \nbody", "a/b.md"), "Hello");
+        assert_eq!(extract_title("## Second level\n# Later", "a.md"), "Second level");
+        assert_eq!(extract_title("# Notes\n## Real title", "a.md"), "Real title");
+        assert_eq!(extract_title("#hashtag\nplain", "dir/file.name.md"), "file.name");
+        assert_eq!(extract_title("### Deep\n", "x.md"), "x");
+        assert_eq!(extract_title("#+TITLE: Org doc\n* Head", "x.org"), "Org doc");
+        assert_eq!(extract_title("* Head one\n", "x.org"), "Head one");
+        assert_eq!(extract_title("", ".hidden"), ".hidden");
+    }
+}

@@ -1,0 +1,96 @@
+//! The engine facade: what the component, the browser bindings and tests
+//! call. It owns the storage handles and a cached snapshot of the index.
+
+mod manage;
+mod read;
+mod update;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::collection::Config;
+use crate::directory::Directory;
+use crate::error::{ErrorKind, Result};
+use crate::index::{Index, Manifest};
+use crate::search::lex::Bm25Params;
+use crate::source::SourceTree;
+
+/// Progress callback: `(phase, done, total)`.
+pub type Progress<'a> = &'a mut dyn FnMut(&str, u64, u64);
+
+pub struct Engine {
+    index_dir: Rc<dyn Directory>,
+    config_dir: Rc<dyn Directory>,
+    config_file: String,
+    source: Rc<dyn SourceTree>,
+    snapshot: RefCell<Option<Rc<Index>>>,
+    /// Lexical ranking parameters (tuned by the retrieval eval).
+    pub bm25: Bm25Params,
+}
+
+impl Engine {
+    /// `config_file` is the name of the YAML file inside `config_dir`
+    /// (`index.yml` for the default index).
+    pub fn new(
+        index_dir: Rc<dyn Directory>,
+        config_dir: Rc<dyn Directory>,
+        config_file: &str,
+        source: Rc<dyn SourceTree>,
+    ) -> Self {
+        Engine {
+            index_dir,
+            config_dir,
+            config_file: config_file.to_string(),
+            source,
+            snapshot: RefCell::new(None),
+            bm25: Bm25Params::default(),
+        }
+    }
+
+    /// The collections config; a missing file is an empty config.
+    pub fn config(&self) -> Result<Config> {
+        match self.config_dir.read(&self.config_file) {
+            Ok(bytes) => Config::parse(&String::from_utf8_lossy(&bytes)),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn save_config(&self, config: &Config) -> Result<()> {
+        self.config_dir.atomic_write(&self.config_file, config.to_yaml().as_bytes())
+    }
+
+    /// The current index generation. Re-reads only the manifest; segment
+    /// readers (and their loaded sections) are reused while it is unchanged.
+    pub fn index(&self) -> Result<Rc<Index>> {
+        let current = Manifest::load(self.index_dir.as_ref())?;
+        if let Some(index) = self.snapshot.borrow().as_ref() {
+            if index.manifest == current {
+                return Ok(index.clone());
+            }
+        }
+        let index = Rc::new(Index::open(self.index_dir.clone())?);
+        *self.snapshot.borrow_mut() = Some(index.clone());
+        Ok(index)
+    }
+
+    /// Collections to search: the named ones (each must exist), else every
+    /// collection included by default.
+    fn scope(&self, config: &Config, names: &[String]) -> Result<Vec<String>> {
+        if names.is_empty() {
+            return Ok(config.default_collections());
+        }
+        for name in names {
+            config.require(name)?;
+        }
+        Ok(names.to_vec())
+    }
+}
+
+/// Path of a document on the host: collection root + relative path.
+fn source_path(config: &Config, collection: &str, path: &str) -> String {
+    match config.collection(collection) {
+        Some(c) => format!("{}/{}", c.path.trim_end_matches('/'), path),
+        None => path.to_string(),
+    }
+}

@@ -1,0 +1,251 @@
+//! Read operations: search, get, multi-get, ls, status.
+
+use super::{Engine, source_path};
+use crate::api::*;
+use crate::collection::{Config, context_for};
+use crate::document::docid;
+use crate::error::{Error, Result};
+use crate::index::{CatalogEntry, Index};
+use crate::lookup::{
+    find_document, glob_documents, ignored_by, is_list_pattern, resolve_list_name, similar_paths, split_line_suffix,
+};
+use crate::query::lex::parse_lex;
+use crate::search::lex::search_lex;
+use crate::search::snippet::extract_snippet;
+use crate::vpath;
+
+/// Lines `from..from+count` of `body` (1-based, `from` clamped to ≥ 1),
+/// numbered `N: ` when asked.
+fn slice_lines(body: &str, from: Option<u32>, count: Option<u32>, numbers: bool) -> String {
+    let lines: Vec<&str> = body.split('\n').collect();
+    let start = (from.unwrap_or(1).max(1) as usize - 1).min(lines.len());
+    let end = count.map_or(lines.len(), |c| (start + c as usize).min(lines.len()));
+    let text = lines[start..end].join("\n");
+    if numbers { number_lines(&text, start as u32 + 1) } else { text }
+}
+
+/// qmd's `addLineNumbers`: `N: line` from `first`.
+pub fn number_lines(text: &str, first: u32) -> String {
+    text.split('\n').enumerate().map(|(i, line)| format!("{}: {line}", first + i as u32)).collect::<Vec<_>>().join("\n")
+}
+
+/// qmd rounds both sizes to whole KB in the skip message.
+fn too_large(size: u64, max: u64) -> String {
+    let kb = |b: u64| (b as f64 / 1024.0).round() as u64;
+    format!("File too large ({}KB > {}KB)", kb(size), kb(max))
+}
+
+fn document(config: &Config, entry: &CatalogEntry, body: String) -> Document {
+    let r = &entry.record;
+    Document {
+        docid: docid(&r.hash).to_string(),
+        collection: r.collection.clone(),
+        path: r.path.clone(),
+        title: r.title.clone(),
+        context: context_for(config, &r.collection, &r.path),
+        body,
+        source_path: source_path(config, &r.collection, &r.path),
+        size: r.size,
+    }
+}
+
+impl Engine {
+    /// BM25 keyword search (qmd `search`).
+    pub fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
+        let config = self.config()?;
+        let scope = self.scope(&config, &options.collections)?;
+        let index = self.index()?;
+        let lex = parse_lex(query);
+        let fetch = options.limit.saturating_mul(2).max(50);
+        let hits = search_lex(&index, &lex, Some(&scope), fetch, &self.bm25)?;
+        let mut out = Vec::new();
+        for hit in hits.into_iter().filter(|h| h.score >= options.min_score).take(options.limit) {
+            out.push(self.hit(&config, &index, hit.address, hit.score, query, options)?);
+        }
+        Ok(out)
+    }
+
+    fn hit(
+        &self,
+        config: &Config,
+        index: &Index,
+        address: crate::index::DocAddress,
+        score: f64,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<SearchHit> {
+        let segment = &index.segments[address.segment];
+        let record = segment.doc(address.doc)?;
+        let body = segment.body(&record)?;
+        let snippet = extract_snippet(&body, query, options.snippet_max_len, None, None);
+        Ok(SearchHit {
+            docid: docid(&record.hash).to_string(),
+            context: context_for(config, &record.collection, &record.path),
+            source_path: source_path(config, &record.collection, &record.path),
+            score,
+            line: snippet.line,
+            line_matched: snippet.matched,
+            snippet: snippet.text,
+            body: options.full.then_some(body),
+            collection: record.collection,
+            path: record.path,
+            title: record.title,
+        })
+    }
+
+    /// One document by path, `qmd://` path or docid (qmd `get`).
+    pub fn get(&self, request: &GetRequest) -> std::result::Result<Document, GetError> {
+        let config = self.config().map_err(GetError::Failed)?;
+        let index = self.index().map_err(GetError::Failed)?;
+        let catalog = index.catalog().map_err(GetError::Failed)?;
+        let (name, from, count) = split_line_suffix(request.file.trim());
+        let (from, count) = (request.from_line.or(from), request.max_lines.or(count));
+        let Some(entry) = find_document(catalog, &config, name) else {
+            if let Some((collection, matched_path, rule)) = ignored_by(&config, name) {
+                return Err(GetError::Excluded { query: request.file.clone(), collection, matched_path, rule });
+            }
+            return Err(GetError::NotFound { query: request.file.clone(), similar: similar_paths(catalog, name, 5) });
+        };
+        let body = index.body(entry).map_err(GetError::Failed)?;
+        Ok(document(&config, entry, slice_lines(&body, from, count, request.line_numbers)))
+    }
+
+    /// Several documents by glob, comma list or docids (qmd `multi-get`).
+    pub fn multi_get(&self, request: &MultiGetRequest) -> Result<MultiGetResult> {
+        let config = self.config()?;
+        let index = self.index()?;
+        let catalog = index.catalog()?;
+        let pattern = request.pattern.trim();
+        let mut result = MultiGetResult::default();
+        let mut found: Vec<&CatalogEntry> = Vec::new();
+        if is_list_pattern(pattern) {
+            for name in pattern.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                match resolve_list_name(catalog, name) {
+                    Ok(entry) if !found.iter().any(|f| f.address == entry.address) => found.push(entry),
+                    Ok(_) => {}
+                    Err(message) => result.errors.push(message),
+                }
+            }
+        } else {
+            found = glob_documents(catalog, pattern)?;
+            if found.is_empty() {
+                result.errors.push(format!("No files matched pattern: {pattern}"));
+            }
+        }
+        for entry in found {
+            if entry.record.size > request.max_bytes {
+                let mut doc = document(&config, entry, String::new());
+                doc.body.clear();
+                let skipped = Some(too_large(entry.record.size, request.max_bytes));
+                result.entries.push(MultiGetEntry { doc, skipped });
+                continue;
+            }
+            let mut body = index.body(entry)?;
+            if let Some(max) = request.max_lines {
+                let lines: Vec<&str> = body.split('\n').collect();
+                if lines.len() > max as usize {
+                    let more = lines.len() - max as usize;
+                    body = format!("{}\n\n[... truncated {more} more lines]", lines[..max as usize].join("\n"));
+                }
+            }
+            // qmd numbers after truncating, so the marker lines get numbers too.
+            if request.line_numbers {
+                body = number_lines(&body, 1);
+            }
+            result.entries.push(MultiGetEntry { doc: document(&config, entry, body), skipped: None });
+        }
+        Ok(result)
+    }
+
+    /// `ls`: collections with file counts, or the files under
+    /// `collection[/prefix]` (also `qmd://…` or an absolute path).
+    pub fn ls(&self, target: Option<&str>) -> Result<Listing> {
+        let config = self.config()?;
+        let index = self.index()?;
+        let catalog = index.catalog()?;
+        let Some(target) = target.map(str::trim).filter(|t| !t.is_empty()) else {
+            let counts = config
+                .collections
+                .iter()
+                .map(|c| (c.name.clone(), catalog.iter().filter(|e| e.record.collection == c.name).count() as u32))
+                .collect();
+            return Ok(Listing::Collections(counts));
+        };
+        let (collection, prefix) = if let Some(vp) = vpath::parse(target) {
+            (vp.collection, vp.path)
+        } else if target.starts_with('/') {
+            let c = config
+                .collections
+                .iter()
+                .filter(|c| {
+                    let root = c.path.trim_end_matches('/');
+                    target == root || target.starts_with(&format!("{root}/"))
+                })
+                .max_by_key(|c| c.path.len())
+                .ok_or_else(|| Error::not_found(format!("Path is not in any indexed collection: {target}")))?;
+            let rest = target[c.path.trim_end_matches('/').len()..].trim_start_matches('/');
+            (c.name.clone(), rest.to_string())
+        } else {
+            let (name, rest) = target.split_once('/').unwrap_or((target, ""));
+            (name.to_string(), rest.to_string())
+        };
+        config.require(&collection)?;
+        let mut files: Vec<FileEntry> = catalog
+            .iter()
+            .filter(|e| e.record.collection == collection && e.record.path.starts_with(&prefix))
+            .map(|e| FileEntry {
+                collection: collection.clone(),
+                path: e.record.path.clone(),
+                size: e.record.size,
+                modified: e.record.modified_ms,
+            })
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Listing::Files(files))
+    }
+
+    pub fn status(&self) -> Result<IndexStatus> {
+        let config = self.config()?;
+        let index = self.index()?;
+        let catalog = index.catalog()?;
+        let collections = config
+            .collections
+            .iter()
+            .map(|c| CollectionStatus {
+                name: c.name.clone(),
+                path: c.path.clone(),
+                pattern: c.pattern.clone(),
+                documents: catalog.iter().filter(|e| e.record.collection == c.name).count() as u32,
+                last_updated: index.manifest.last_update.get(&c.name).copied(),
+                include_by_default: c.include_by_default,
+            })
+            .collect();
+        Ok(IndexStatus {
+            total_documents: catalog.len() as u32,
+            // No embeddings exist yet: every document still needs them.
+            needs_embedding: catalog.len() as u32,
+            has_vector_index: false,
+            index_bytes: index.size_bytes(),
+            segments: index.segments.len() as u32,
+            generation: index.manifest.generation,
+            global_context: config.global_context.clone(),
+            collections,
+            contexts: super::manage::list_contexts(&config),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slicing_and_numbering() {
+        let body = "a\nb\nc\n";
+        assert_eq!(slice_lines(body, None, None, true), "1: a\n2: b\n3: c\n4: ");
+        assert_eq!(slice_lines(body, Some(2), Some(1), true), "2: b");
+        assert_eq!(slice_lines(body, Some(0), Some(1), false), "a");
+        assert_eq!(slice_lines(body, Some(99), None, false), "", "past the end is empty, not a panic");
+        assert_eq!(too_large(12345, 5000), "File too large (12KB > 5KB)");
+    }
+}

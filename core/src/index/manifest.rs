@@ -1,0 +1,107 @@
+//! `manifest.json`: the one small file that says which segment files make up
+//! the index. It is replaced atomically after every segment file it names
+//! has been written, so a reader sees the old index or the new, never a mix.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::directory::Directory;
+use crate::error::{Error, ErrorKind, Result};
+
+pub const MANIFEST: &str = "manifest.json";
+/// Bumped whenever a segment or manifest layout changes incompatibly.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Where a section lives inside a segment file, with its checksum.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Section {
+    pub name: String,
+    pub offset: u64,
+    pub len: u64,
+    pub crc32: u32,
+}
+
+/// One immutable segment file plus its current deletions.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SegmentMeta {
+    pub file: String,
+    pub docs: u32,
+    /// Tokens over all fields of all docs (BM25's average length).
+    pub tokens: u64,
+    /// Collection names; docs refer to them by index.
+    pub collections: Vec<String>,
+    pub sections: Vec<Section>,
+    /// File holding the deleted-docs bitset, if any doc was deleted.
+    #[serde(default)]
+    pub deletes: Option<String>,
+    #[serde(default)]
+    pub deleted: u32,
+}
+
+impl SegmentMeta {
+    pub fn alive(&self) -> u32 {
+        self.docs - self.deleted
+    }
+
+    pub fn section(&self, name: &str) -> Result<&Section> {
+        self.sections
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| Error::corrupt(&self.file, format!("missing section {name}")))
+    }
+
+    /// Every file this segment needs.
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.file.as_str()).chain(self.deletes.as_deref())
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub format: u32,
+    /// Incremented by every commit.
+    pub generation: u64,
+    /// Number for the next segment file name.
+    pub next_segment: u64,
+    pub segments: Vec<SegmentMeta>,
+    /// Collection → milliseconds of the last update that scanned it.
+    #[serde(default)]
+    pub last_update: BTreeMap<String, i64>,
+    /// Files of the previous generation, kept one commit longer so a reader
+    /// that opened the old manifest can finish.
+    #[serde(default)]
+    pub previous_files: Vec<String>,
+}
+
+impl Manifest {
+    /// Reads the manifest; a missing one is an empty index.
+    pub fn load(dir: &dyn Directory) -> Result<Manifest> {
+        let bytes = match dir.read(MANIFEST) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind == ErrorKind::NotFound => return Ok(Manifest { format: FORMAT_VERSION, ..Default::default() }),
+            Err(e) => return Err(e),
+        };
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(MANIFEST, e))?;
+        if manifest.format != FORMAT_VERSION {
+            return Err(Error::corrupt(
+                MANIFEST,
+                format!("index format {} is not supported (this qmd reads format {FORMAT_VERSION}); delete the index directory and run 'qmd update'", manifest.format),
+            ));
+        }
+        Ok(manifest)
+    }
+
+    pub fn store(&self, dir: &dyn Directory) -> Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+        dir.atomic_write(MANIFEST, &json)
+    }
+
+    pub fn files(&self) -> Vec<String> {
+        self.segments.iter().flat_map(|s| s.files().map(str::to_string)).collect()
+    }
+
+    pub fn total_docs(&self) -> u64 {
+        self.segments.iter().map(|s| u64::from(s.alive())).sum()
+    }
+}

@@ -1,0 +1,93 @@
+//! The on-disk index: immutable segments named by a manifest.
+//!
+//! Opening reads only `manifest.json`; segment sections load on first use.
+//! Writes go through [`IndexWriter`]: new segment files and deletion files
+//! first, then the manifest by atomic replace, then garbage collection of
+//! files no manifest of the last two generations names.
+
+pub(crate) mod codec;
+mod manifest;
+mod merge;
+pub mod segment;
+mod writer;
+
+use std::cell::OnceCell;
+use std::rc::Rc;
+
+pub use manifest::{Manifest, SegmentMeta};
+pub use segment::{DocRecord, SegmentReader};
+pub use writer::{CommitStats, IndexWriter};
+
+use crate::directory::Directory;
+use crate::error::Result;
+
+/// A document's address: segment index in the snapshot, ordinal inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DocAddress {
+    pub segment: usize,
+    pub doc: u32,
+}
+
+/// A live document as listed by the catalog.
+#[derive(Clone, Debug)]
+pub struct CatalogEntry {
+    pub address: DocAddress,
+    pub record: DocRecord,
+}
+
+/// A read-only view of one generation of the index.
+pub struct Index {
+    dir: Rc<dyn Directory>,
+    pub manifest: Manifest,
+    pub segments: Vec<SegmentReader>,
+    catalog: OnceCell<Vec<CatalogEntry>>,
+}
+
+impl Index {
+    /// Opens the current generation: reads the manifest, nothing else.
+    pub fn open(dir: Rc<dyn Directory>) -> Result<Index> {
+        let manifest = Manifest::load(dir.as_ref())?;
+        let segments = manifest.segments.iter().map(|m| SegmentReader::open(dir.clone(), m.clone())).collect();
+        Ok(Index { dir, manifest, segments, catalog: OnceCell::new() })
+    }
+
+    pub fn directory(&self) -> Rc<dyn Directory> {
+        self.dir.clone()
+    }
+
+    pub fn total_docs(&self) -> u64 {
+        self.manifest.total_docs()
+    }
+
+    /// Tokens over all docs and fields, and docs (deleted ones included,
+    /// as FTS5 and Lucene do for BM25 statistics).
+    pub fn token_stats(&self) -> (u64, u64) {
+        self.manifest.segments.iter().fold((0, 0), |(t, d), s| (t + s.tokens, d + u64::from(s.docs)))
+    }
+
+    /// Every live document, in segment order. Loaded once per snapshot.
+    pub fn catalog(&self) -> Result<&[CatalogEntry]> {
+        if let Some(c) = self.catalog.get() {
+            return Ok(c);
+        }
+        let mut entries = Vec::with_capacity(self.total_docs() as usize);
+        for (segment, reader) in self.segments.iter().enumerate() {
+            for doc in 0..reader.meta.docs {
+                if !reader.is_deleted(doc)? {
+                    entries.push(CatalogEntry { address: DocAddress { segment, doc }, record: reader.doc(doc)? });
+                }
+            }
+        }
+        Ok(self.catalog.get_or_init(|| entries))
+    }
+
+    pub fn body(&self, entry: &CatalogEntry) -> Result<String> {
+        self.segments[entry.address.segment].body(&entry.record)
+    }
+
+    /// Bytes of all files the manifest names.
+    pub fn size_bytes(&self) -> u64 {
+        self.manifest.files().iter().filter_map(|f| self.dir.size(f).ok()).sum::<u64>()
+            + self.dir.size(manifest::MANIFEST).unwrap_or(0)
+    }
+}

@@ -1,0 +1,168 @@
+//! Commits changes to the index: one new segment for added documents,
+//! deletion files for removed ones, merges, then the manifest.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use super::manifest::{Manifest, SegmentMeta, MANIFEST};
+use super::merge::merge_candidates;
+use super::segment::{DocInput, SegmentBuilder, SegmentReader};
+use super::{DocAddress, Index};
+use crate::directory::Directory;
+use crate::error::Result;
+
+/// What a commit did.
+#[derive(Debug, Default, Clone)]
+pub struct CommitStats {
+    pub generation: u64,
+    pub segments_merged: u32,
+}
+
+/// Buffers adds and deletes against one snapshot; nothing is visible until
+/// [`IndexWriter::commit`] replaces the manifest.
+pub struct IndexWriter<'a> {
+    index: &'a Index,
+    builder: SegmentBuilder,
+    deletes: BTreeMap<usize, BTreeSet<u32>>,
+    last_update: BTreeMap<String, i64>,
+    dropped_collections: BTreeSet<String>,
+}
+
+impl<'a> IndexWriter<'a> {
+    pub fn new(index: &'a Index) -> Self {
+        IndexWriter {
+            index,
+            builder: SegmentBuilder::new(),
+            deletes: BTreeMap::new(),
+            last_update: BTreeMap::new(),
+            dropped_collections: BTreeSet::new(),
+        }
+    }
+
+    pub fn add(&mut self, doc: &DocInput<'_>) {
+        self.builder.add(doc);
+    }
+
+    pub fn delete(&mut self, address: DocAddress) {
+        self.deletes.entry(address.segment).or_default().insert(address.doc);
+    }
+
+    /// Records that a collection was scanned at `now_ms`.
+    pub fn mark_updated(&mut self, collection: &str, now_ms: i64) {
+        self.last_update.insert(collection.to_string(), now_ms);
+    }
+
+    /// Forgets a collection's update time (after it is removed).
+    pub fn drop_collection(&mut self, collection: &str) {
+        self.dropped_collections.insert(collection.to_string());
+    }
+
+    /// Whether committing would change anything.
+    pub fn is_empty(&self) -> bool {
+        self.builder.is_empty() && self.deletes.is_empty() && self.last_update.is_empty() && self.dropped_collections.is_empty()
+    }
+
+    pub fn commit(self) -> Result<CommitStats> {
+        let dir = self.index.directory();
+        let old = &self.index.manifest;
+        let mut next = old.clone();
+        next.generation += 1;
+        next.previous_files = old.files();
+        for (name, time) in self.last_update {
+            next.last_update.insert(name, time);
+        }
+        for name in &self.dropped_collections {
+            next.last_update.remove(name);
+        }
+
+        // Deletions: a new bitset file per touched segment (old bits included).
+        for (&segment, docs) in &self.deletes {
+            let reader = &self.index.segments[segment];
+            let mut bits = reader.deleted_bits()?;
+            bits.resize(reader.meta.docs.div_ceil(8) as usize, 0);
+            for &doc in docs {
+                bits[doc as usize / 8] |= 1 << (doc % 8);
+            }
+            let deleted = bits.iter().map(|b| b.count_ones()).sum::<u32>();
+            let meta = &mut next.segments[segment];
+            if deleted != meta.deleted {
+                let file = format!("{}.{}.del", meta.file.trim_end_matches(".qseg"), next.generation);
+                dir.write(&file, &bits)?;
+                meta.deletes = Some(file);
+                meta.deleted = deleted;
+            }
+        }
+        next.segments.retain(|s| s.alive() > 0);
+
+        if !self.builder.is_empty() {
+            let meta = write_segment(dir.as_ref(), &mut next, self.builder)?;
+            next.segments.push(meta);
+        }
+
+        let merged = merge(&dir, &mut next)?;
+        next.store(dir.as_ref())?;
+        collect_garbage(dir.as_ref(), &next);
+        Ok(CommitStats { generation: next.generation, segments_merged: merged })
+    }
+}
+
+fn write_segment(dir: &dyn Directory, manifest: &mut Manifest, builder: SegmentBuilder) -> Result<SegmentMeta> {
+    let file = format!("seg-{:06}.qseg", manifest.next_segment);
+    manifest.next_segment += 1;
+    let (bytes, meta) = builder.finish(&file)?;
+    dir.write(&file, &bytes)?;
+    Ok(meta)
+}
+
+/// Rewrites the segments the policy picks into one, live docs only.
+fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
+    let picked = merge_candidates(&manifest.segments);
+    if picked.is_empty() {
+        return Ok(0);
+    }
+    let mut builder = SegmentBuilder::new();
+    for &i in &picked {
+        let reader = SegmentReader::open(dir.clone(), manifest.segments[i].clone());
+        for doc in 0..reader.meta.docs {
+            if reader.is_deleted(doc)? {
+                continue;
+            }
+            let record = reader.doc(doc)?;
+            let body = reader.body(&record)?;
+            builder.add(&DocInput {
+                collection: &record.collection,
+                path: &record.path,
+                title: &record.title,
+                hash: &record.hash,
+                modified_ms: record.modified_ms,
+                body: &body,
+            });
+        }
+    }
+    let mut kept: Vec<SegmentMeta> = Vec::new();
+    for (i, meta) in manifest.segments.drain(..).enumerate() {
+        if !picked.contains(&i) {
+            kept.push(meta);
+        }
+    }
+    manifest.segments = kept;
+    if !builder.is_empty() {
+        let meta = write_segment(dir.as_ref(), manifest, builder)?;
+        manifest.segments.push(meta);
+    }
+    Ok(picked.len() as u32)
+}
+
+/// Deletes index files that neither this generation nor the previous one
+/// names (leftovers of replaced generations or of a crashed update).
+/// Failures are ignored: a stray file costs space, not correctness.
+fn collect_garbage(dir: &dyn Directory, manifest: &Manifest) {
+    let keep: BTreeSet<String> = manifest.files().into_iter().chain(manifest.previous_files.iter().cloned()).collect();
+    let Ok(files) = dir.list() else { return };
+    for file in files {
+        let ours = file.starts_with("seg-") || file.ends_with(".tmp");
+        if ours && file != MANIFEST && !keep.contains(&file) {
+            let _ = dir.delete(&file);
+        }
+    }
+}

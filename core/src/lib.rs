@@ -1,0 +1,47 @@
+/*!
+The qmd engine: collections of markdown files, an index of immutable
+segments, BM25 keyword search, and qmd's document lookup (`get`,
+`multi-get`, docids, `qmd://` paths).
+
+The engine performs no I/O of its own. Index files come through a
+[`Directory`], source documents through a [`SourceTree`], and time as
+arguments, so the same code runs natively (tests, eval), inside the WASI
+component (`--features component`, built for `wasm32-wasip2`) and in the
+browser (`wasm32-unknown-unknown`).
+
+```
+use std::rc::Rc;
+use qmd_core::{Engine, MemorySource, RamDirectory, SearchOptions};
+
+let mut notes = MemorySource::new();
+notes.insert("/notes", "cap.md", "# CAP theorem\n\nConsistency, availability, partitions.", 0);
+let engine = Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
+engine.collection_add("/notes", Some("notes"), None).unwrap();
+engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+let hits = engine.search("availability", &SearchOptions::default()).unwrap();
+assert_eq!(hits[0].path, "cap.md");
+```
+*/
+
+pub mod analysis;
+mod api;
+pub mod collection;
+pub mod directory;
+pub mod document;
+mod engine;
+mod error;
+pub mod index;
+pub mod lookup;
+pub mod query;
+pub mod search;
+pub mod source;
+pub mod vpath;
+
+#[cfg(feature = "component")]
+mod component;
+
+pub use api::*;
+pub use directory::{Directory, RamDirectory};
+pub use engine::{Engine, Progress};
+pub use error::{Error, ErrorKind, Result};
+pub use source::{MemorySource, ReadFailure, SourceFile, SourceTree, WalkEntry};

@@ -1,0 +1,3 @@
+//! Query languages: the lex syntax (and, with the models issue, query documents).
+
+pub mod lex;

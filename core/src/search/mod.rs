@@ -1,0 +1,4 @@
+//! Ranking and result assembly.
+
+pub mod lex;
+pub mod snippet;

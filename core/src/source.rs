@@ -1,0 +1,99 @@
+//! The documents being indexed, as the engine sees them. Implemented over
+//! WASI preopens in the component, a directory handle in the browser, and a
+//! map in tests.
+
+use crate::error::Result;
+
+/// One entry met while walking a collection root.
+pub enum WalkEntry<'a> {
+    /// A directory (relative path, `/`-separated). Returning `false` from the
+    /// visitor skips its contents.
+    Dir(&'a str),
+    /// A regular file (or a symlink to one; containment is checked on read).
+    File(&'a str),
+}
+
+/// A file's bytes and metadata.
+pub struct SourceFile {
+    pub bytes: Vec<u8>,
+    /// Milliseconds since the epoch.
+    pub modified_ms: i64,
+}
+
+/// Why a file could not be read; reported per file, never fatal for a run.
+pub enum ReadFailure {
+    /// The file resolves outside the collection root (symlink or `..`).
+    OutsideCollection,
+    /// Any other failure, with a short code (errno name where known).
+    Unreadable(String),
+}
+
+/// Read-only access to collection roots.
+///
+/// Implementations must not follow symlinked directories while walking, and
+/// must refuse (with [`ReadFailure::OutsideCollection`]) any file whose real
+/// path is outside `root`.
+pub trait SourceTree {
+    fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()>;
+    fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure>;
+}
+
+/// A [`SourceTree`] held in memory: `(root, relative path) → (text, mtime)`.
+/// For tests, benchmarks and the retrieval eval.
+#[derive(Default)]
+pub struct MemorySource {
+    files: std::collections::BTreeMap<(String, String), (Vec<u8>, i64)>,
+}
+
+impl MemorySource {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&mut self, root: &str, relative: &str, text: impl Into<Vec<u8>>, modified_ms: i64) {
+        self.files.insert((root.to_string(), relative.to_string()), (text.into(), modified_ms));
+    }
+
+    pub fn remove(&mut self, root: &str, relative: &str) {
+        self.files.remove(&(root.to_string(), relative.to_string()));
+    }
+}
+
+impl SourceTree for MemorySource {
+    fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
+        let mut skipped: Vec<String> = Vec::new();
+        let mut seen_dirs = std::collections::BTreeSet::new();
+        for (r, rel) in self.files.keys() {
+            if r != root {
+                continue;
+            }
+            // Announce each ancestor directory once, honouring skips.
+            let mut pruned = false;
+            let mut end = 0;
+            while let Some(i) = rel[end..].find('/') {
+                let dir = &rel[..end + i];
+                end += i + 1;
+                if skipped.iter().any(|s| dir == s || dir.starts_with(&format!("{s}/"))) {
+                    pruned = true;
+                    break;
+                }
+                if seen_dirs.insert(dir.to_string()) && !visit(WalkEntry::Dir(dir)) {
+                    skipped.push(dir.to_string());
+                    pruned = true;
+                    break;
+                }
+            }
+            if !pruned {
+                visit(WalkEntry::File(rel));
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure> {
+        self.files
+            .get(&(root.to_string(), relative.to_string()))
+            .map(|(bytes, modified_ms)| SourceFile { bytes: bytes.clone(), modified_ms: *modified_ms })
+            .ok_or_else(|| ReadFailure::Unreadable("ENOENT".into()))
+    }
+}
