@@ -1,1 +1,3 @@
+//! Cross-crate tests and the retrieval evaluation of the qmd engine.
 
+pub mod eval;

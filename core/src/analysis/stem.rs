@@ -25,192 +25,239 @@ const MIN_STEM_BYTES: usize = 3;
 
 /// Porter stem of an already-normalised word (Cow: borrowed when unchanged).
 pub fn stem(word: &str) -> Cow<'_, str> {
-    let mut buf = [0u8; MAX_STEM_BYTES];
-    match stem_into(word.as_bytes(), &mut buf) {
-        Some(n) if buf[..n] != *word.as_bytes() => match std::str::from_utf8(&buf[..n]) {
-            Ok(s) => Cow::Owned(s.to_owned()),
-            // Unreachable: every edit touches ASCII bytes only.
-            Err(_) => Cow::Borrowed(word),
-        },
-        _ => Cow::Borrowed(word),
+    if !(MIN_STEM_BYTES..=MAX_STEM_BYTES).contains(&word.len()) {
+        return Cow::Borrowed(word);
+    }
+    let mut s = word.to_owned();
+    stem_in_place(&mut s);
+    if s == word {
+        Cow::Borrowed(word)
+    } else {
+        Cow::Owned(s)
     }
 }
 
-/// Stems `word` into `buf` without allocating, for the indexing hot path.
-/// Returns the stem's length in `buf`, or `None` when FTS5 would pass the
-/// token through untouched (then the caller keeps `word`). The stem is never
-/// longer than `word`.
-pub fn stem_into(word: &[u8], buf: &mut [u8; MAX_STEM_BYTES]) -> Option<usize> {
-    let len = word.len();
-    if !(MIN_STEM_BYTES..=MAX_STEM_BYTES).contains(&len) {
-        return None;
+/// Stems the word `w` in place, for the indexing hot path: no allocation, no
+/// copy. Every edit replaces an ASCII suffix with ASCII bytes, so the
+/// `truncate`/`push` calls below always land on char boundaries.
+pub fn stem_in_place(w: &mut String) {
+    if !(MIN_STEM_BYTES..=MAX_STEM_BYTES).contains(&w.len()) {
+        return;
     }
-    buf[..len].copy_from_slice(word);
-    let b = &mut buf[..];
-    let mut n = len;
-
-    step1a(b, &mut n);
-    if step1b(b, &mut n) && !apply_rule(b, &mut n, STEP1B2, always) {
+    step1a(w);
+    if step1b(w) && !apply_rule(w, step1b2_rules(penult(w.as_bytes())), |_| true) {
+        let b = w.as_bytes();
+        let n = b.len();
         let c = b[n - 1];
-        if n >= 2 && c.is_ascii() && !is_vowel(c, false) && !matches!(c, b'l' | b's' | b'z') && c == b[n - 2] {
-            n -= 1;
-        } else if m_eq1(&b[..n]) && ostar(&b[..n]) {
-            b[n] = b'e';
-            n += 1;
+        if n >= 2
+            && c.is_ascii()
+            && !is_vowel(c, false)
+            && !matches!(c, b'l' | b's' | b'z')
+            && c == b[n - 2]
+        {
+            w.pop();
+        } else if m_eq1(b) && ostar(b) {
+            w.push('e');
         }
     }
 
     // Step 1c: (*v*) Y -> I.
-    if b[n - 1] == b'y' && has_vowel(&b[..n - 1]) {
-        b[n - 1] = b'i';
+    if let Some((&b'y', stem)) = w.as_bytes().split_last()
+        && has_vowel(stem)
+    {
+        w.pop();
+        w.push('i');
     }
 
-    apply_rule(b, &mut n, STEP2, m_gt0);
-    apply_rule(b, &mut n, STEP3, m_gt0);
-    apply_step4(b, &mut n);
+    apply_rule(w, step2_rules(penult(w.as_bytes())), m_gt0);
+    apply_rule(w, step3_rules(penult(w.as_bytes())), m_gt0);
+    apply_step4(w);
 
     // Step 5a: (m>1) E -> ; (m=1 and not *o) E -> .
-    if b[n - 1] == b'e' {
-        let s = &b[..n - 1];
-        if m_gt1(s) || (m_eq1(s) && !ostar(s)) {
-            n -= 1;
-        }
+    if let Some((&b'e', s)) = w.as_bytes().split_last()
+        && (m_gt1(s) || (m_eq1(s) && !ostar(s)))
+    {
+        w.pop();
     }
     // Step 5b: (m>1 and *d and *L) -> single letter.
-    if n > 1 && b[n - 1] == b'l' && b[n - 2] == b'l' && m_gt1(&b[..n - 1]) {
-        n -= 1;
+    if let Some((&b'l', s)) = w.as_bytes().split_last()
+        && s.last() == Some(&b'l')
+        && m_gt1(s)
+    {
+        w.pop();
     }
-    Some(n)
 }
 
 /// `(suffix, replacement)` pairs in FTS5's order; the first suffix that
 /// matches (leaving a non-empty stem) decides the step.
 type Rules = &'static [(&'static [u8], &'static [u8])];
 
-const STEP1B2: Rules = &[(b"at", b"ate"), (b"bl", b"ble"), (b"iz", b"ize")];
+/// Like FTS5's generated code, rules are picked by the word's second-to-last
+/// byte, which every suffix in a group shares; this keeps the per-token cost
+/// to a handful of byte comparisons.
+fn step1b2_rules(penult: u8) -> Rules {
+    match penult {
+        b'a' => &[(b"at", b"ate")],
+        b'b' => &[(b"bl", b"ble")],
+        b'i' => &[(b"iz", b"ize")],
+        _ => &[],
+    }
+}
 
-const STEP2: Rules = &[
-    (b"ational", b"ate"),
-    (b"tional", b"tion"),
-    (b"enci", b"ence"),
-    (b"anci", b"ance"),
-    (b"izer", b"ize"),
-    (b"logi", b"log"),
-    (b"bli", b"ble"),
-    (b"alli", b"al"),
-    (b"entli", b"ent"),
-    (b"eli", b"e"),
-    (b"ousli", b"ous"),
-    (b"ization", b"ize"),
-    (b"ation", b"ate"),
-    (b"ator", b"ate"),
-    (b"alism", b"al"),
-    (b"iveness", b"ive"),
-    (b"fulness", b"ful"),
-    (b"ousness", b"ous"),
-    (b"aliti", b"al"),
-    (b"iviti", b"ive"),
-    (b"biliti", b"ble"),
-];
+fn step2_rules(penult: u8) -> Rules {
+    match penult {
+        b'a' => &[(b"ational", b"ate"), (b"tional", b"tion")],
+        b'c' => &[(b"enci", b"ence"), (b"anci", b"ance")],
+        b'e' => &[(b"izer", b"ize")],
+        b'g' => &[(b"logi", b"log")],
+        b'l' => &[
+            (b"bli", b"ble"),
+            (b"alli", b"al"),
+            (b"entli", b"ent"),
+            (b"eli", b"e"),
+            (b"ousli", b"ous"),
+        ],
+        b'o' => &[(b"ization", b"ize"), (b"ation", b"ate"), (b"ator", b"ate")],
+        b's' => &[
+            (b"alism", b"al"),
+            (b"iveness", b"ive"),
+            (b"fulness", b"ful"),
+            (b"ousness", b"ous"),
+        ],
+        b't' => &[(b"aliti", b"al"), (b"iviti", b"ive"), (b"biliti", b"ble")],
+        _ => &[],
+    }
+}
 
-const STEP3: Rules = &[
-    (b"ical", b"ic"),
-    (b"ness", b""),
-    (b"icate", b"ic"),
-    (b"iciti", b"ic"),
-    (b"ful", b""),
-    (b"ative", b""),
-    (b"alize", b"al"),
-];
+fn step3_rules(penult: u8) -> Rules {
+    match penult {
+        b'a' => &[(b"ical", b"ic")],
+        b's' => &[(b"ness", b"")],
+        b't' => &[(b"icate", b"ic"), (b"iciti", b"ic")],
+        b'u' => &[(b"ful", b"")],
+        b'v' => &[(b"ative", b"")],
+        b'z' => &[(b"alize", b"al")],
+        _ => &[],
+    }
+}
 
 /// Step 4 suffixes, all deleted under (m>1); `ion` additionally needs the
 /// stem to end in `s` or `t`.
-const STEP4: &[&[u8]] = &[
-    b"al", b"ance", b"ence", b"er", b"ic", b"able", b"ible", b"ant", b"ement", b"ment", b"ent",
-    b"ion", b"ou", b"ism", b"ate", b"iti", b"ous", b"ive", b"ize",
-];
-
-/// Index of the first rule whose suffix ends the word with a non-empty stem.
-/// Suffixes in FTS5's switch differ in their second-to-last letter across
-/// cases, so a flat first-match list picks the same rule as the switch.
-fn find_suffix<'r>(b: &[u8], n: usize, mut suffixes: impl Iterator<Item = &'r [u8]>) -> Option<usize> {
-    suffixes.position(|s| n > s.len() && b[..n].ends_with(s))
+fn step4_suffixes(penult: u8) -> &'static [&'static [u8]] {
+    match penult {
+        b'a' => &[b"al"],
+        b'c' => &[b"ance", b"ence"],
+        b'e' => &[b"er"],
+        b'i' => &[b"ic"],
+        b'l' => &[b"able", b"ible"],
+        b'n' => &[b"ant", b"ement", b"ment", b"ent"],
+        b'o' => &[b"ion", b"ou"],
+        b's' => &[b"ism"],
+        b't' => &[b"ate", b"iti"],
+        b'u' => &[b"ous"],
+        b'v' => &[b"ive"],
+        b'z' => &[b"ize"],
+        _ => &[],
+    }
 }
 
-/// Applies the deciding rule of `rules` if its condition holds; reports
-/// whether it fired.
-fn apply_rule(b: &mut [u8], n: &mut usize, rules: Rules, cond: fn(&[u8]) -> bool) -> bool {
-    let Some(i) = find_suffix(b, *n, rules.iter().map(|r| r.0)) else {
+/// The word's second-to-last byte (0 for one-byte words).
+fn penult(b: &[u8]) -> u8 {
+    if b.len() >= 2 { b[b.len() - 2] } else { 0 }
+}
+
+/// `b` ends with `suffix` and leaves a non-empty stem. A plain loop: these
+/// suffixes are too short for a `memcmp` call to pay off.
+fn ends_with(b: &[u8], suffix: &[u8]) -> bool {
+    b.len() > suffix.len()
+        && b[b.len() - suffix.len()..]
+            .iter()
+            .zip(suffix)
+            .all(|(x, y)| x == y)
+}
+
+/// Replaces the last `suffix_len` (ASCII) bytes of `w` with `repl`.
+fn replace_suffix(w: &mut String, suffix_len: usize, repl: &[u8]) {
+    w.truncate(w.len() - suffix_len);
+    w.extend(repl.iter().map(|&c| char::from(c)));
+}
+
+/// Applies the deciding rule of `rules` (the group picked by the word's
+/// second-to-last byte) if its condition holds; reports whether it fired.
+fn apply_rule(w: &mut String, rules: Rules, cond: impl Fn(&[u8]) -> bool) -> bool {
+    let b = w.as_bytes();
+    let Some(&(suffix, repl)) = rules.iter().find(|r| ends_with(b, r.0)) else {
         return false;
     };
-    let (suffix, repl) = rules[i];
-    let stem = *n - suffix.len();
-    if !cond(&b[..stem]) {
+    if !cond(&b[..b.len() - suffix.len()]) {
         return false;
     }
-    b[stem..stem + repl.len()].copy_from_slice(repl);
-    *n = stem + repl.len();
+    replace_suffix(w, suffix.len(), repl);
     true
 }
 
-fn always(_: &[u8]) -> bool {
-    true
-}
-
-fn apply_step4(b: &mut [u8], n: &mut usize) {
-    if let Some(i) = find_suffix(b, *n, STEP4.iter().copied()) {
-        let stem = &b[..*n - STEP4[i].len()];
-        let ok = if STEP4[i] == b"ion" {
-            matches!(stem.last(), Some(b's' | b't')) && m_gt1(stem)
-        } else {
-            m_gt1(stem)
-        };
-        if ok {
-            *n = stem.len();
-        }
+fn apply_step4(w: &mut String) {
+    let b = w.as_bytes();
+    let Some(&suffix) = step4_suffixes(penult(b)).iter().find(|s| ends_with(b, s)) else {
+        return;
+    };
+    let stem = &b[..b.len() - suffix.len()];
+    let ok = if suffix == b"ion" {
+        matches!(stem.last(), Some(b's' | b't')) && m_gt1(stem)
+    } else {
+        m_gt1(stem)
+    };
+    if ok {
+        replace_suffix(w, suffix.len(), b"");
     }
 }
 
 /// Step 1a: SSES -> SS, IES -> I, SS -> SS, S -> . (FTS5 needs a non-empty
 /// stem before `sses`/`ies`, so a bare `ies` only loses its `s`.)
-fn step1a(b: &[u8], n: &mut usize) {
-    let len = *n;
+fn step1a(w: &mut String) {
+    let b = w.as_bytes();
+    let len = b.len();
     if b[len - 1] != b's' {
         return;
     }
-    if b[len - 2] == b'e' {
-        if (len > 4 && &b[len - 4..len - 2] == b"ss") || (len > 3 && b[len - 3] == b'i') {
-            *n = len - 2;
+    let cut = if b[len - 2] == b'e' {
+        if (len > 4 && b[len - 4] == b's' && b[len - 3] == b's') || (len > 3 && b[len - 3] == b'i')
+        {
+            2
         } else {
-            *n = len - 1;
+            1
         }
     } else if b[len - 2] != b's' {
-        *n = len - 1;
-    }
+        1
+    } else {
+        0
+    };
+    replace_suffix(w, cut, b"");
 }
 
 /// Step 1b: (m>0) EED -> EE; (*v*) ED -> ; (*v*) ING -> . Returns true when
 /// ED or ING was removed (the cue for the step 1b clean-up rules).
-fn step1b(b: &mut [u8], n: &mut usize) -> bool {
-    let len = *n;
-    if len > 3 && b[..len].ends_with(b"eed") {
+fn step1b(w: &mut String) -> bool {
+    let b = w.as_bytes();
+    let len = b.len();
+    if ends_with(b, b"eed") {
         if m_gt0(&b[..len - 3]) {
-            *n = len - 1;
+            replace_suffix(w, 1, b"");
         }
         false
-    } else if len > 2 && b[..len].ends_with(b"ed") {
-        remove_if_vowel(b, n, 2)
-    } else if len > 3 && b[..len].ends_with(b"ing") {
-        remove_if_vowel(b, n, 3)
+    } else if ends_with(b, b"ed") {
+        remove_if_vowel(w, 2)
+    } else if ends_with(b, b"ing") {
+        remove_if_vowel(w, 3)
     } else {
         false
     }
 }
 
-fn remove_if_vowel(b: &[u8], n: &mut usize, suffix_len: usize) -> bool {
-    let stem = *n - suffix_len;
-    if has_vowel(&b[..stem]) {
-        *n = stem;
+fn remove_if_vowel(w: &mut String, suffix_len: usize) -> bool {
+    let stem = w.len() - suffix_len;
+    if has_vowel(&w.as_bytes()[..stem]) {
+        w.truncate(stem);
         true
     } else {
         false
@@ -432,13 +479,14 @@ mod tests {
     }
 
     #[test]
-    fn stem_into_never_grows() {
-        let mut buf = [0u8; MAX_STEM_BYTES];
+    fn stem_in_place_matches_stem() {
         for &(word, want) in CLASSIC {
-            let n = stem_into(word.as_bytes(), &mut buf).expect("stemmed");
-            assert!(n <= word.len());
-            assert_eq!(&buf[..n], want.as_bytes());
+            let mut w = word.to_owned();
+            stem_in_place(&mut w);
+            assert_eq!(w, want);
         }
-        assert_eq!(stem_into(b"ab", &mut buf), None);
+        let mut short = "is".to_owned();
+        stem_in_place(&mut short);
+        assert_eq!(short, "is");
     }
 }

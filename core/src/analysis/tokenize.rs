@@ -15,7 +15,7 @@
 //! ASCII, the bulk of markdown, goes through a byte loop that copies whole
 //! runs of word bytes at once.
 
-use super::stem::{MAX_STEM_BYTES, stem_into};
+use super::stem::stem_in_place;
 use unicode_normalization::char::{decompose_canonical, is_combining_mark};
 
 /// One analysed token: `term` is the normalised, stemmed index term;
@@ -44,15 +44,16 @@ impl Analyzer {
     /// Streams the stemmed tokens of `text` to `emit` (see [`analyze`]).
     pub fn analyze(&mut self, text: &str, mut emit: impl FnMut(Token<'_>)) {
         let mut position = 0u32;
-        let mut stem_buf = [0u8; MAX_STEM_BYTES];
         scan(text, &mut self.word, |word, cjk, start, end| {
-            let stemmed = if cjk { None } else { stem_into(word.as_bytes(), &mut stem_buf) };
-            let term = match stemmed {
-                // Stemming only edits ASCII bytes, so this never fails.
-                Some(n) => std::str::from_utf8(&stem_buf[..n]).unwrap_or(word),
-                None => word,
-            };
-            emit(Token { term, position, start, end });
+            if !cjk {
+                stem_in_place(word);
+            }
+            emit(Token {
+                term: word,
+                position,
+                start,
+                end,
+            });
             position = position.wrapping_add(1);
         });
     }
@@ -84,7 +85,7 @@ pub fn normalize(word: &str) -> String {
 pub fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut buf = String::new();
-    scan(text, &mut buf, |word, _, _, _| out.push(word.to_owned()));
+    scan(text, &mut buf, |word, _, _, _| out.push(word.clone()));
     out
 }
 
@@ -206,21 +207,23 @@ fn push_folded(c: char, out: &mut String) {
     }
 }
 
-/// ASCII bytes that are token characters.
-const fn ascii_word_table() -> [bool; 128] {
-    let mut t = [false; 128];
+/// Bytes that are ASCII token characters (false for every non-ASCII byte,
+/// so the hot loop needs a single lookup per byte).
+const fn ascii_word_table() -> [bool; 256] {
+    let mut t = [false; 256];
     let mut b = 0;
-    while b < 128 {
+    while b < 256 {
         t[b] = (b as u8).is_ascii_alphanumeric();
         b += 1;
     }
     t
 }
-static ASCII_WORD: [bool; 128] = ascii_word_table();
+static ASCII_WORD: [bool; 256] = ascii_word_table();
 
 /// The shared splitter: calls `f(normalised_word, is_cjk, start, end)` for
-/// every word, with byte offsets into `text`. `buf` is scratch space.
-fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&str, bool, usize, usize)) {
+/// every word, with byte offsets into `text`. The word lives in `buf`, which
+/// `f` may modify (stemming in place); it is cleared after each word.
+fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&mut String, bool, usize, usize)) {
     let bytes = text.as_bytes();
     // Byte offsets of the open word; `start == usize::MAX` when none is open.
     let mut start = usize::MAX;
@@ -230,12 +233,13 @@ fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&str, bool, usize, usize
     while i < bytes.len() {
         let b = bytes[i];
         if b < 0x80 {
-            if ASCII_WORD[b as usize] {
+            if ASCII_WORD[usize::from(b)] {
                 // Copy the whole ASCII word run in one go.
                 let run_start = i;
-                while i < bytes.len() && bytes[i] < 0x80 && ASCII_WORD[bytes[i] as usize] {
-                    i += 1;
-                }
+                i += bytes[i..]
+                    .iter()
+                    .position(|&c| !ASCII_WORD[usize::from(c)])
+                    .unwrap_or(bytes.len() - i);
                 if start == usize::MAX {
                     start = run_start;
                 }
@@ -251,12 +255,16 @@ fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&str, bool, usize, usize
             }
             continue;
         }
-        let Some(c) = text[i..].chars().next() else { break };
+        let Some(c) = text[i..].chars().next() else {
+            break;
+        };
         let next = i + c.len_utf8();
         if is_cjk(c) {
             flush(buf, &mut start, end, &mut f);
             if is_word_char(c) {
-                f(&text[i..next], true, i, next);
+                buf.push(c);
+                f(buf, true, i, next);
+                buf.clear();
             }
         } else if is_diacritic(c) && start != usize::MAX {
             // Continues (and is dropped from) the open word.
@@ -276,7 +284,12 @@ fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&str, bool, usize, usize
 }
 
 /// Emits the open word, if any, and resets the buffer.
-fn flush(buf: &mut String, start: &mut usize, end: usize, f: &mut impl FnMut(&str, bool, usize, usize)) {
+fn flush(
+    buf: &mut String,
+    start: &mut usize,
+    end: usize,
+    f: &mut impl FnMut(&mut String, bool, usize, usize),
+) {
     if *start != usize::MAX {
         if !buf.is_empty() {
             f(buf, false, *start, end);
@@ -299,13 +312,18 @@ mod tests {
 
     fn tokens(text: &str) -> Vec<(String, u32, usize, usize)> {
         let mut out = Vec::new();
-        analyze(text, |t| out.push((t.term.to_owned(), t.position, t.start, t.end)));
+        analyze(text, |t| {
+            out.push((t.term.to_owned(), t.position, t.start, t.end))
+        });
         out
     }
 
     #[test]
     fn splits_on_non_alphanumerics() {
-        assert_eq!(terms("foo.bar-baz_qux don't"), ["foo", "bar", "baz", "qux", "don", "t"]);
+        assert_eq!(
+            terms("foo.bar-baz_qux don't"),
+            ["foo", "bar", "baz", "qux", "don", "t"]
+        );
         assert_eq!(terms("  hello,   world!  "), ["hello", "world"]);
         assert_eq!(terms(""), Vec::<String>::new());
         assert_eq!(terms("!!! --- ..."), Vec::<String>::new());
@@ -313,7 +331,10 @@ mod tests {
 
     #[test]
     fn lowercases_and_stems() {
-        assert_eq!(terms("Running PERFORMANCE Tests"), ["run", "perform", "test"]);
+        assert_eq!(
+            terms("Running PERFORMANCE Tests"),
+            ["run", "perform", "test"]
+        );
         assert_eq!(terms("Multi-Agent memories"), ["multi", "agent", "memori"]);
         // Digits are token characters and stemmed as FTS5 does.
         assert_eq!(terms("gpt-4 v2026 mp3s"), ["gpt", "4", "v2026", "mp3"]);
@@ -395,7 +416,10 @@ mod tests {
         let ws = words(text);
         assert_eq!(
             ws,
-            ["the", "runner", "s", "naive", "approach", "2026", "4", "10", "東", "京", "foo", "bar", "uber"]
+            [
+                "the", "runner", "s", "naive", "approach", "2026", "4", "10", "東", "京", "foo",
+                "bar", "uber"
+            ]
         );
         let stemmed: Vec<String> = ws.iter().map(|w| stem(w).into_owned()).collect();
         assert_eq!(stemmed, terms(text));
@@ -404,7 +428,7 @@ mod tests {
     #[test]
     fn long_tokens_are_not_stemmed() {
         let long = format!("{}ing", "x".repeat(70));
-        assert_eq!(terms(&long), [long.clone()]);
+        assert_eq!(terms(&long), [long.as_str()]);
     }
 
     #[test]

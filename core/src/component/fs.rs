@@ -1,0 +1,172 @@
+//! [`Directory`] and [`SourceTree`] over `std::fs`, which inside the
+//! component means WASI preopens: the host grants the index directory and
+//! each collection root, and nothing else is reachable.
+
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use crate::directory::Directory;
+use crate::error::{Error, ErrorKind, Result};
+use crate::source::{ReadFailure, SourceFile, SourceTree, WalkEntry};
+
+fn io_error(name: &Path, e: std::io::Error) -> Error {
+    let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Io };
+    Error::new(kind, format!("{}: {e}", name.display()))
+}
+
+/// Index files in one directory.
+pub struct FsDirectory {
+    root: PathBuf,
+}
+
+impl FsDirectory {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        FsDirectory { root: root.into() }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    fn write_synced(&self, path: &Path, data: &[u8]) -> Result<()> {
+        let mut file = File::create(path).map_err(|e| io_error(path, e))?;
+        file.write_all(data).map_err(|e| io_error(path, e))?;
+        file.sync_all().map_err(|e| io_error(path, e))
+    }
+}
+
+impl Directory for FsDirectory {
+    fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let path = self.path(name);
+        fs::read(&path).map_err(|e| io_error(&path, e))
+    }
+
+    fn read_range(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let path = self.path(name);
+        let mut file = File::open(&path).map_err(|e| io_error(&path, e))?;
+        file.seek(SeekFrom::Start(offset)).map_err(|e| io_error(&path, e))?;
+        let mut buf = vec![0; len];
+        file.read_exact(&mut buf).map_err(|e| io_error(&path, e))?;
+        Ok(buf)
+    }
+
+    fn write(&self, name: &str, data: &[u8]) -> Result<()> {
+        self.write_synced(&self.path(name), data)
+    }
+
+    fn atomic_write(&self, name: &str, data: &[u8]) -> Result<()> {
+        let target = self.path(name);
+        // No process ids under WASI; the clock makes the name unique enough,
+        // and the writer lock rules out a concurrent writer.
+        let stamp = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let temp = self.path(&format!("{name}.{stamp}.tmp"));
+        self.write_synced(&temp, data)?;
+        fs::rename(&temp, &target).map_err(|e| io_error(&target, e))?;
+        // Make the rename itself durable where the platform lets us.
+        if let Ok(dir) = File::open(&self.root) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        let path = self.path(name);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&path, e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn list(&self) -> Result<Vec<String>> {
+        let entries = fs::read_dir(&self.root).map_err(|e| io_error(&self.root, e))?;
+        Ok(entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+    }
+
+    fn size(&self, name: &str) -> Result<u64> {
+        let path = self.path(name);
+        fs::metadata(&path).map(|m| m.len()).map_err(|e| io_error(&path, e))
+    }
+}
+
+/// Collection roots on the filesystem.
+pub struct FsSource;
+
+fn walk_dir(root: &Path, rel: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
+    let dir = if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
+    let entries = fs::read_dir(&dir).map_err(|e| io_error(&dir, e))?;
+    let mut names: Vec<(String, fs::FileType)> =
+        entries.filter_map(|e| e.ok()).filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?))).collect();
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, kind) in names {
+        let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+        if kind.is_dir() {
+            if visit(WalkEntry::Dir(&child)) {
+                walk_dir(root, &child, visit)?;
+            }
+        } else if kind.is_file() || kind.is_symlink() {
+            // Symlinked directories are never followed; symlinked files are
+            // offered and checked for containment when read.
+            if kind.is_symlink() && fs::metadata(root.join(&child)).is_ok_and(|m| m.is_dir()) {
+                continue;
+            }
+            visit(WalkEntry::File(&child));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` resolves inside `root`. Under WASI the preopen already
+/// refuses escapes; natively we compare canonical paths component-wise, so
+/// `/notes-evil` is not inside `/notes`.
+fn contained(root: &Path, path: &Path) -> bool {
+    if cfg!(target_os = "wasi") {
+        return true;
+    }
+    match (fs::canonicalize(root), fs::canonicalize(path)) {
+        (Ok(root), Ok(path)) => path.starts_with(root),
+        _ => false,
+    }
+}
+
+impl SourceTree for FsSource {
+    fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
+        walk_dir(Path::new(root), "", visit)
+    }
+
+    fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure> {
+        if !crate::vpath::is_contained(relative) {
+            return Err(ReadFailure::OutsideCollection);
+        }
+        let path = Path::new(root).join(relative);
+        if !contained(Path::new(root), &path) {
+            return Err(ReadFailure::OutsideCollection);
+        }
+        let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        let mut file = match File::open(&path) {
+            Ok(file) => file,
+            // The sandbox refuses a symlink whose target leaves the root.
+            Err(_) if is_link => return Err(ReadFailure::OutsideCollection),
+            Err(e) => return Err(ReadFailure::Unreadable(error_code(&e))),
+        };
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(|e| ReadFailure::Unreadable(error_code(&e)))?;
+        let modified_ms = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64);
+        Ok(SourceFile { bytes, modified_ms })
+    }
+}
+
+fn error_code(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "ENOENT".into(),
+        std::io::ErrorKind::PermissionDenied => "EACCES".into(),
+        std::io::ErrorKind::IsADirectory => "EISDIR".into(),
+        other => format!("{other:?}"),
+    }
+}

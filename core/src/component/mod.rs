@@ -1,0 +1,279 @@
+//! The WASI component: exports the engine through `wit/world.wit`. This is
+//! the only module that names WIT types; it maps them field by field.
+
+mod fs;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use fs::{FsDirectory, FsSource};
+
+use crate::Engine;
+
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "engine",
+});
+
+use qmd::engine::types as wit;
+
+/// Where the host mounts the index and config directories in the guest.
+const INDEX_DIR: &str = "/.qmd/index";
+const CONFIG_DIR: &str = "/.qmd/config";
+
+thread_local! {
+    /// One engine per instance: a warm instance (MCP server) reuses loaded
+    /// segment sections across calls.
+    static ENGINE: RefCell<Option<Rc<Engine>>> = const { RefCell::new(None) };
+}
+
+fn engine() -> Rc<Engine> {
+    ENGINE.with(|cell| {
+        cell.borrow_mut()
+            .get_or_insert_with(|| {
+                let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
+                Rc::new(Engine::new(
+                    Rc::new(FsDirectory::new(INDEX_DIR)),
+                    Rc::new(FsDirectory::new(CONFIG_DIR)),
+                    &format!("{name}.yml"),
+                    Rc::new(FsSource),
+                ))
+            })
+            .clone()
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl From<crate::Error> for wit::Error {
+    fn from(e: crate::Error) -> Self {
+        use crate::ErrorKind as K;
+        let kind = match e.kind {
+            K::NotFound => wit::ErrorKind::NotFound,
+            K::InvalidArgument => wit::ErrorKind::InvalidArgument,
+            K::AlreadyExists => wit::ErrorKind::AlreadyExists,
+            K::CorruptIndex => wit::ErrorKind::CorruptIndex,
+            K::Io => wit::ErrorKind::Io,
+            K::Internal => wit::ErrorKind::Internal,
+        };
+        wit::Error { kind, message: e.message }
+    }
+}
+
+fn options(o: wit::SearchOptions) -> crate::SearchOptions {
+    crate::SearchOptions {
+        collections: o.collections,
+        limit: o.limit as usize,
+        min_score: o.min_score,
+        snippet_max_len: o.snippet_max_len as usize,
+        full: o.full,
+    }
+}
+
+fn hit(h: crate::SearchHit) -> wit::SearchHit {
+    wit::SearchHit {
+        docid: h.docid,
+        collection: h.collection,
+        path: h.path,
+        title: h.title,
+        context: h.context,
+        score: h.score,
+        line: h.line,
+        line_matched: h.line_matched,
+        snippet: h.snippet,
+        body: h.body,
+        source_path: h.source_path,
+    }
+}
+
+fn document(d: crate::Document) -> wit::Document {
+    wit::Document {
+        docid: d.docid,
+        collection: d.collection,
+        path: d.path,
+        title: d.title,
+        context: d.context,
+        body: d.body,
+        source_path: d.source_path,
+        size: d.size,
+    }
+}
+
+fn collection_info(c: crate::CollectionInfo) -> wit::CollectionInfo {
+    wit::CollectionInfo {
+        name: c.name,
+        path: c.path,
+        pattern: c.pattern,
+        ignore: c.ignore,
+        include_by_default: c.include_by_default,
+        documents: c.documents,
+        last_updated: c.last_updated,
+        contexts: c.contexts,
+    }
+}
+
+fn context_entry(c: crate::ContextEntry) -> wit::ContextEntry {
+    wit::ContextEntry { collection: c.collection, prefix: c.prefix, text: c.text }
+}
+
+type R<T> = Result<T, wit::Error>;
+
+struct Component;
+
+impl Guest for Component {
+    fn status() -> R<wit::IndexStatus> {
+        let s = engine().status()?;
+        Ok(wit::IndexStatus {
+            total_documents: s.total_documents,
+            needs_embedding: s.needs_embedding,
+            has_vector_index: s.has_vector_index,
+            index_bytes: s.index_bytes,
+            segments: s.segments,
+            generation: s.generation,
+            global_context: s.global_context,
+            collections: s
+                .collections
+                .into_iter()
+                .map(|c| wit::CollectionStatus {
+                    name: c.name,
+                    path: c.path,
+                    pattern: c.pattern,
+                    documents: c.documents,
+                    last_updated: c.last_updated,
+                    include_by_default: c.include_by_default,
+                })
+                .collect(),
+            contexts: s.contexts.into_iter().map(context_entry).collect(),
+        })
+    }
+
+    fn search(query: String, o: wit::SearchOptions) -> R<Vec<wit::SearchHit>> {
+        Ok(engine().search(&query, &options(o))?.into_iter().map(hit).collect())
+    }
+
+    fn query(request: wit::QueryRequest) -> R<Vec<wit::SearchHit>> {
+        // Keyword-only until the models issue: a plain query is a BM25
+        // search; typed searches must all be `lex` and are searched in turn.
+        let o = options(request.options);
+        if let Some(q) = request.query {
+            return Ok(engine().search(&q, &o)?.into_iter().map(hit).collect());
+        }
+        let mut out: Vec<wit::SearchHit> = Vec::new();
+        for s in request.searches {
+            if s.kind != wit::SearchType::Lex {
+                return Err(crate::Error::invalid("vec/hyde searches need embeddings, which this build does not have yet").into());
+            }
+            for h in engine().search(&s.query, &o)? {
+                if !out.iter().any(|x| x.collection == h.collection && x.path == h.path) {
+                    out.push(hit(h));
+                }
+            }
+        }
+        out.sort_by(|a, b| b.score.total_cmp(&a.score));
+        out.truncate(o.limit);
+        Ok(out)
+    }
+
+    fn get(r: wit::GetRequest) -> Result<wit::Document, wit::GetError> {
+        let request =
+            crate::GetRequest { file: r.file, from_line: r.from_line, max_lines: r.max_lines, line_numbers: r.line_numbers };
+        engine().get(&request).map(document).map_err(|e| match e {
+            crate::GetError::NotFound { query, similar } => wit::GetError::NotFound(wit::NotFoundInfo { query, similar }),
+            crate::GetError::Excluded { query, collection, matched_path, rule } => {
+                wit::GetError::Excluded(wit::ExcludedInfo { query, collection, matched_path, rule })
+            }
+            crate::GetError::Failed(e) => wit::GetError::Failed(e.into()),
+        })
+    }
+
+    fn multi_get(r: wit::MultiGetRequest) -> R<wit::MultiGetResult> {
+        let request = crate::MultiGetRequest {
+            pattern: r.pattern,
+            max_lines: r.max_lines,
+            max_bytes: r.max_bytes,
+            line_numbers: r.line_numbers,
+        };
+        let result = engine().multi_get(&request)?;
+        Ok(wit::MultiGetResult {
+            entries: result
+                .entries
+                .into_iter()
+                .map(|e| wit::MultiGetEntry { doc: document(e.doc), skipped: e.skipped })
+                .collect(),
+            errors: result.errors,
+        })
+    }
+
+    fn ls(target: Option<String>) -> R<wit::Listing> {
+        Ok(match engine().ls(target.as_deref())? {
+            crate::Listing::Collections(list) => wit::Listing::Collections(
+                list.into_iter().map(|(name, files)| wit::CollectionFiles { name, files }).collect(),
+            ),
+            crate::Listing::Files(files) => wit::Listing::Files(
+                files
+                    .into_iter()
+                    .map(|f| wit::FileEntry { collection: f.collection, path: f.path, size: f.size, modified: f.modified })
+                    .collect(),
+            ),
+        })
+    }
+
+    fn update(collections: Vec<String>) -> R<wit::UpdateReport> {
+        let mut progress = |phase: &str, done: u64, total: u64| qmd::engine::host::progress(phase, done, total);
+        let report = engine().update(&collections, now_ms(), &mut progress)?;
+        Ok(wit::UpdateReport {
+            collections: report
+                .collections
+                .into_iter()
+                .map(|c| wit::CollectionReport {
+                    name: c.name,
+                    added: c.added,
+                    updated: c.updated,
+                    unchanged: c.unchanged,
+                    removed: c.removed,
+                    skipped: c.skipped.into_iter().map(|s| wit::SkippedFile { path: s.path, reason: s.reason }).collect(),
+                })
+                .collect(),
+            segments_merged: report.segments_merged,
+            generation: report.generation,
+        })
+    }
+
+    fn collection_add(path: String, name: Option<String>, mask: Option<String>) -> R<wit::CollectionInfo> {
+        Ok(collection_info(engine().collection_add(&path, name.as_deref(), mask.as_deref())?))
+    }
+
+    fn collection_list() -> R<Vec<wit::CollectionInfo>> {
+        Ok(engine().collection_list()?.into_iter().map(collection_info).collect())
+    }
+
+    fn collection_remove(name: String) -> R<wit::CollectionInfo> {
+        Ok(collection_info(engine().collection_remove(&name)?))
+    }
+
+    fn collection_rename(old: String, new: String) -> R<wit::CollectionInfo> {
+        Ok(collection_info(engine().collection_rename(&old, &new)?))
+    }
+
+    fn collection_set_include(name: String, included: bool) -> R<wit::CollectionInfo> {
+        Ok(collection_info(engine().collection_set_include(&name, included)?))
+    }
+
+    fn context_add(target: String, text: String) -> R<wit::ContextEntry> {
+        Ok(context_entry(engine().context_add(&target, &text)?))
+    }
+
+    fn context_list() -> R<Vec<wit::ContextEntry>> {
+        Ok(engine().context_list()?.into_iter().map(context_entry).collect())
+    }
+
+    fn context_remove(target: String) -> R<wit::ContextEntry> {
+        Ok(context_entry(engine().context_remove(&target)?))
+    }
+}
+
+export!(Component);

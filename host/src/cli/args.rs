@@ -1,0 +1,168 @@
+//! Command-line arguments, with qmd's names and defaults.
+
+use clap::{Args, Parser, Subcommand};
+
+use super::output::Format;
+
+#[derive(Parser)]
+#[command(name = "qmd", version, about = "On-device search for markdown notes, docs and transcripts")]
+pub struct Cli {
+    /// Use a named index (its own config and index files).
+    #[arg(long, global = true)]
+    pub index: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Manage collections.
+    #[command(subcommand)]
+    Collection(CollectionCommand),
+    /// Manage contexts (descriptions attached to paths).
+    #[command(subcommand)]
+    Context(ContextCommand),
+    /// List collections, or the files under `collection[/prefix]`.
+    Ls { target: Option<String> },
+    /// Re-index every collection.
+    Update {
+        /// Accepted for qmd compatibility; has no effect.
+        #[arg(long)]
+        pull: bool,
+    },
+    /// Keyword (BM25) search.
+    Search(SearchArgs),
+    /// Show one document: path, qmd:// path or #docid, optionally `:from[:count]`.
+    Get(GetArgs),
+    /// Show several documents: glob, comma list or docids.
+    MultiGet(MultiGetArgs),
+    /// Index status.
+    Status,
+}
+
+#[derive(Subcommand)]
+pub enum CollectionCommand {
+    /// Add a directory as a collection and index it.
+    Add {
+        path: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Glob mask (comma list or {a,b} for several); default **/*.md.
+        #[arg(long, visible_alias = "glob")]
+        mask: Option<String>,
+    },
+    List,
+    #[command(visible_alias = "rm")]
+    Remove { name: String },
+    #[command(visible_alias = "mv")]
+    Rename { old: String, new: String },
+    #[command(visible_alias = "info")]
+    Show { name: String },
+    /// Search this collection by default.
+    Include { name: String },
+    /// Search this collection only when named with -c.
+    Exclude { name: String },
+}
+
+#[derive(Subcommand)]
+pub enum ContextCommand {
+    /// Attach a description to a path (`/` = global; one argument = current directory).
+    Add {
+        #[arg(num_args = 1..=2, required = true)]
+        args: Vec<String>,
+    },
+    List,
+    #[command(visible_alias = "remove")]
+    Rm { path: String },
+}
+
+#[derive(Args)]
+pub struct OutputFlags {
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    #[arg(long, hide = true)]
+    pub json: bool,
+    #[arg(long, hide = true)]
+    pub csv: bool,
+    #[arg(long, hide = true)]
+    pub md: bool,
+    #[arg(long, hide = true)]
+    pub xml: bool,
+    #[arg(long, hide = true)]
+    pub files: bool,
+    /// Show paths on disk instead of qmd:// paths.
+    #[arg(long)]
+    pub full_path: bool,
+}
+
+impl OutputFlags {
+    /// `--format` wins; legacy flags by qmd's precedence csv > md > xml > files > json.
+    pub fn format(&self) -> Format {
+        if let Some(f) = self.format {
+            return f;
+        }
+        [(self.csv, Format::Csv), (self.md, Format::Md), (self.xml, Format::Xml), (self.files, Format::Files), (self.json, Format::Json)]
+            .into_iter()
+            .find_map(|(set, f)| set.then_some(f))
+            .unwrap_or(Format::Cli)
+    }
+}
+
+#[derive(Args)]
+pub struct SearchArgs {
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = false)]
+    pub query: Vec<String>,
+    /// Number of results (default 5; 20 for json and files).
+    #[arg(short = 'n')]
+    pub limit: Option<usize>,
+    /// Return every match.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long, default_value_t = 0.0)]
+    pub min_score: f64,
+    /// Whole documents instead of snippets.
+    #[arg(long)]
+    pub full: bool,
+    /// Restrict to a collection (repeatable).
+    #[arg(short = 'c', long = "collection")]
+    pub collections: Vec<String>,
+    #[arg(long)]
+    pub line_numbers: bool,
+    #[command(flatten)]
+    pub output: OutputFlags,
+}
+
+#[derive(Args)]
+pub struct GetArgs {
+    pub file: String,
+    /// First line to show (1-based).
+    #[arg(long)]
+    pub from: Option<u32>,
+    /// Number of lines.
+    #[arg(short = 'l')]
+    pub lines: Option<u32>,
+    #[arg(long)]
+    pub line_numbers: bool,
+    #[arg(long)]
+    pub no_line_numbers: bool,
+    #[arg(long)]
+    pub full_path: bool,
+}
+
+#[derive(Args)]
+pub struct MultiGetArgs {
+    pub pattern: String,
+    /// Lines per file.
+    #[arg(short = 'l')]
+    pub lines: Option<u32>,
+    /// Skip files larger than this many bytes.
+    #[arg(long, default_value_t = 65536)]
+    pub max_bytes: u64,
+    #[arg(long)]
+    pub line_numbers: bool,
+    #[arg(long)]
+    pub no_line_numbers: bool,
+    #[command(flatten)]
+    pub output: OutputFlags,
+}

@@ -1,0 +1,268 @@
+//! Collection, context, ls, update and status commands.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::args::{CollectionCommand, ContextCommand};
+use super::time::{ago, human_size, ls_date, now_ms};
+use super::{Session, engine_result};
+use crate::component::bindings::{CollectionInfo, Listing, UpdateReport};
+
+fn collections(session: &Session) -> Result<Vec<CollectionInfo>> {
+    session.read(|store, engine| engine_result(engine.call_collection_list(store)))
+}
+
+/// A progress bar on a terminal; nothing otherwise (logs stay clean).
+fn progress_bar() -> Option<crate::component::ProgressFn> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} files ({eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    Some(Box::new(move |phase: &str, done: u64, total: u64| {
+        bar.set_message(phase.to_string());
+        bar.set_length(total);
+        bar.set_position(done);
+        if done == total {
+            bar.finish_and_clear();
+        }
+    }))
+}
+
+/// Runs `update` for `only` (all when empty) with the roots mounted.
+fn run_update(session: &Session, only: Vec<String>) -> Result<UpdateReport> {
+    let roots: Vec<PathBuf> = collections(session)?
+        .into_iter()
+        .filter(|c| only.is_empty() || only.contains(&c.name))
+        .map(|c| PathBuf::from(c.path))
+        .collect();
+    session.call(true, roots, progress_bar(), |store, engine| engine_result(engine.call_update(store, &only)))
+}
+
+fn print_report(report: &UpdateReport) {
+    let sum = |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
+    println!(
+        "Indexed: {} new, {} updated, {} unchanged, {} removed",
+        sum(|c| c.added),
+        sum(|c| c.updated),
+        sum(|c| c.unchanged),
+        sum(|c| c.removed)
+    );
+    for c in &report.collections {
+        for s in &c.skipped {
+            eprintln!("Skipped qmd://{}/{} ({})", c.name, s.path, s.reason);
+        }
+    }
+}
+
+pub fn update(session: &Session, only: Vec<String>) -> Result<ExitCode> {
+    let list = collections(session)?;
+    if list.is_empty() {
+        println!("No collections. Add one with 'qmd collection add <path>'.");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, c) in list.iter().enumerate() {
+        println!("[{}/{}] {} ({})", i + 1, list.len(), c.name, c.pattern);
+    }
+    let report = run_update(session, only)?;
+    println!();
+    print_report(&report);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode> {
+    match cmd {
+        CollectionCommand::Add { path, name, mask } => {
+            let resolved = crate::paths::absolute(&path);
+            if !resolved.exists() {
+                bail!(
+                    "Collection path does not exist.\n  Received: {path}\n  Resolved: {}\nProvide an existing directory and run 'qmd collection add <path>' again.",
+                    resolved.display()
+                );
+            }
+            if !resolved.is_dir() {
+                bail!("Collection path is not a directory.\n  Received: {path}\n  Resolved: {}", resolved.display());
+            }
+            let real = std::fs::canonicalize(&resolved)?;
+            let real = real.to_string_lossy().to_string();
+            let info = session.call(true, Vec::new(), None, |store, engine| {
+                engine_result(engine.call_collection_add(store, &real, name.as_deref(), mask.as_deref()))
+            })?;
+            println!("Creating collection '{}'...", info.name);
+            println!("Collection: {} ({})\n", info.path, info.pattern);
+            let report = run_update(session, vec![info.name.clone()])?;
+            print_report(&report);
+            println!("✓ Collection '{}' created successfully", info.name);
+        }
+        CollectionCommand::List => {
+            let list = collections(session)?;
+            let now = now_ms();
+            println!("Collections ({}):\n", list.len());
+            for c in list {
+                let excluded = if c.include_by_default { "" } else { " [excluded]" };
+                println!("{} (qmd://{}/){excluded}", c.name, c.name);
+                println!("  Pattern:  {}", c.pattern);
+                if !c.ignore.is_empty() {
+                    println!("  Ignore:   {}", c.ignore.join(", "));
+                }
+                println!("  Files:    {}", c.documents);
+                if let Some(t) = c.last_updated {
+                    println!("  Updated:  {}", ago(t, now));
+                }
+                println!();
+            }
+        }
+        CollectionCommand::Remove { name } => {
+            let info = session
+                .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_collection_remove(store, &name)))?;
+            println!("✓ Removed collection '{}' ({} documents)", info.name, info.documents);
+        }
+        CollectionCommand::Rename { old, new } => {
+            let info = session.call(true, Vec::new(), None, |store, engine| {
+                engine_result(engine.call_collection_rename(store, &old, &new))
+            })?;
+            println!("✓ Renamed collection '{old}' to '{}'", info.name);
+        }
+        CollectionCommand::Show { name } => {
+            let list = collections(session)?;
+            let Some(c) = list.iter().find(|c| c.name == name) else {
+                bail!("Collection not found: {name}\nRun 'qmd collection list' to see available collections.");
+            };
+            println!("Collection: {}", c.name);
+            println!("  Path:     {}", c.path);
+            println!("  Pattern:  {}", c.pattern);
+            println!("  Include:  {}", if c.include_by_default { "yes (default)" } else { "no" });
+            println!("  Contexts: {}", c.contexts);
+        }
+        CollectionCommand::Include { name } => set_include(session, &name, true)?,
+        CollectionCommand::Exclude { name } => set_include(session, &name, false)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn set_include(session: &Session, name: &str, include: bool) -> Result<()> {
+    session.call(true, Vec::new(), None, |store, engine| {
+        engine_result(engine.call_collection_set_include(store, name, include))
+    })?;
+    if include {
+        println!("✓ Collection '{name}' is now included in default searches");
+    } else {
+        println!("✓ Collection '{name}' is now excluded from default searches (use -c {name} to search it)");
+    }
+    Ok(())
+}
+
+/// qmd's context targets: `/`, `qmd://…`, or a filesystem path.
+fn context_target(raw: &str) -> String {
+    if raw == "/" || raw.starts_with("qmd://") {
+        return raw.to_string();
+    }
+    let path = crate::paths::absolute(raw);
+    std::fs::canonicalize(&path).unwrap_or(path).to_string_lossy().to_string()
+}
+
+pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
+    match cmd {
+        ContextCommand::Add { args } => {
+            let (target, text) = match args.as_slice() {
+                [text] => (context_target("."), text.clone()),
+                [path, text] => (context_target(path), text.clone()),
+                _ => bail!("Usage: qmd context add [path] \"text\""),
+            };
+            let entry = session
+                .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_context_add(store, &target, &text)))?;
+            if entry.collection == "*" {
+                println!("✓ Set global context");
+            } else {
+                println!("✓ Added context for qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/'));
+            }
+            println!("Context: {}", entry.text);
+        }
+        ContextCommand::List => {
+            let entries = session.read(|store, engine| engine_result(engine.call_context_list(store)))?;
+            if entries.is_empty() {
+                println!("No contexts configured. Add one with 'qmd context add <path> \"text\"'.");
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("\nConfigured Contexts\n");
+            let mut last = String::new();
+            for e in entries {
+                if e.collection != last {
+                    println!("{}", e.collection);
+                    last = e.collection.clone();
+                }
+                println!("  {}\n    {}", e.prefix, e.text);
+            }
+        }
+        ContextCommand::Rm { path } => {
+            let target = context_target(&path);
+            let entry = session
+                .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_context_remove(store, &target)))?;
+            println!("✓ Removed context for {}", if entry.collection == "*" { "/".to_string() } else { format!("qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/')) });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
+    let listing = session.read(|store, engine| engine_result(engine.call_ls(store, target.as_deref())))?;
+    match listing {
+        Listing::Collections(list) => {
+            println!("Collections:\n");
+            for c in list {
+                println!("  qmd://{}/  ({} files)", c.name, c.files);
+            }
+        }
+        Listing::Files(files) => {
+            let now = now_ms();
+            for f in files {
+                println!("{:>7}  {}  qmd://{}/{}", human_size(f.size), ls_date(f.modified, now), f.collection, f.path);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn status(session: &Session) -> Result<ExitCode> {
+    let s = session.read(|store, engine| engine_result(engine.call_status(store)))?;
+    let now = now_ms();
+    println!("QMD Status\n");
+    println!("Index: {}", session.index_dir.display());
+    println!("Size:  {}\n", human_size(s.index_bytes));
+    println!("Documents");
+    println!("  Total:    {} files indexed", s.total_documents);
+    println!("  Vectors:  0 embedded");
+    println!("  Segments: {} (generation {})", s.segments, s.generation);
+    if let Some(latest) = s.collections.iter().filter_map(|c| c.last_updated).max() {
+        println!("  Updated:  {}", ago(latest, now));
+    }
+    println!("\nCollections");
+    for c in &s.collections {
+        let excluded = if c.include_by_default { "" } else { " [excluded]" };
+        println!("  {} (qmd://{}/){excluded}", c.name, c.name);
+        println!("    Pattern:  {}", c.pattern);
+        let updated = c.last_updated.map(|t| format!(" (updated {})", ago(t, now))).unwrap_or_default();
+        println!("    Files:    {}{updated}", c.documents);
+        let contexts: Vec<_> = s.contexts.iter().filter(|e| e.collection == c.name).collect();
+        if !contexts.is_empty() {
+            println!("    Contexts: {}", contexts.len());
+            for e in contexts {
+                let preview: String = e.text.chars().take(57).collect();
+                let more = if e.text.chars().count() > 57 { "..." } else { "" };
+                println!("      {}: {preview}{more}", if e.prefix == "/" { "/".to_string() } else { format!("/{}", e.prefix) });
+            }
+        }
+    }
+    if let Some(global) = &s.global_context {
+        println!("\nGlobal context: {global}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

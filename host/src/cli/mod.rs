@@ -1,0 +1,204 @@
+//! Parses the command line, runs it against a component instance, prints
+//! qmd's output.
+
+mod args;
+mod manage;
+pub mod output;
+mod time;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Result, anyhow};
+use clap::Parser;
+
+use crate::component::bindings::{self, GetError};
+use crate::component::{Grants, ProgressFn, Runtime};
+use crate::paths;
+use args::{Cli, Command, GetArgs, MultiGetArgs, SearchArgs};
+use output::{Format, SearchView, Style};
+
+/// A component call's result, or the engine's error as a user message.
+pub(crate) fn engine_result<T>(r: wasmtime::Result<std::result::Result<T, bindings::Error>>) -> Result<T> {
+    r.map_err(anyhow::Error::from)?.map_err(|e| anyhow!(e.message))
+}
+
+/// The index a command works on, and a way to call the engine on it.
+pub struct Session {
+    runtime: Runtime,
+    pub index_name: String,
+    pub index_dir: std::path::PathBuf,
+    pub config_dir: std::path::PathBuf,
+}
+
+impl Session {
+    fn new(index: Option<&str>) -> Result<Session> {
+        let index_name = paths::index_name(index);
+        Ok(Session {
+            runtime: Runtime::new()?,
+            index_dir: paths::index_dir(&index_name),
+            config_dir: paths::config_dir(),
+            index_name,
+        })
+    }
+
+    /// Calls `f` on a fresh instance. Writing calls hold the index lock.
+    pub fn call<T>(
+        &self,
+        write: bool,
+        roots: Vec<std::path::PathBuf>,
+        progress: Option<ProgressFn>,
+        f: impl FnOnce(&mut wasmtime::Store<crate::component::HostState>, &bindings::Engine) -> Result<T>,
+    ) -> Result<T> {
+        let grants = Grants { index_dir: self.index_dir.clone(), config_dir: self.config_dir.clone(), write, roots };
+        if write {
+            std::fs::create_dir_all(&self.index_dir)?;
+        }
+        let _lock = if write { Some(crate::lock::WriteLock::acquire(&self.index_dir)?) } else { None };
+        let (mut store, engine) = self.runtime.instantiate(&self.index_name, &grants, progress)?;
+        f(&mut store, &engine)
+    }
+
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&mut wasmtime::Store<crate::component::HostState>, &bindings::Engine) -> Result<T>,
+    ) -> Result<T> {
+        self.call(false, Vec::new(), None, f)
+    }
+}
+
+pub fn run() -> Result<ExitCode> {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let session = Session::new(cli.index.as_deref())?;
+    match cli.command {
+        Command::Collection(cmd) => manage::collection(&session, cmd),
+        Command::Context(cmd) => manage::context(&session, cmd),
+        Command::Ls { target } => manage::ls(&session, target),
+        Command::Update { .. } => manage::update(&session, Vec::new()),
+        Command::Status => manage::status(&session),
+        Command::Search(args) => search(&session, args),
+        Command::Get(args) => get(&session, args),
+        Command::MultiGet(args) => multi_get(&session, args),
+    }
+}
+
+fn style() -> Style {
+    Style { color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none() }
+}
+
+fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// qmd shows on-disk paths as `./rel` when under the current directory.
+fn display_path(source: &str) -> String {
+    if let Ok(cwd) = std::env::current_dir() {
+        if let Some(rest) = source.strip_prefix(&format!("{}/", cwd.display())) {
+            return format!("./{rest}");
+        }
+    }
+    source.to_string()
+}
+
+fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
+    let format = args.output.format();
+    let query = args.query.join(" ");
+    let limit = if args.all {
+        100_000
+    } else {
+        args.limit.unwrap_or(if matches!(format, Format::Json | Format::Files) { 20 } else { 5 })
+    };
+    let options = bindings::SearchOptions {
+        collections: args.collections,
+        limit: limit as u32,
+        min_score: args.min_score,
+        snippet_max_len: if format == Format::Json { 300 } else { 500 },
+        full: args.full,
+    };
+    let mut hits = session.read(|store, engine| engine_result(engine.call_search(store, &query, &options)))?;
+    if args.output.full_path {
+        for hit in &mut hits {
+            hit.source_path = display_path(&hit.source_path);
+        }
+    }
+    let view = SearchView {
+        full: args.full,
+        line_numbers: args.line_numbers,
+        full_path: args.output.full_path,
+        min_score_filtered: hits.is_empty() && args.min_score > 0.0,
+    };
+    print(&output::render_search(&hits, format, &view, &style()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
+    let request = bindings::GetRequest {
+        file: args.file,
+        from_line: args.from,
+        max_lines: args.lines,
+        line_numbers: !args.no_line_numbers,
+    };
+    let result = session.read(|store, engine| engine.call_get(store, &request).map_err(anyhow::Error::from))?;
+    match result {
+        Ok(mut doc) => {
+            if args.full_path {
+                doc.source_path = display_path(&doc.source_path);
+            }
+            print(&output::render_get(&doc, args.full_path))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(GetError::NotFound(info)) => {
+            eprintln!("Document not found: {}", info.query);
+            if !info.similar.is_empty() {
+                eprintln!("Similar files:");
+                for path in &info.similar {
+                    eprintln!("  {path}");
+                }
+            }
+            Ok(ExitCode::FAILURE)
+        }
+        Err(GetError::Excluded(info)) => {
+            eprintln!(
+                "Document is excluded by ignore rule: {}\nCollection: {}\nMatched path: {}\nIgnore rule: {}",
+                info.query, info.collection, info.matched_path, info.rule
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Err(GetError::Failed(e)) => Err(anyhow!(e.message)),
+    }
+}
+
+fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
+    let via_list = args.pattern.contains(',') && !args.pattern.contains(['*', '?', '{'])
+        || args.pattern.trim().starts_with('#');
+    let request = bindings::MultiGetRequest {
+        pattern: args.pattern,
+        max_lines: args.lines,
+        max_bytes: args.max_bytes,
+        line_numbers: !args.no_line_numbers,
+    };
+    let mut result = session.read(|store, engine| engine_result(engine.call_multi_get(store, &request)))?;
+    for message in &result.errors {
+        eprintln!("{message}");
+    }
+    if result.entries.is_empty() && !result.errors.is_empty() {
+        return Ok(ExitCode::FAILURE);
+    }
+    if args.output.full_path {
+        for entry in &mut result.entries {
+            entry.doc.source_path = display_path(&entry.doc.source_path);
+        }
+    }
+    print(&output::render_multi_get(&result.entries, args.output.format(), via_list, args.output.full_path))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,131 @@
+//! Loads the embedded engine component into wasmtime and instantiates it
+//! with exactly the directories a command needs.
+
+pub mod bindings;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+static COMPONENT: &[u8] = include_bytes!(env!("QMD_COMPONENT_PATH"));
+const COMPONENT_HASH: &str = env!("QMD_COMPONENT_HASH");
+
+/// Callback for the component's `progress` import.
+pub type ProgressFn = Box<dyn FnMut(&str, u64, u64) + Send>;
+
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    progress: Option<ProgressFn>,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl bindings::qmd::engine::host::Host for HostState {
+    fn progress(&mut self, phase: String, done: u64, total: u64) {
+        if let Some(report) = self.progress.as_mut() {
+            report(&phase, done, total);
+        }
+    }
+}
+
+impl bindings::qmd::engine::types::Host for HostState {}
+
+/// What one call may touch.
+pub struct Grants {
+    pub index_dir: PathBuf,
+    pub config_dir: PathBuf,
+    /// Index and config writable (update, collection and context commands).
+    pub write: bool,
+    /// Collection roots, mounted read-only at their own absolute paths.
+    pub roots: Vec<PathBuf>,
+}
+
+/// One wasmtime engine and the compiled component, per process.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    component: Component,
+}
+
+impl Runtime {
+    pub fn new() -> Result<Runtime> {
+        let engine = Engine::new(&Config::new()).map_err(anyhow::Error::from)?;
+        let component = load_component(&engine)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        bindings::Engine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+        Ok(Runtime { engine, linker, component })
+    }
+
+    /// A fresh instance with the given grants.
+    pub fn instantiate(
+        &self,
+        index_name: &str,
+        grants: &Grants,
+        progress: Option<ProgressFn>,
+    ) -> Result<(Store<HostState>, bindings::Engine)> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.inherit_stderr().env("QMD_INDEX_NAME", index_name);
+        let perms = if grants.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+        for (host, guest) in [(&grants.index_dir, "/.qmd/index"), (&grants.config_dir, "/.qmd/config")] {
+            std::fs::create_dir_all(host).with_context(|| format!("cannot create {}", host.display()))?;
+            wasi.preopened_dir(host, guest, perms)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("cannot open {}", host.display()))?;
+        }
+        for root in &grants.roots {
+            let guest = root.to_string_lossy();
+            if let Err(e) = wasi.preopened_dir(root, &*guest, FsPerms::ReadOnly) {
+                eprintln!("Warning: cannot open collection root {}: {e}", root.display());
+            }
+        }
+        let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), progress };
+        let mut store = Store::new(&self.engine, state);
+        let instance =
+            bindings::Engine::instantiate(&mut store, &self.component, &self.linker).map_err(anyhow::Error::from)?;
+        Ok((store, instance))
+    }
+}
+
+/// The compiled component, from the on-disk cache when it matches this
+/// wasmtime build and component; compiled and cached otherwise.
+fn load_component(engine: &Engine) -> Result<Component> {
+    let mut hasher = DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    let key = format!("{COMPONENT_HASH}-{:016x}", hasher.finish());
+    let cache = crate::paths::cache_dir().join("components");
+    let file = cache.join(format!("qmd-engine-{key}.cwasm"));
+    if file.exists() {
+        // SAFETY: the file was written by `precompile_component` of a
+        // wasmtime with the same compatibility hash (it is in the name).
+        match unsafe { Component::deserialize_file(engine, &file) } {
+            Ok(component) => return Ok(component),
+            Err(_) => {
+                let _ = std::fs::remove_file(&file);
+            }
+        }
+    }
+    let compiled = engine.precompile_component(COMPONENT).map_err(anyhow::Error::from)?;
+    if std::fs::create_dir_all(&cache).is_ok() {
+        write_atomically(&file, &compiled);
+    }
+    // SAFETY: bytes just produced by this engine's `precompile_component`.
+    unsafe { Component::deserialize(engine, &compiled) }.map_err(anyhow::Error::from)
+}
+
+fn write_atomically(path: &Path, data: &[u8]) {
+    let temp = path.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&temp, data).is_ok() && std::fs::rename(&temp, path).is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+}

@@ -1,0 +1,139 @@
+//! Retrieval eval of the engine's BM25 search.
+//!
+//! ```text
+//! cargo run --release -p qmd-tests --bin qmd-eval -- [scifact|nfcorpus|qmd-eval|all]
+//!     [--split test|train|dev] [--k1 X] [--b Y] [--prefix-weight Z]
+//!     [--min-prefix-len N] [--max-expansions N]
+//! ```
+//!
+//! Each parameter also takes a comma list (`--k1 0.9,1.2 --b 0.4,0.75`):
+//! the grid of all combinations is evaluated on one index per data set,
+//! one line per combination. Unset parameters keep `Bm25Params::default()`.
+
+use std::time::Instant;
+
+use qmd_core::search::lex::Bm25Params;
+use qmd_tests::eval::{BeirDataset, QmdEval, beir_table};
+
+const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--split test|train|dev] \
+[--k1 X[,X..]] [--b Y[,Y..]] [--prefix-weight Z[,Z..]] [--min-prefix-len N[,N..]] [--max-expansions N[,N..]]";
+
+fn list<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Vec<T> {
+    let value = value.unwrap_or_else(|| fail(&format!("{flag} needs a value")));
+    value
+        .split(',')
+        .map(|v| v.trim().parse().unwrap_or_else(|_| fail(&format!("{flag}: bad value {v:?}"))))
+        .collect()
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("{message}\n{USAGE}");
+    std::process::exit(2)
+}
+
+fn main() {
+    let defaults = Bm25Params::default();
+    let mut target = "all".to_string();
+    let mut split = "test".to_string();
+    let (mut k1s, mut bs, mut pws) = (vec![defaults.k1], vec![defaults.b], vec![defaults.prefix_weight]);
+    let (mut mpls, mut mxs) = (vec![defaults.min_prefix_len], vec![defaults.max_expansions]);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--split" => split = args.next().unwrap_or_else(|| fail("--split needs a value")),
+            "--k1" => k1s = list(&arg, args.next()),
+            "--b" => bs = list(&arg, args.next()),
+            "--prefix-weight" => pws = list(&arg, args.next()),
+            "--min-prefix-len" => mpls = list(&arg, args.next()),
+            "--max-expansions" => mxs = list(&arg, args.next()),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            a if !a.starts_with('-') => target = a.to_string(),
+            a => fail(&format!("unknown option {a}")),
+        }
+    }
+    let datasets: Vec<&str> = match target.as_str() {
+        "all" => vec!["scifact", "nfcorpus", "qmd-eval"],
+        "scifact" | "nfcorpus" | "qmd-eval" => vec![target.as_str()],
+        other => fail(&format!("unknown data set {other}")),
+    };
+
+    let mut grid = Vec::new();
+    for &k1 in &k1s {
+        for &b in &bs {
+            for &prefix_weight in &pws {
+                for &min_prefix_len in &mpls {
+                    for &max_expansions in &mxs {
+                        grid.push(Bm25Params { k1, b, prefix_weight, min_prefix_len, max_expansions });
+                    }
+                }
+            }
+        }
+    }
+    let describe = |p: &Bm25Params| {
+        format!(
+            "k1={} b={} prefix_weight={} min_prefix_len={} max_expansions={}",
+            p.k1, p.b, p.prefix_weight, p.min_prefix_len, p.max_expansions
+        )
+    };
+    if grid.len() == 1 {
+        println!("BM25 params: {}\n", describe(&grid[0]));
+    }
+
+    let mut rows = Vec::new();
+    for name in datasets {
+        if name == "qmd-eval" {
+            let mut set = QmdEval::default_set();
+            for params in &grid {
+                set.engine.bm25 = params.clone();
+                let m = set.evaluate();
+                if grid.len() == 1 {
+                    println!("{}", m.table());
+                    for miss in &m.misses {
+                        println!("  miss {miss}");
+                    }
+                    println!();
+                } else {
+                    println!(
+                        "{}  qmd-eval Hit@3 easy={:.3} overall={:.3}",
+                        describe(params),
+                        m.hit3("easy"),
+                        m.hit3("overall")
+                    );
+                }
+            }
+            continue;
+        }
+        let start = Instant::now();
+        let data = BeirDataset::named(name);
+        if !data.has_split(&split) {
+            eprintln!("{name}: no {split} split, skipped");
+            continue;
+        }
+        let qrels = data.qrels(&split);
+        let mut engine = data.engine();
+        let load = start.elapsed();
+        eprintln!("{name}: {} docs loaded and indexed in {:.2}s", data.corpus.len(), load.as_secs_f64());
+        for params in &grid {
+            engine.bm25 = params.clone();
+            let m = qmd_tests::eval::evaluate_beir(&engine, &data.queries, &qrels);
+            if grid.len() == 1 {
+                rows.push((name.to_string(), split.clone(), m));
+            } else {
+                println!(
+                    "{}  {name}/{split} nDCG@10={:.4} R@100={:.4} ({:.1}s)",
+                    describe(params),
+                    m.ndcg10,
+                    m.recall100,
+                    m.elapsed.as_secs_f64()
+                );
+            }
+        }
+    }
+    if !rows.is_empty() {
+        println!("BEIR (BM25; published numbers are for the test split)");
+        print!("{}", beir_table(&rows));
+    }
+}
