@@ -45,10 +45,10 @@ fn markdown_title(text: &str) -> Option<String> {
         (!title.is_empty()).then(|| title.to_string())
     };
     let first = text.lines().find_map(|line| heading(line, true))?;
-    if first == "📝 Notes" || first == "Notes" {
-        if let Some(h2) = text.lines().find_map(|line| heading(line, false)) {
-            return Some(h2);
-        }
+    if (first == "📝 Notes" || first == "Notes")
+        && let Some(h2) = text.lines().find_map(|line| heading(line, false))
+    {
+        return Some(h2);
     }
     Some(first)
 }

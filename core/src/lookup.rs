@@ -13,15 +13,15 @@ use crate::vpath;
 /// from the end, so `#abc123:120:40` works).
 pub fn split_line_suffix(input: &str) -> (&str, Option<u32>, Option<u32>) {
     let number = |s: &str| (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten();
-    if let Some((head, last)) = input.rsplit_once(':') {
-        if let Some(n) = number(last) {
-            if let Some((head2, mid)) = head.rsplit_once(':') {
-                if let Some(from) = number(mid) {
-                    return (head2, Some(from), Some(n));
-                }
-            }
-            return (head, Some(n), None);
+    if let Some((head, last)) = input.rsplit_once(':')
+        && let Some(n) = number(last)
+    {
+        if let Some((head2, mid)) = head.rsplit_once(':')
+            && let Some(from) = number(mid)
+        {
+            return (head2, Some(from), Some(n));
         }
+        return (head, Some(n), None);
     }
     (input, None, None)
 }
@@ -34,10 +34,10 @@ fn docid_match<'a>(catalog: &'a [CatalogEntry], id: &str) -> Option<&'a CatalogE
 /// `qmd://c/p`, absolute path under a collection root, collection-relative.
 pub fn find_document<'a>(catalog: &'a [CatalogEntry], config: &Config, input: &str) -> Option<&'a CatalogEntry> {
     let input = input.trim();
-    if let Some(id) = parse_docid(input) {
-        if let Some(e) = docid_match(catalog, &id) {
-            return Some(e);
-        }
+    if let Some(id) = parse_docid(input)
+        && let Some(e) = docid_match(catalog, &id)
+    {
+        return Some(e);
     }
     if let Some(vp) = vpath::parse(input) {
         // Exact only: a qmd:// path never falls through to suffix matching,
@@ -53,12 +53,11 @@ pub fn find_document<'a>(catalog: &'a [CatalogEntry], config: &Config, input: &s
     if input.starts_with('/') {
         for c in &config.collections {
             let root = c.path.trim_end_matches('/');
-            if let Some(rel) = input.strip_prefix(root).and_then(|r| r.strip_prefix('/')) {
-                if vpath::is_contained(rel) {
-                    if let Some(e) = catalog.iter().find(|e| e.record.collection == c.name && e.record.path == rel) {
-                        return Some(e);
-                    }
-                }
+            if let Some(rel) = input.strip_prefix(root).and_then(|r| r.strip_prefix('/'))
+                && vpath::is_contained(rel)
+                && let Some(e) = catalog.iter().find(|e| e.record.collection == c.name && e.record.path == rel)
+            {
+                return Some(e);
             }
         }
         return None;
@@ -129,10 +128,10 @@ pub fn is_list_pattern(pattern: &str) -> bool {
 /// Resolves one name of a comma list: docid or `qmd://` (exact), exact
 /// `c/p`, exact `p`, then a suffix at a path boundary. Errors are qmd's.
 pub fn resolve_list_name<'a>(catalog: &'a [CatalogEntry], name: &str) -> std::result::Result<&'a CatalogEntry, String> {
-    if let Some(id) = parse_docid(name) {
-        if let Some(e) = docid_match(catalog, &id) {
-            return Ok(e);
-        }
+    if let Some(id) = parse_docid(name)
+        && let Some(e) = docid_match(catalog, &id)
+    {
+        return Ok(e);
     }
     if let Some(vp) = vpath::parse(name) {
         if let Some(e) = catalog.iter().find(|e| e.record.collection == vp.collection && e.record.path == vp.path) {

@@ -64,10 +64,10 @@ impl Engine {
     /// readers (and their loaded sections) are reused while it is unchanged.
     pub fn index(&self) -> Result<Rc<Index>> {
         let current = Manifest::load(self.index_dir.as_ref())?;
-        if let Some(index) = self.snapshot.borrow().as_ref() {
-            if index.manifest == current {
-                return Ok(index.clone());
-            }
+        if let Some(index) = self.snapshot.borrow().as_ref()
+            && index.manifest == current
+        {
+            return Ok(index.clone());
         }
         let index = Rc::new(Index::open(self.index_dir.clone())?);
         *self.snapshot.borrow_mut() = Some(index.clone());

@@ -67,7 +67,7 @@ fn term_matches(seg: &SegmentReader, stemmed: &str, prefix: bool, params: &Bm25P
     if prefix && stemmed.chars().count() >= params.min_prefix_len {
         let mut expansions: Vec<(String, TermInfo)> =
             seg.terms_with_prefix(stemmed)?.into_iter().filter(|(t, _)| t != stemmed).collect();
-        expansions.sort_by(|a, b| b.1.df.cmp(&a.1.df));
+        expansions.sort_by_key(|e| std::cmp::Reverse(e.1.df));
         for (_, info) in expansions.iter().take(params.max_expansions) {
             for (doc, tfs) in seg.postings(info)? {
                 *out.entry(doc).or_default() += params.prefix_weight * weighted(&tfs);
@@ -194,10 +194,10 @@ pub fn search_lex(
             {
                 continue;
             }
-            if let Some(allowed) = &allowed {
-                if !allowed.contains(&seg.doc_collection(doc)?) {
-                    continue;
-                }
+            if let Some(allowed) = &allowed
+                && !allowed.contains(&seg.doc_collection(doc)?)
+            {
+                continue;
             }
             let norm = params.k1 * (1.0 - params.b + params.b * seg.doc_len(doc)? as f32 / avgdl);
             let score: f32 = lists

@@ -78,9 +78,9 @@ pub enum ContextCommand {
 
 #[derive(Args)]
 pub struct OutputFlags {
-    /// Output format.
-    #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    /// Output format: cli, json, csv, md, xml, files.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
     #[arg(long, hide = true)]
     pub json: bool,
     #[arg(long, hide = true)]
@@ -98,14 +98,16 @@ pub struct OutputFlags {
 
 impl OutputFlags {
     /// `--format` wins; legacy flags by qmd's precedence csv > md > xml > files > json.
-    pub fn format(&self) -> Format {
-        if let Some(f) = self.format {
-            return f;
+    /// An unknown `--format` is refused with qmd's message (not clap's).
+    pub fn format(&self) -> anyhow::Result<Format> {
+        if let Some(raw) = &self.format {
+            return <Format as clap::ValueEnum>::from_str(raw, false)
+                .map_err(|_| anyhow::anyhow!("Unknown --format value: {raw}\nValid: cli, json, csv, md, xml, files"));
         }
-        [(self.csv, Format::Csv), (self.md, Format::Md), (self.xml, Format::Xml), (self.files, Format::Files), (self.json, Format::Json)]
+        Ok([(self.csv, Format::Csv), (self.md, Format::Md), (self.xml, Format::Xml), (self.files, Format::Files), (self.json, Format::Json)]
             .into_iter()
             .find_map(|(set, f)| set.then_some(f))
-            .unwrap_or(Format::Cli)
+            .unwrap_or(Format::Cli))
     }
 }
 

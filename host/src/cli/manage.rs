@@ -123,13 +123,15 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
         CollectionCommand::Remove { name } => {
             let info = session
                 .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_collection_remove(store, &name)))?;
-            println!("✓ Removed collection '{}' ({} documents)", info.name, info.documents);
+            println!("✓ Removed collection '{}'", info.name);
+            println!("  Deleted {} documents", info.documents);
         }
         CollectionCommand::Rename { old, new } => {
             let info = session.call(true, Vec::new(), None, |store, engine| {
                 engine_result(engine.call_collection_rename(store, &old, &new))
             })?;
             println!("✓ Renamed collection '{old}' to '{}'", info.name);
+            println!("  Virtual paths updated: qmd://{old}/ → qmd://{}/", info.name);
         }
         CollectionCommand::Show { name } => {
             let list = collections(session)?;
@@ -153,9 +155,9 @@ fn set_include(session: &Session, name: &str, include: bool) -> Result<()> {
         engine_result(engine.call_collection_set_include(store, name, include))
     })?;
     if include {
-        println!("✓ Collection '{name}' is now included in default searches");
+        println!("✓ Collection '{name}' included in default queries");
     } else {
-        println!("✓ Collection '{name}' is now excluded from default searches (use -c {name} to search it)");
+        println!("✓ Collection '{name}' excluded from default queries");
     }
     Ok(())
 }
@@ -182,7 +184,7 @@ pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
             if entry.collection == "*" {
                 println!("✓ Set global context");
             } else {
-                println!("✓ Added context for qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/'));
+                println!("✓ Added context for: qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/'));
             }
             println!("Context: {}", entry.text);
         }
@@ -223,8 +225,11 @@ pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
         }
         Listing::Files(files) => {
             let now = now_ms();
-            for f in files {
-                println!("{:>7}  {}  qmd://{}/{}", human_size(f.size), ls_date(f.modified, now), f.collection, f.path);
+            // Sizes are right-aligned to the widest one listed, as qmd does.
+            let sizes: Vec<String> = files.iter().map(|f| human_size(f.size)).collect();
+            let width = sizes.iter().map(|s| s.chars().count()).max().unwrap_or(0);
+            for (f, size) in files.iter().zip(&sizes) {
+                println!("{size:>width$}  {}  qmd://{}/{}", ls_date(f.modified, now), f.collection, f.path);
             }
         }
     }

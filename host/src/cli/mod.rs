@@ -111,7 +111,7 @@ fn display_path(source: &str) -> String {
 }
 
 fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
-    let format = args.output.format();
+    let format = args.output.format()?;
     let query = args.query.join(" ");
     let limit = if args.all {
         100_000
@@ -179,6 +179,7 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
 }
 
 fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
+    let format = args.output.format()?;
     let via_list = args.pattern.contains(',') && !args.pattern.contains(['*', '?', '{'])
         || args.pattern.trim().starts_with('#');
     let request = bindings::MultiGetRequest {
@@ -199,6 +200,6 @@ fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
             entry.doc.source_path = display_path(&entry.doc.source_path);
         }
     }
-    print(&output::render_multi_get(&result.entries, args.output.format(), via_list, args.output.full_path))?;
+    print(&output::render_multi_get(&result.entries, format, via_list, args.output.full_path))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -43,7 +43,7 @@ pub struct SegmentReader {
     deleted: OnceCell<Vec<u8>>,
 }
 
-fn cached<'a, T>(cell: &'a OnceCell<T>, load: impl FnOnce() -> Result<T>) -> Result<&'a T> {
+fn cached<T>(cell: &OnceCell<T>, load: impl FnOnce() -> Result<T>) -> Result<&T> {
     if let Some(value) = cell.get() {
         return Ok(value);
     }
