@@ -102,10 +102,10 @@ fn print(text: &str) -> Result<()> {
 
 /// qmd shows on-disk paths as `./rel` when under the current directory.
 fn display_path(source: &str) -> String {
-    if let Ok(cwd) = std::env::current_dir() {
-        if let Some(rest) = source.strip_prefix(&format!("{}/", cwd.display())) {
-            return format!("./{rest}");
-        }
+    if let Ok(cwd) = std::env::current_dir()
+        && let Some(rest) = source.strip_prefix(&format!("{}/", cwd.display()))
+    {
+        return format!("./{rest}");
     }
     source.to_string()
 }
