@@ -37,7 +37,11 @@ pub fn extract_title(text: &str, path: &str) -> String {
 
 fn markdown_title(text: &str) -> Option<String> {
     let heading = |line: &str, allow_h1: bool| -> Option<String> {
-        let rest = if allow_h1 { line.strip_prefix("##").or_else(|| line.strip_prefix('#')) } else { line.strip_prefix("##") }?;
+        let rest = if allow_h1 {
+            line.strip_prefix("##").or_else(|| line.strip_prefix('#'))
+        } else {
+            line.strip_prefix("##")
+        }?;
         if !rest.starts_with(|c: char| c.is_whitespace()) {
             return None;
         }

@@ -12,7 +12,8 @@ use crate::vpath;
 /// Splits qmd's `:from[:count]` suffix off `input` (digits only, parsed
 /// from the end, so `#abc123:120:40` works).
 pub fn split_line_suffix(input: &str) -> (&str, Option<u32>, Option<u32>) {
-    let number = |s: &str| (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten();
+    let number =
+        |s: &str| (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten();
     if let Some((head, last)) = input.rsplit_once(':')
         && let Some(n) = number(last)
     {

@@ -12,7 +12,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) => {
             // A closed pipe (`qmd search x | head`) is not a failure.
-            if error.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+            if error.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
                 return ExitCode::SUCCESS;
             }
             eprintln!("{error:#}");

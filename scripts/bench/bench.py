@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,6 +53,12 @@ GREP_WORDS = ["tar", "commit", "docker"]
 TARGETS = {"index": 10_000.0, "search": 30.0, "open": 5.0}
 
 
+def child_cpu_ms():
+    """User + system CPU of all waited-for children so far, in ms."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1000
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -82,23 +89,27 @@ class Qmd:
     def timed(self, args, capture=False):
         """Wall milliseconds of one run; fails loudly on a non-zero exit."""
         out = subprocess.PIPE if capture else subprocess.DEVNULL
+        cpu = child_cpu_ms()
         start = time.perf_counter()
         proc = subprocess.run([self.binary, *args], env=self.env, cwd=self.home, stdin=subprocess.DEVNULL,
                               stdout=out, stderr=subprocess.PIPE)
         ms = (time.perf_counter() - start) * 1000
+        self.last_cpu_ms = child_cpu_ms() - cpu
         if proc.returncode != 0:
             raise SystemExit(f"qmd {' '.join(args)} exited {proc.returncode}: {proc.stderr.decode(errors='replace')}")
         return ms, (proc.stdout.decode() if capture else None)
 
     def peak(self, args):
-        """(wall ms, peak RSS KiB, method, stdout) of one run."""
+        """(wall ms, peak RSS KiB, method, stdout) of one run; CPU ms in last_cpu_ms."""
         cmd = [self.binary, *args]
+        cpu = child_cpu_ms()
         if os.access("/usr/bin/time", os.X_OK):
             start = time.perf_counter()
             proc = subprocess.run(["/usr/bin/time", "-v", *cmd], env=self.env, cwd=self.home,
                                   stdin=subprocess.DEVNULL, capture_output=True)
             ms = (time.perf_counter() - start) * 1000
             err = proc.stderr.decode(errors="replace")
+            self.last_cpu_ms = child_cpu_ms() - cpu
             if proc.returncode != 0:
                 raise SystemExit(f"qmd {' '.join(args)} exited {proc.returncode}: {err}")
             m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
@@ -120,6 +131,7 @@ class Qmd:
             time.sleep(0.005)
         ms = (time.perf_counter() - start) * 1000
         out, err = proc.communicate()
+        self.last_cpu_ms = child_cpu_ms() - cpu
         if proc.returncode != 0:
             raise SystemExit(f"qmd {' '.join(args)} exited {proc.returncode}: {err.decode(errors='replace')}")
         return ms, hwm, "polling /proc/<pid>/status VmHWM", out.decode()
@@ -132,8 +144,14 @@ def percentile(values, p):
     return ordered[int(rank) - 1]
 
 
-def repeat(qmd, args, runs):
-    return [qmd.timed(args)[0] for _ in range(runs)]
+def repeat(qmd, args, runs, cpu=None):
+    """Wall ms of each run; CPU ms appended to `cpu` when given."""
+    samples = []
+    for _ in range(runs):
+        samples.append(qmd.timed(args)[0])
+        if cpu is not None:
+            cpu.append(qmd.last_cpu_ms)
+    return samples
 
 
 def shell_ms(command, runs):
@@ -207,8 +225,9 @@ def main():
         qmd.reset_index()
         ms, rss, method, out = qmd.peak(["collection", "add", args.corpus, "--name", "tldr"])
         indexed = re.search(r"Indexed: (\d+) new", out)
-        index_runs.append((ms, rss, int(indexed.group(1)) if indexed else None))
+        index_runs.append((ms, rss, int(indexed.group(1)) if indexed else None, qmd.last_cpu_ms))
     index_ms = statistics.median(r[0] for r in index_runs)
+    index_cpu = statistics.median(r[3] for r in index_runs)
     peak_kib = max(r[1] or 0 for r in index_runs)
     indexed_docs = index_runs[-1][2]
 
@@ -217,7 +236,8 @@ def main():
 
     # (c) process start vs engine open.
     log("open cost")
-    version = repeat(qmd, ["--version"], args.open_runs)
+    version_cpu = []
+    version = repeat(qmd, ["--version"], args.open_runs, version_cpu)
     ls = repeat(qmd, ["ls"], args.open_runs)
     status = repeat(qmd, ["status"], args.open_runs)
     nohit = repeat(qmd, ["search", "zzqqxxnotaword"], args.open_runs)
@@ -225,9 +245,11 @@ def main():
 
     # (d) search.
     log(f"searching {len(QUERIES)} queries x {args.query_runs}")
-    plain, as_json, per_query = [], [], []
+    plain, as_json, per_query, search_cpu = [], [], [], []
     for q in QUERIES:
-        samples = repeat(qmd, ["search", q], args.query_runs)[1:]
+        cpu = []
+        samples = repeat(qmd, ["search", q], args.query_runs, cpu)[1:]
+        search_cpu += cpu[1:]
         plain += samples
         _, out = qmd.timed(["search", "--json", "-n", "20", q], capture=True)
         hits = json.loads(out)
@@ -239,6 +261,7 @@ def main():
     # No-op update: every file unchanged.
     log("no-op update")
     noop_ms, _ = qmd.timed(["update"])
+    noop_cpu = qmd.last_cpu_ms
 
     # (e) grep baseline.
     log("grep baseline")
@@ -256,9 +279,11 @@ def main():
 
     med = statistics.median
     rows.append(("process start: `qmd --version` (median)", fmt_ms(base), "1.0×", ""))
+    rows.append(("process start: CPU time of `qmd --version` (median)", fmt_ms(med(version_cpu)), "", ""))
     rows.append(("first command in a fresh cache (component compile)", fmt_ms(first_ms), ratio(first_ms), ""))
     rows.append((f"(a) full index: `collection add`, {indexed_docs:,} docs (median of {len(index_runs)})",
                  fmt_ms(index_ms), ratio(index_ms), verdict(index_ms, TARGETS["index"])))
+    rows.append(("(a) CPU time (user + sys) of that index run (median)", fmt_ms(index_cpu), "", ""))
     rows.append(("(a) peak RSS while indexing (max over runs)", f"{peak_kib / 1024:,.1f} MiB", "", ""))
     rows.append(("(b) index size on disk (apparent / allocated)",
                  f"{apparent / 2**20:,.1f} / {allocated / 2**20:,.1f} MiB", "", ""))
@@ -274,7 +299,10 @@ def main():
                      verdict(med(samples), TARGETS["search"])))
         p90 = percentile(samples, 90)
         rows.append((f"(d) {label}, p90", fmt_ms(p90), ratio(p90), verdict(p90, TARGETS["search"])))
-    rows.append(("no-op `qmd update` (nothing changed)", fmt_ms(noop_ms), ratio(noop_ms), ""))
+    rows.append(("(d) CPU time (user + sys) of one `qmd search q` (median)", fmt_ms(med(search_cpu)),
+                 f"{med(search_cpu) / max(med(version_cpu), 0.001):,.1f}× CPU", ""))
+    rows.append(("no-op `qmd update` (nothing changed): wall / CPU", f"{fmt_ms(noop_ms)} / {fmt_ms(noop_cpu)}",
+                 ratio(noop_ms), ""))
     for w, head, full in grep:
         rows.append((f"(e) `grep -rl {w} <corpus> | head` (median)", fmt_ms(head), ratio(head), ""))
         rows.append((f"(e) `grep -rl {w} <corpus>`, full scan (median)", fmt_ms(full), ratio(full), ""))
@@ -296,8 +324,8 @@ def main():
     lines += [f"| {a.replace('|', chr(92) + '|')} | {b} | {c} | {d} |" for a, b, c, d in rows]
     lines += [
         "",
-        f"Index runs (wall, peak RSS): "
-        + ", ".join(f"{fmt_ms(ms)} / {(rss or 0) / 1024:,.0f} MiB" for ms, rss, _ in index_runs),
+        "Index runs (wall / peak RSS): "
+        + ", ".join(f"{fmt_ms(ms)} / {(rss or 0) / 1024:,.0f} MiB" for ms, rss, _, _ in index_runs),
         "",
         "| query | hits (`-n 20`) | top hit | `search` median | `search --json -n 20` median |",
         "|---|---:|---|---:|---:|",

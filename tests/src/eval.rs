@@ -19,10 +19,20 @@ use std::time::{Duration, Instant};
 use qmd_core::{Engine, MemorySource, RamDirectory, SearchOptions};
 use serde::Deserialize;
 
-/// Root of the BEIR data sets.
+/// Default root of the BEIR data sets (override: `QMD_BEIR_ROOT`).
 pub const BEIR_ROOT: &str = "/work/shared/eval";
-/// Root of qmd's eval set.
+/// Default root of qmd's eval set (override: `QMD_EVAL_ROOT`).
 pub const QMD_EVAL_ROOT: &str = "/work/shared/corpora/qmd-eval";
+
+/// The BEIR root: `$QMD_BEIR_ROOT`, else [`BEIR_ROOT`].
+pub fn beir_root() -> PathBuf {
+    std::env::var_os("QMD_BEIR_ROOT").map_or_else(|| PathBuf::from(BEIR_ROOT), PathBuf::from)
+}
+
+/// The qmd eval set root: `$QMD_EVAL_ROOT`, else [`QMD_EVAL_ROOT`].
+pub fn qmd_eval_root() -> PathBuf {
+    std::env::var_os("QMD_EVAL_ROOT").map_or_else(|| PathBuf::from(QMD_EVAL_ROOT), PathBuf::from)
+}
 
 /// Published BM25 nDCG@10 on the test split: (BEIR paper, Anserini flat).
 pub fn published_ndcg10(dataset: &str) -> Option<(f64, f64)> {
@@ -97,9 +107,9 @@ impl BeirDataset {
         BeirDataset { name, dir, corpus, queries }
     }
 
-    /// `/work/shared/eval/<name>`.
+    /// `<beir_root()>/<name>`.
     pub fn named(name: &str) -> BeirDataset {
-        Self::load(Path::new(BEIR_ROOT).join(name))
+        Self::load(beir_root().join(name))
     }
 
     /// The qrels of `split` (`test`, `train`, `dev`).
@@ -235,7 +245,7 @@ impl QmdEval {
     }
 
     pub fn default_set() -> QmdEval {
-        Self::load(QMD_EVAL_ROOT)
+        Self::load(qmd_eval_root())
     }
 
     /// Hit@1/3/5 per difficulty (in first-seen order) and overall.
@@ -307,9 +317,14 @@ impl QmdMetrics {
     pub fn table(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "qmd eval set (BM25, search limit 5)");
-        let _ = writeln!(s, "  {:<10} {:>3}  {:>6} {:>6} {:>6}  {:>14}", "difficulty", "n", "Hit@1", "Hit@3", "Hit@5", "qmd 2.8.3 @3");
+        let _ = writeln!(
+            s,
+            "  {:<10} {:>3}  {:>6} {:>6} {:>6}  {:>14}",
+            "difficulty", "n", "Hit@1", "Hit@3", "Hit@5", "qmd 2.8.3 @3"
+        );
         for r in &self.rows {
-            let qmd = QMD_283_HIT3.iter().find(|(d, _)| *d == r.difficulty).map_or("-".into(), |(_, v)| format!("{v:.2}"));
+            let qmd =
+                QMD_283_HIT3.iter().find(|(d, _)| *d == r.difficulty).map_or("-".into(), |(_, v)| format!("{v:.2}"));
             let _ = writeln!(
                 s,
                 "  {:<10} {:>3}  {:>6.3} {:>6.3} {:>6.3}  {:>14}",
@@ -329,7 +344,8 @@ pub fn beir_table(rows: &[(String, String, BeirMetrics)]) -> String {
         "dataset", "split", "q", "nDCG@10", "BEIR BM25", "Anserini flat", "R@100", "Anserini", "time"
     );
     for (dataset, split, m) in rows {
-        let published = |v: Option<f64>| if split == "test" { v.map_or("-".into(), |v| format!("{v:.4}")) } else { "-".into() };
+        let published =
+            |v: Option<f64>| if split == "test" { v.map_or("-".into(), |v| format!("{v:.4}")) } else { "-".into() };
         let (beir, anserini) = published_ndcg10(dataset).unzip();
         let _ = writeln!(
             s,

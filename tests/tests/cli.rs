@@ -123,7 +123,10 @@ fn collection_lifecycle_matches_upstream() {
     assert_exact(&env, "lifecycle-01-collection-rename.txt");
     assert_exact(&env, "lifecycle-02-ls.txt");
     let got = env.ok(&["get", "qmd://journal-notes/meeting.md", "-l", "1"]);
-    assert_eq!(got.stdout, "qmd://journal-notes/meeting.md  #9e1671\nFolder Context: Personal knowledge base\n---\n\n1: # Team Meeting Notes\n");
+    assert_eq!(
+        got.stdout,
+        "qmd://journal-notes/meeting.md  #9e1671\nFolder Context: Personal knowledge base\n---\n\n1: # Team Meeting Notes\n"
+    );
     let gone = env.qmd(&["get", "qmd://notes/meeting.md"]).failure();
     assert!(gone.stderr.starts_with("Document not found: qmd://notes/meeting.md\n"), "{}", gone.stderr);
     env.qmd(&["collection", "show", "notes"]).failure();
@@ -155,8 +158,7 @@ fn collection_lifecycle_matches_upstream() {
     // Remove: upstream also reports cleaning its content-hash table, which we do not have.
     let rec = Recording::load("lifecycle-07-collection-remove.txt");
     let out = env.run_recorded(&rec).success();
-    let expected: String =
-        rec.stdout.split_inclusive('\n').filter(|l| !l.starts_with("  Cleaned up ")).collect();
+    let expected: String = rec.stdout.split_inclusive('\n').filter(|l| !l.starts_with("  Cleaned up ")).collect();
     assert_eq!(out.stdout, expected);
     assert_masked(&env, "lifecycle-08-collection-list.txt", "  Updated:");
     env.qmd(&["get", "meeting.md"]).failure();
@@ -292,7 +294,9 @@ fn get_shows_the_full_context_of_the_resolved_document() {
     // context chain of the document, however it was named.
     let env = Env::peer();
     let header = "qmd://myproject/src/utils.ts  #cd9f6f\nFolder Context: Personal knowledge base\n\nSource code for error utilities\n---\n\n";
-    for spelling in ["src/utils.ts", "qmd://myproject/src/utils.ts", "utils.ts", "#cd9f6f", "cd9f6f", "myproject/src/utils.ts"] {
+    for spelling in
+        ["src/utils.ts", "qmd://myproject/src/utils.ts", "utils.ts", "#cd9f6f", "cd9f6f", "myproject/src/utils.ts"]
+    {
         let out = env.ok(&["get", spelling, "-l", "1"]);
         assert_eq!(out.stdout, format!("{header}1: export function formatDate(date: Date): string {{\n"), "{spelling}");
     }
@@ -315,7 +319,10 @@ fn get_line_options() {
     assert_eq!(body(&["get", "docs/api.md", "--from", "121"]), "121: \n");
     assert!(!body(&["get", "docs/api.md", "--from", "500"]).contains("Line"));
     let full = env.ok(&["get", "docs/errors.md", "--full-path", "-l", "1"]).stdout;
-    assert_eq!(full, "./myproject/docs/errors.md\nFolder Context: Personal knowledge base\n---\n\n1: # Error Handling Guide\n");
+    assert_eq!(
+        full,
+        "./myproject/docs/errors.md\nFolder Context: Personal knowledge base\n---\n\n1: # Error Handling Guide\n"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -391,7 +398,10 @@ fn multi_get_lists_and_docids() {
     let env = Env::peer();
     // Duplicates collapse; docids with or without `#`.
     let out = env.ok(&["multi-get", "#cd9f6f, src/utils.ts, qmd://myproject/src/utils.ts", "--format", "files"]);
-    assert_eq!(out.stdout, "#cd9f6f,qmd://myproject/src/utils.ts,\"Personal knowledge base\n\nSource code for error utilities\"\n");
+    assert_eq!(
+        out.stdout,
+        "#cd9f6f,qmd://myproject/src/utils.ts,\"Personal knowledge base\n\nSource code for error utilities\"\n"
+    );
     // Only misses: the messages, and failure.
     let out = env.qmd(&["multi-get", "missing.md, nothere.md"]).failure();
     assert_eq!(out.stdout, "");
@@ -401,11 +411,20 @@ fn multi_get_lists_and_docids() {
     let out = env.ok(&["multi-get", "meeting.md, docs/errors.md", "-l", "2"]).stdout;
     let entries = multi_get_entries(&out);
     assert_eq!(entries.len(), 2);
-    assert!(entries[0].ends_with("1: # Team Meeting Notes\n2: \n3: \n4: [... truncated 41 more lines]"), "{}", entries[0]);
+    assert!(
+        entries[0].ends_with("1: # Team Meeting Notes\n2: \n3: \n4: [... truncated 41 more lines]"),
+        "{}",
+        entries[0]
+    );
     assert!(entries[1].ends_with("3: \n4: [... truncated 12 more lines]"), "{}", entries[1]);
     // --no-line-numbers.
     let out = env.ok(&["multi-get", "src/errors.ts", "--no-line-numbers"]).stdout;
-    assert!(out.ends_with("---\n\nexport function handleError(err: Error) {\n  console.error(err.message);\n  throw err;\n}\n\n"), "{out}");
+    assert!(
+        out.ends_with(
+            "---\n\nexport function handleError(err: Error) {\n  console.error(err.message);\n  throw err;\n}\n\n"
+        ),
+        "{out}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -453,7 +472,8 @@ fn split_hits(format: &str, stdout: &str) -> Vec<Hit> {
             .collect();
     }
     let lines: Vec<&str> = stdout.split_inclusive('\n').collect();
-    let is_row = |l: &str| l.get(..8).is_some_and(|p| p.starts_with('#') && p.ends_with(',') && first_docid(p).is_some());
+    let is_row =
+        |l: &str| l.get(..8).is_some_and(|p| p.starts_with('#') && p.ends_with(',') && first_docid(p).is_some());
     let starts: Vec<usize> = (0..lines.len())
         .filter(|&i| {
             let (line, next) = (lines[i], lines.get(i + 1).copied().unwrap_or_default());
@@ -603,8 +623,11 @@ fn search_scores_and_limits() {
     assert!(filtered.lines().count() >= 1 && filtered.lines().count() <= scores.len(), "{filtered}");
     let above = format!("{}", scores[0] + 0.001);
     let none = env.ok(&["search", "engine", "--min-score", &above]).stdout;
-    assert_eq!(none, "No results found above minimum score threshold.
-");
+    assert_eq!(
+        none,
+        "No results found above minimum score threshold.
+"
+    );
     // `--files` rows (contexts may span lines).
     let rows = |args: &[&str]| -> Vec<String> {
         env.ok(args).stdout.lines().filter(|l| l.starts_with('#')).map(str::to_string).collect()
@@ -624,7 +647,10 @@ fn search_scores_and_limits() {
     // Negation only: nothing.
     assert_eq!(env.ok(&["search", "--", "-work"]).stdout, "No results found.\n");
     // Legacy flags and --format agree.
-    assert_eq!(env.ok(&["search", "journal", "--json"]).stdout, env.ok(&["search", "journal", "--format", "json"]).stdout);
+    assert_eq!(
+        env.ok(&["search", "journal", "--json"]).stdout,
+        env.ok(&["search", "journal", "--format", "json"]).stdout
+    );
 }
 
 // ---------------------------------------------------------------------------

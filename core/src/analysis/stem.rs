@@ -30,11 +30,7 @@ pub fn stem(word: &str) -> Cow<'_, str> {
     }
     let mut s = word.to_owned();
     stem_in_place(&mut s);
-    if s == word {
-        Cow::Borrowed(word)
-    } else {
-        Cow::Owned(s)
-    }
+    if s == word { Cow::Borrowed(word) } else { Cow::Owned(s) }
 }
 
 /// Stems the word `w` in place, for the indexing hot path: no allocation, no
@@ -49,12 +45,7 @@ pub fn stem_in_place(w: &mut String) {
         let b = w.as_bytes();
         let n = b.len();
         let c = b[n - 1];
-        if n >= 2
-            && c.is_ascii()
-            && !is_vowel(c, false)
-            && !matches!(c, b'l' | b's' | b'z')
-            && c == b[n - 2]
-        {
+        if n >= 2 && c.is_ascii() && !is_vowel(c, false) && !matches!(c, b'l' | b's' | b'z') && c == b[n - 2] {
             w.pop();
         } else if m_eq1(b) && ostar(b) {
             w.push('e');
@@ -110,20 +101,9 @@ fn step2_rules(penult: u8) -> Rules {
         b'c' => &[(b"enci", b"ence"), (b"anci", b"ance")],
         b'e' => &[(b"izer", b"ize")],
         b'g' => &[(b"logi", b"log")],
-        b'l' => &[
-            (b"bli", b"ble"),
-            (b"alli", b"al"),
-            (b"entli", b"ent"),
-            (b"eli", b"e"),
-            (b"ousli", b"ous"),
-        ],
+        b'l' => &[(b"bli", b"ble"), (b"alli", b"al"), (b"entli", b"ent"), (b"eli", b"e"), (b"ousli", b"ous")],
         b'o' => &[(b"ization", b"ize"), (b"ation", b"ate"), (b"ator", b"ate")],
-        b's' => &[
-            (b"alism", b"al"),
-            (b"iveness", b"ive"),
-            (b"fulness", b"ful"),
-            (b"ousness", b"ous"),
-        ],
+        b's' => &[(b"alism", b"al"), (b"iveness", b"ive"), (b"fulness", b"ful"), (b"ousness", b"ous")],
         b't' => &[(b"aliti", b"al"), (b"iviti", b"ive"), (b"biliti", b"ble")],
         _ => &[],
     }
@@ -169,11 +149,7 @@ fn penult(b: &[u8]) -> u8 {
 /// `b` ends with `suffix` and leaves a non-empty stem. A plain loop: these
 /// suffixes are too short for a `memcmp` call to pay off.
 fn ends_with(b: &[u8], suffix: &[u8]) -> bool {
-    b.len() > suffix.len()
-        && b[b.len() - suffix.len()..]
-            .iter()
-            .zip(suffix)
-            .all(|(x, y)| x == y)
+    b.len() > suffix.len() && b[b.len() - suffix.len()..].iter().zip(suffix).all(|(x, y)| x == y)
 }
 
 /// Replaces the last `suffix_len` (ASCII) bytes of `w` with `repl`.
@@ -202,11 +178,7 @@ fn apply_step4(w: &mut String) {
         return;
     };
     let stem = &b[..b.len() - suffix.len()];
-    let ok = if suffix == b"ion" {
-        matches!(stem.last(), Some(b's' | b't')) && m_gt1(stem)
-    } else {
-        m_gt1(stem)
-    };
+    let ok = if suffix == b"ion" { matches!(stem.last(), Some(b's' | b't')) && m_gt1(stem) } else { m_gt1(stem) };
     if ok {
         replace_suffix(w, suffix.len(), b"");
     }
@@ -221,12 +193,7 @@ fn step1a(w: &mut String) {
         return;
     }
     let cut = if b[len - 2] == b'e' {
-        if (len > 4 && b[len - 4] == b's' && b[len - 3] == b's') || (len > 3 && b[len - 3] == b'i')
-        {
-            2
-        } else {
-            1
-        }
+        if (len > 4 && b[len - 4] == b's' && b[len - 3] == b's') || (len > 3 && b[len - 3] == b'i') { 2 } else { 1 }
     } else if b[len - 2] != b's' {
         1
     } else {

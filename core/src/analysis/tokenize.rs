@@ -48,12 +48,7 @@ impl Analyzer {
             if !cjk {
                 stem_in_place(word);
             }
-            emit(Token {
-                term: word,
-                position,
-                start,
-                end,
-            });
+            emit(Token { term: word, position, start, end });
             position = position.wrapping_add(1);
         });
     }
@@ -236,10 +231,7 @@ fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&mut String, bool, usize
             if ASCII_WORD[usize::from(b)] {
                 // Copy the whole ASCII word run in one go.
                 let run_start = i;
-                i += bytes[i..]
-                    .iter()
-                    .position(|&c| !ASCII_WORD[usize::from(c)])
-                    .unwrap_or(bytes.len() - i);
+                i += bytes[i..].iter().position(|&c| !ASCII_WORD[usize::from(c)]).unwrap_or(bytes.len() - i);
                 if start == usize::MAX {
                     start = run_start;
                 }
@@ -284,12 +276,7 @@ fn scan(text: &str, buf: &mut String, mut f: impl FnMut(&mut String, bool, usize
 }
 
 /// Emits the open word, if any, and resets the buffer.
-fn flush(
-    buf: &mut String,
-    start: &mut usize,
-    end: usize,
-    f: &mut impl FnMut(&mut String, bool, usize, usize),
-) {
+fn flush(buf: &mut String, start: &mut usize, end: usize, f: &mut impl FnMut(&mut String, bool, usize, usize)) {
     if *start != usize::MAX {
         if !buf.is_empty() {
             f(buf, false, *start, end);
@@ -312,18 +299,13 @@ mod tests {
 
     fn tokens(text: &str) -> Vec<(String, u32, usize, usize)> {
         let mut out = Vec::new();
-        analyze(text, |t| {
-            out.push((t.term.to_owned(), t.position, t.start, t.end))
-        });
+        analyze(text, |t| out.push((t.term.to_owned(), t.position, t.start, t.end)));
         out
     }
 
     #[test]
     fn splits_on_non_alphanumerics() {
-        assert_eq!(
-            terms("foo.bar-baz_qux don't"),
-            ["foo", "bar", "baz", "qux", "don", "t"]
-        );
+        assert_eq!(terms("foo.bar-baz_qux don't"), ["foo", "bar", "baz", "qux", "don", "t"]);
         assert_eq!(terms("  hello,   world!  "), ["hello", "world"]);
         assert_eq!(terms(""), Vec::<String>::new());
         assert_eq!(terms("!!! --- ..."), Vec::<String>::new());
@@ -331,10 +313,7 @@ mod tests {
 
     #[test]
     fn lowercases_and_stems() {
-        assert_eq!(
-            terms("Running PERFORMANCE Tests"),
-            ["run", "perform", "test"]
-        );
+        assert_eq!(terms("Running PERFORMANCE Tests"), ["run", "perform", "test"]);
         assert_eq!(terms("Multi-Agent memories"), ["multi", "agent", "memori"]);
         // Digits are token characters and stemmed as FTS5 does.
         assert_eq!(terms("gpt-4 v2026 mp3s"), ["gpt", "4", "v2026", "mp3"]);
@@ -346,11 +325,7 @@ mod tests {
         let toks = tokens(text);
         assert_eq!(
             toks,
-            [
-                ("hello".to_owned(), 0, 0, 6),
-                ("world".to_owned(), 1, 8, 14),
-                ("cafe".to_owned(), 2, 15, 20),
-            ]
+            [("hello".to_owned(), 0, 0, 6), ("world".to_owned(), 1, 8, 14), ("cafe".to_owned(), 2, 15, 20),]
         );
         assert_eq!(&text[8..14], "wörld");
         assert_eq!(&text[15..20], "café");
@@ -416,10 +391,7 @@ mod tests {
         let ws = words(text);
         assert_eq!(
             ws,
-            [
-                "the", "runner", "s", "naive", "approach", "2026", "4", "10", "東", "京", "foo",
-                "bar", "uber"
-            ]
+            ["the", "runner", "s", "naive", "approach", "2026", "4", "10", "東", "京", "foo", "bar", "uber"]
         );
         let stemmed: Vec<String> = ws.iter().map(|w| stem(w).into_owned()).collect();
         assert_eq!(stemmed, terms(text));

@@ -61,7 +61,8 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Config::default());
         }
-        let root: Value = serde_norway::from_str(text).map_err(|e| Error::invalid(format!("index.yml is not valid YAML: {e}")))?;
+        let root: Value =
+            serde_norway::from_str(text).map_err(|e| Error::invalid(format!("index.yml is not valid YAML: {e}")))?;
         let mut map = match root {
             Value::Mapping(map) => map,
             Value::Null => Mapping::new(),
@@ -99,10 +100,9 @@ impl Config {
         let update_command = map.remove("update").as_ref().and_then(string);
         let include_by_default = !matches!(map.remove("includeByDefault"), Some(Value::Bool(false)));
         let contexts = match map.remove("context") {
-            Some(Value::Mapping(entries)) => entries
-                .iter()
-                .filter_map(|(k, v)| Some((super::normalize_prefix(&string(k)?), string(v)?)))
-                .collect(),
+            Some(Value::Mapping(entries)) => {
+                entries.iter().filter_map(|(k, v)| Some((super::normalize_prefix(&string(k)?), string(v)?))).collect()
+            }
             _ => Vec::new(),
         };
         Ok(Collection { name, path, pattern, ignore, update_command, include_by_default, contexts, extra: map })
@@ -132,7 +132,8 @@ impl Config {
                 map.insert("includeByDefault".into(), false.into());
             }
             if !c.contexts.is_empty() {
-                let contexts = c.contexts.iter().map(|(p, t)| (Value::from(p.clone()), Value::from(t.clone()))).collect();
+                let contexts =
+                    c.contexts.iter().map(|(p, t)| (Value::from(p.clone()), Value::from(t.clone()))).collect();
                 map.insert("context".into(), Value::Mapping(contexts));
             }
             for (k, v) in &c.extra {

@@ -44,10 +44,7 @@ mod tests {
         let mut config = Config::default();
         config.global_context = Some("Global".into());
         config.collections.push(c);
-        assert_eq!(
-            context_for(&config, "notes", "work/projects/a.md").unwrap(),
-            "Global\n\nNotes\n\nWork\n\nProjects"
-        );
+        assert_eq!(context_for(&config, "notes", "work/projects/a.md").unwrap(), "Global\n\nNotes\n\nWork\n\nProjects");
         assert_eq!(context_for(&config, "notes", "workshop/x.md").unwrap(), "Global\n\nNotes\n\nWork");
         assert_eq!(context_for(&config, "notes", "home.md").unwrap(), "Global\n\nNotes");
         assert_eq!(context_for(&config, "other", "a.md").unwrap(), "Global");

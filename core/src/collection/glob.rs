@@ -44,7 +44,9 @@ pub(crate) fn compile(pattern: &str) -> Result<Glob> {
 }
 
 fn check_contained(pattern: &str) -> Result<()> {
-    if pattern.starts_with('/') || pattern.split('/').any(|s| s == "..") {
+    // Brace alternatives are separate paths: `{../x/*,*}.md` escapes too.
+    let escapes = pattern.split(['/', '{', '}', ',']).any(|s| s == ".." || s.starts_with("../"));
+    if pattern.starts_with('/') || pattern.contains("{/") || pattern.contains(",/") || escapes {
         return Err(Error::invalid(format!(
             "Invalid pattern '{pattern}': patterns are relative to the collection root and may not use '..' or absolute paths"
         )));
@@ -135,5 +137,7 @@ mod tests {
         assert!(PathFilter::new("../*.md", &[]).is_err());
         assert!(PathFilter::new("/etc/*", &[]).is_err());
         assert!(PathFilter::new("docs/../../*.md", &[]).is_err());
+        assert!(PathFilter::new("{../outside/*,*}.md", &[]).is_err());
+        assert!(PathFilter::new("{a,/etc/*}", &[]).is_err());
     }
 }

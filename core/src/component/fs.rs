@@ -96,8 +96,10 @@ pub struct FsSource;
 fn walk_dir(root: &Path, rel: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
     let dir = if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
     let entries = fs::read_dir(&dir).map_err(|e| io_error(&dir, e))?;
-    let mut names: Vec<(String, fs::FileType)> =
-        entries.filter_map(|e| e.ok()).filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?))).collect();
+    let mut names: Vec<(String, fs::FileType)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
+        .collect();
     names.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, kind) in names {
         let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };

@@ -47,9 +47,7 @@ fn engine() -> Rc<Engine> {
 }
 
 fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 impl From<crate::Error> for wit::Error {
@@ -168,7 +166,10 @@ impl Guest for Component {
         let mut out: Vec<wit::SearchHit> = Vec::new();
         for s in request.searches {
             if s.kind != wit::SearchType::Lex {
-                return Err(crate::Error::invalid("vec/hyde searches need embeddings, which this build does not have yet").into());
+                return Err(crate::Error::invalid(
+                    "vec/hyde searches need embeddings, which this build does not have yet",
+                )
+                .into());
             }
             for h in engine().search(&s.query, &o)? {
                 if !out.iter().any(|x| x.collection == h.collection && x.path == h.path) {
@@ -182,10 +183,16 @@ impl Guest for Component {
     }
 
     fn get(r: wit::GetRequest) -> Result<wit::Document, wit::GetError> {
-        let request =
-            crate::GetRequest { file: r.file, from_line: r.from_line, max_lines: r.max_lines, line_numbers: r.line_numbers };
+        let request = crate::GetRequest {
+            file: r.file,
+            from_line: r.from_line,
+            max_lines: r.max_lines,
+            line_numbers: r.line_numbers,
+        };
         engine().get(&request).map(document).map_err(|e| match e {
-            crate::GetError::NotFound { query, similar } => wit::GetError::NotFound(wit::NotFoundInfo { query, similar }),
+            crate::GetError::NotFound { query, similar } => {
+                wit::GetError::NotFound(wit::NotFoundInfo { query, similar })
+            }
             crate::GetError::Excluded { query, collection, matched_path, rule } => {
                 wit::GetError::Excluded(wit::ExcludedInfo { query, collection, matched_path, rule })
             }
@@ -219,7 +226,12 @@ impl Guest for Component {
             crate::Listing::Files(files) => wit::Listing::Files(
                 files
                     .into_iter()
-                    .map(|f| wit::FileEntry { collection: f.collection, path: f.path, size: f.size, modified: f.modified })
+                    .map(|f| wit::FileEntry {
+                        collection: f.collection,
+                        path: f.path,
+                        size: f.size,
+                        modified: f.modified,
+                    })
                     .collect(),
             ),
         })
@@ -238,7 +250,11 @@ impl Guest for Component {
                     updated: c.updated,
                     unchanged: c.unchanged,
                     removed: c.removed,
-                    skipped: c.skipped.into_iter().map(|s| wit::SkippedFile { path: s.path, reason: s.reason }).collect(),
+                    skipped: c
+                        .skipped
+                        .into_iter()
+                        .map(|s| wit::SkippedFile { path: s.path, reason: s.reason })
+                        .collect(),
                 })
                 .collect(),
             segments_merged: report.segments_merged,

@@ -18,11 +18,7 @@ impl RamDirectory {
     }
 
     fn get(&self, name: &str) -> Result<Rc<Vec<u8>>> {
-        self.files
-            .borrow()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::not_found(format!("no such index file: {name}")))
+        self.files.borrow().get(name).cloned().ok_or_else(|| Error::not_found(format!("no such index file: {name}")))
     }
 }
 

@@ -5,8 +5,8 @@ use super::Engine;
 use crate::api::{CollectionInfo, ContextEntry};
 use crate::collection::{Collection, Config, PathFilter, normalize_prefix};
 use crate::error::{Error, Result};
-use crate::index::segment::DocInput;
 use crate::index::IndexWriter;
+use crate::index::segment::DocInput;
 use crate::vpath;
 
 impl Engine {
@@ -41,11 +41,15 @@ impl Engine {
             None => path.rsplit('/').find(|s| !s.is_empty()).unwrap_or("root").to_string(),
         };
         if name.is_empty() || name.contains('/') {
-            return Err(Error::invalid(format!("Invalid collection name: '{name}' (it may not be empty or contain '/')")));
+            return Err(Error::invalid(format!(
+                "Invalid collection name: '{name}' (it may not be empty or contain '/')"
+            )));
         }
         let mut config = self.config()?;
         if config.collection(&name).is_some() {
-            return Err(Error::exists(format!("Collection '{name}' already exists.\nUse a different name with --name <name>")));
+            return Err(Error::exists(format!(
+                "Collection '{name}' already exists.\nUse a different name with --name <name>"
+            )));
         }
         if let Some(other) = config.collections.iter().find(|c| c.path == path && c.pattern == pattern) {
             return Err(Error::exists(format!(
@@ -213,10 +217,11 @@ impl Engine {
 }
 
 pub(super) fn list_contexts(config: &Config) -> Vec<ContextEntry> {
-    let global = config
-        .global_context
-        .iter()
-        .map(|text| ContextEntry { collection: "*".into(), prefix: "/".into(), text: text.clone() });
+    let global = config.global_context.iter().map(|text| ContextEntry {
+        collection: "*".into(),
+        prefix: "/".into(),
+        text: text.clone(),
+    });
     let per_collection = config.collections.iter().flat_map(|c| {
         c.contexts.iter().map(|(prefix, text)| ContextEntry {
             collection: c.name.clone(),

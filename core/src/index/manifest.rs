@@ -79,14 +79,19 @@ impl Manifest {
     pub fn load(dir: &dyn Directory) -> Result<Manifest> {
         let bytes = match dir.read(MANIFEST) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind == ErrorKind::NotFound => return Ok(Manifest { format: FORMAT_VERSION, ..Default::default() }),
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                return Ok(Manifest { format: FORMAT_VERSION, ..Default::default() });
+            }
             Err(e) => return Err(e),
         };
         let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(MANIFEST, e))?;
         if manifest.format != FORMAT_VERSION {
             return Err(Error::corrupt(
                 MANIFEST,
-                format!("index format {} is not supported (this qmd reads format {FORMAT_VERSION}); delete the index directory and run 'qmd update'", manifest.format),
+                format!(
+                    "index format {} is not supported (this qmd reads format {FORMAT_VERSION}); delete the index directory and run 'qmd update'",
+                    manifest.format
+                ),
             ));
         }
         Ok(manifest)

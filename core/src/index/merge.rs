@@ -11,8 +11,7 @@ pub const MAX_SEGMENTS: usize = 8;
 /// segments that are mostly deleted, and when there are too many segments,
 /// the smallest ones until at most half the limit would remain.
 pub fn merge_candidates(segments: &[SegmentMeta]) -> Vec<usize> {
-    let mut picked: Vec<usize> =
-        (0..segments.len()).filter(|&i| segments[i].deleted * 2 > segments[i].docs).collect();
+    let mut picked: Vec<usize> = (0..segments.len()).filter(|&i| segments[i].deleted * 2 > segments[i].docs).collect();
     let remaining = segments.len() - picked.len();
     if remaining > MAX_SEGMENTS {
         let mut by_size: Vec<usize> = (0..segments.len()).filter(|i| !picked.contains(i)).collect();

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use super::manifest::{Manifest, SegmentMeta, MANIFEST};
+use super::manifest::{MANIFEST, Manifest, SegmentMeta};
 use super::merge::merge_candidates;
 use super::segment::{DocInput, SegmentBuilder, SegmentReader};
 use super::{DocAddress, Index};
@@ -59,7 +59,10 @@ impl<'a> IndexWriter<'a> {
 
     /// Whether committing would change anything.
     pub fn is_empty(&self) -> bool {
-        self.builder.is_empty() && self.deletes.is_empty() && self.last_update.is_empty() && self.dropped_collections.is_empty()
+        self.builder.is_empty()
+            && self.deletes.is_empty()
+            && self.last_update.is_empty()
+            && self.dropped_collections.is_empty()
     }
 
     pub fn commit(self) -> Result<CommitStats> {

@@ -31,13 +31,14 @@ pub enum ClauseKind {
     /// so qmd's `"performance"*` really matches index terms starting with
     /// `stemmed` (`perform…`); a matcher wanting FTS5's results uses
     /// `stemmed` as the prefix.
-    Term {
-        word: String,
-        stemmed: String,
-        prefix: bool,
-    },
+    Term { word: String, stemmed: String, prefix: bool },
     /// Consecutive terms (already stemmed), matched as a phrase.
     Phrase(Vec<String>),
+    /// An unquoted word that splits into several terms (`multi-agent`,
+    /// `foo_bar`). qmd turns it into a phrase; for ranking, its parts count
+    /// as optional terms (a required phrase filtered out most relevant
+    /// documents of hyphen-heavy queries). Negated, it is a phrase.
+    Compound(Vec<String>),
     /// Dotted version `2026.4.10`: every part must occur (each part a prefix
     /// term as in §6.1).
     AllOf(Vec<ClauseKind>),
@@ -69,7 +70,7 @@ fn collect_words(kind: &ClauseKind, out: &mut Vec<String>) {
     };
     match kind {
         ClauseKind::Term { word, .. } => add(word),
-        ClauseKind::Phrase(terms) => terms.iter().for_each(|t| add(t)),
+        ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) => terms.iter().for_each(|t| add(t)),
         ClauseKind::AllOf(parts) => parts.iter().for_each(|p| collect_words(p, out)),
     }
 }
@@ -119,17 +120,13 @@ pub fn parse_lex(input: &str) -> LexQuery {
 /// One unquoted term, by qmd's precedence: hyphenated, dotted, CJK, plain.
 fn plain_term(term: &str) -> Option<ClauseKind> {
     if is_hyphenated(term) {
-        let joined: Vec<String> = term
-            .split('-')
-            .map(sanitize)
-            .filter(|p| !p.is_empty())
-            .collect();
-        phrase_of(&joined.join(" "))
+        let joined: Vec<String> = term.split('-').map(sanitize).filter(|p| !p.is_empty()).collect();
+        match phrase_of(&joined.join(" ")) {
+            Some(ClauseKind::Phrase(terms)) if terms.len() > 1 => Some(ClauseKind::Compound(terms)),
+            other => other,
+        }
     } else if is_dotted(term) {
-        let parts: Vec<ClauseKind> = term
-            .split('.')
-            .filter_map(|p| prefix_term(&sanitize(p)))
-            .collect();
+        let parts: Vec<ClauseKind> = term.split('.').filter_map(|p| prefix_term(&sanitize(p))).collect();
         match parts.len() {
             0 => None,
             1 => parts.into_iter().next(),
@@ -153,13 +150,9 @@ fn prefix_term(sanitized: &str) -> Option<ClauseKind> {
         1 => {
             let word = ws.pop().unwrap_or_default();
             let stemmed = stem(&word).into_owned();
-            Some(ClauseKind::Term {
-                word,
-                stemmed,
-                prefix: true,
-            })
+            Some(ClauseKind::Term { word, stemmed, prefix: true })
         }
-        _ => Some(ClauseKind::Phrase(stem_all(&ws))),
+        _ => Some(ClauseKind::Compound(stem_all(&ws))),
     }
 }
 
@@ -203,10 +196,7 @@ fn stem_all(ws: &[String]) -> Vec<String> {
 /// `helloworld`), unlike the tokenizer, which would split there. Combining
 /// marks are dropped too, as qmd does (so Hindi `आदेश` queries `आदश`).
 fn sanitize(term: &str) -> String {
-    term.chars()
-        .filter(|&c| is_letter_or_number(c) || c == '\'' || c == '_')
-        .flat_map(char::to_lowercase)
-        .collect()
+    term.chars().filter(|&c| is_letter_or_number(c) || c == '\'' || c == '_').flat_map(char::to_lowercase).collect()
 }
 
 /// `[\p{L}\p{N}]`, as in qmd's regexes.
@@ -222,10 +212,7 @@ fn is_hyphenated(token: &str) -> bool {
     let allowed = |c: char| is_word_char(c) || c == '\'' || c == '-';
     chars.first().is_some_and(|&c| is_word_char(c))
         && chars.iter().all(|&c| allowed(c))
-        && chars
-            .windows(2)
-            .skip(1)
-            .any(|w| w[0] == '-' && is_word_char(w[1]))
+        && chars.windows(2).skip(1).any(|w| w[0] == '-' && is_word_char(w[1]))
 }
 
 /// At least two dot-separated parts, each non-empty and made of word chars
@@ -246,35 +233,25 @@ mod tests {
     use super::*;
 
     fn term(word: &str, stemmed: &str) -> ClauseKind {
-        ClauseKind::Term {
-            word: word.into(),
-            stemmed: stemmed.into(),
-            prefix: true,
-        }
+        ClauseKind::Term { word: word.into(), stemmed: stemmed.into(), prefix: true }
     }
     fn phrase(terms: &[&str]) -> ClauseKind {
         ClauseKind::Phrase(terms.iter().map(|t| t.to_string()).collect())
     }
+    fn compound(terms: &[&str]) -> ClauseKind {
+        ClauseKind::Compound(terms.iter().map(|t| t.to_string()).collect())
+    }
     fn pos(kind: ClauseKind) -> Clause {
-        Clause {
-            negated: false,
-            kind,
-        }
+        Clause { negated: false, kind }
     }
     fn neg(kind: ClauseKind) -> Clause {
-        Clause {
-            negated: true,
-            kind,
-        }
+        Clause { negated: true, kind }
     }
 
     #[test]
     fn plain_words_are_prefix_terms() {
         let q = parse_lex("foo bar");
-        assert_eq!(
-            q.clauses,
-            [pos(term("foo", "foo")), pos(term("bar", "bar"))]
-        );
+        assert_eq!(q.clauses, [pos(term("foo", "foo")), pos(term("bar", "bar"))]);
         assert!(q.has_positive());
     }
 
@@ -283,53 +260,31 @@ mod tests {
         let q = parse_lex("performance -sports -athlete");
         assert_eq!(
             q.clauses,
-            [
-                pos(term("performance", "perform")),
-                neg(term("sports", "sport")),
-                neg(term("athlete", "athlet"))
-            ]
+            [pos(term("performance", "perform")), neg(term("sports", "sport")), neg(term("athlete", "athlet"))]
         );
         assert_eq!(q.positive_words(), ["performance"]);
     }
 
     #[test]
     fn quoted_phrase_is_sanitised_and_stemmed() {
-        assert_eq!(
-            parse_lex("\"C++ performance\"").clauses,
-            [pos(phrase(&["c", "perform"]))]
-        );
-        assert_eq!(
-            parse_lex("-\"machine learning\" x").clauses[0],
-            neg(phrase(&["machin", "learn"]))
-        );
+        assert_eq!(parse_lex("\"C++ performance\"").clauses, [pos(phrase(&["c", "perform"]))]);
+        assert_eq!(parse_lex("-\"machine learning\" x").clauses[0], neg(phrase(&["machin", "learn"])));
         // Dotted words inside a phrase split into parts.
-        assert_eq!(
-            parse_lex("\"release 1.0.21\"").clauses,
-            [pos(phrase(&["releas", "1", "0", "21"]))]
-        );
+        assert_eq!(parse_lex("\"release 1.0.21\"").clauses, [pos(phrase(&["releas", "1", "0", "21"]))]);
     }
 
     #[test]
     fn hyphenated_words_are_phrases() {
         assert_eq!(
             parse_lex("multi-agent memory").clauses,
-            [
-                pos(phrase(&["multi", "agent"])),
-                pos(term("memory", "memori"))
-            ]
+            [pos(compound(&["multi", "agent"])), pos(term("memory", "memori"))]
         );
         assert_eq!(
             parse_lex("performance -multi-agent").clauses,
-            [
-                pos(term("performance", "perform")),
-                neg(phrase(&["multi", "agent"]))
-            ]
+            [pos(term("performance", "perform")), neg(compound(&["multi", "agent"]))]
         );
-        assert_eq!(
-            parse_lex("DEC-0054").clauses,
-            [pos(phrase(&["dec", "0054"]))]
-        );
-        assert_eq!(parse_lex("gpt-4").clauses, [pos(phrase(&["gpt", "4"]))]);
+        assert_eq!(parse_lex("DEC-0054").clauses, [pos(compound(&["dec", "0054"]))]);
+        assert_eq!(parse_lex("gpt-4").clauses, [pos(compound(&["gpt", "4"]))]);
         // A trailing hyphen alone is not a compound: plain term.
         assert_eq!(parse_lex("foo-").clauses, [pos(term("foo", "foo"))]);
     }
@@ -346,25 +301,16 @@ mod tests {
 
     #[test]
     fn cjk_becomes_a_character_phrase() {
-        assert_eq!(
-            parse_lex("東京タワー").clauses,
-            [pos(phrase(&["東", "京", "タ", "ワ", "ー"]))]
-        );
-        assert_eq!(
-            parse_lex("検索engines").clauses,
-            [pos(phrase(&["検", "索", "engin"]))]
-        );
+        assert_eq!(parse_lex("東京タワー").clauses, [pos(phrase(&["東", "京", "タ", "ワ", "ー"]))]);
+        assert_eq!(parse_lex("検索engines").clauses, [pos(phrase(&["検", "索", "engin"]))]);
         assert_eq!(parse_lex("-한국").clauses, [neg(phrase(&["한", "국"]))]);
     }
 
     #[test]
     fn words_that_tokenise_to_several_terms_become_phrases() {
-        assert_eq!(parse_lex("foo_bar").clauses, [pos(phrase(&["foo", "bar"]))]);
-        assert_eq!(parse_lex("don't").clauses, [pos(phrase(&["don", "t"]))]);
-        assert_eq!(
-            parse_lex("hello!world").clauses,
-            [pos(term("helloworld", "helloworld"))]
-        );
+        assert_eq!(parse_lex("foo_bar").clauses, [pos(compound(&["foo", "bar"]))]);
+        assert_eq!(parse_lex("don't").clauses, [pos(compound(&["don", "t"]))]);
+        assert_eq!(parse_lex("hello!world").clauses, [pos(term("helloworld", "helloworld"))]);
         assert_eq!(parse_lex("Café").clauses, [pos(term("cafe", "cafe"))]);
     }
 
@@ -378,15 +324,9 @@ mod tests {
 
     #[test]
     fn unbalanced_quote_runs_to_end() {
-        assert_eq!(
-            parse_lex("x \"unclosed phrase").clauses,
-            [pos(term("x", "x")), pos(phrase(&["unclos", "phrase"]))]
-        );
+        assert_eq!(parse_lex("x \"unclosed phrase").clauses, [pos(term("x", "x")), pos(phrase(&["unclos", "phrase"]))]);
         // A quote ends a plain term and opens a phrase.
-        assert_eq!(
-            parse_lex("foo\"bar baz\"").clauses,
-            [pos(term("foo", "foo")), pos(phrase(&["bar", "baz"]))]
-        );
+        assert_eq!(parse_lex("foo\"bar baz\"").clauses, [pos(term("foo", "foo")), pos(phrase(&["bar", "baz"]))]);
     }
 
     #[test]
@@ -403,9 +343,6 @@ mod tests {
     #[test]
     fn positive_words_are_distinct_and_ordered() {
         let q = parse_lex("Memory foo memory multi-agent -bar 2026.4");
-        assert_eq!(
-            q.positive_words(),
-            ["memory", "foo", "multi", "agent", "2026", "4"]
-        );
+        assert_eq!(q.positive_words(), ["memory", "foo", "multi", "agent", "2026", "4"]);
     }
 }

@@ -84,8 +84,7 @@ fn phrase_matches(seg: &SegmentReader, terms: &[String]) -> Result<Matches> {
         let Some(info) = seg.term(term)? else { return Ok(Matches::new()) };
         let postings = seg.postings(&info)?;
         let positions = seg.positions(&info, &postings)?;
-        let by_doc: HashMap<u32, [Vec<u32>; FIELDS]> =
-            postings.iter().map(|(d, _)| *d).zip(positions).collect();
+        let by_doc: HashMap<u32, [Vec<u32>; FIELDS]> = postings.iter().map(|(d, _)| *d).zip(positions).collect();
         lists.push(by_doc);
     }
     let mut out = Matches::new();
@@ -98,7 +97,9 @@ fn phrase_matches(seg: &SegmentReader, terms: &[String]) -> Result<Matches> {
         for field in 0..FIELDS {
             let count = first_fields[field]
                 .iter()
-                .filter(|&&p| others.iter().enumerate().all(|(i, f)| f[field].binary_search(&(p + i as u32 + 1)).is_ok()))
+                .filter(|&&p| {
+                    others.iter().enumerate().all(|(i, f)| f[field].binary_search(&(p + i as u32 + 1)).is_ok())
+                })
                 .count();
             freq += count as f32 * FIELD_WEIGHTS[field];
         }
@@ -112,8 +113,10 @@ fn phrase_matches(seg: &SegmentReader, terms: &[String]) -> Result<Matches> {
 fn unit_matches(seg: &SegmentReader, kind: &ClauseKind, params: &Bm25Params) -> Result<Matches> {
     match kind {
         ClauseKind::Term { stemmed, prefix, .. } => term_matches(seg, stemmed, *prefix, params),
-        ClauseKind::Phrase(terms) if terms.len() == 1 => term_matches(seg, &terms[0], false, params),
-        ClauseKind::Phrase(terms) => phrase_matches(seg, terms),
+        ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) if terms.len() == 1 => {
+            term_matches(seg, &terms[0], false, params)
+        }
+        ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) => phrase_matches(seg, terms),
         // Callers split AllOf into its parts; as a whole it matches where all parts do.
         ClauseKind::AllOf(parts) => {
             let mut all: Option<Matches> = None;
@@ -141,9 +144,22 @@ pub fn search_lex(
     if !query.has_positive() || limit == 0 {
         return Ok(Vec::new());
     }
-    let mut units: Vec<Unit<'_>> = Vec::new();
+    // Compound words score as their parts (optional prefix terms).
+    let parts: Vec<ClauseKind> = query
+        .clauses
+        .iter()
+        .filter(|c| !c.negated)
+        .flat_map(|c| match &c.kind {
+            ClauseKind::Compound(terms) => {
+                terms.iter().map(|t| ClauseKind::Term { word: t.clone(), stemmed: t.clone(), prefix: true }).collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut units: Vec<Unit<'_>> = parts.iter().map(|kind| Unit { kind, required: false }).collect();
     for clause in query.clauses.iter().filter(|c| !c.negated) {
         match &clause.kind {
+            ClauseKind::Compound(_) => {}
             ClauseKind::AllOf(parts) => units.extend(parts.iter().map(|kind| Unit { kind, required: true })),
             kind @ ClauseKind::Phrase(terms) => units.push(Unit { kind, required: terms.len() > 1 }),
             kind => units.push(Unit { kind, required: false }),

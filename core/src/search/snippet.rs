@@ -20,12 +20,11 @@ const CHUNK_PADDING_CHARS: usize = 100;
 
 /// Words dropped from intent strings: function words and search noise.
 const INTENT_STOP_WORDS: &[&str] = &[
-    "am", "an", "as", "at", "be", "by", "do", "he", "if", "in", "is", "it", "me", "my", "no", "of",
-    "on", "or", "so", "to", "up", "us", "we", "all", "and", "any", "are", "but", "can", "did",
-    "for", "get", "has", "her", "him", "his", "how", "its", "let", "may", "not", "our", "out",
-    "the", "too", "was", "who", "why", "you", "also", "does", "find", "from", "have", "into",
-    "more", "need", "show", "some", "tell", "that", "them", "this", "want", "what", "when", "will",
-    "with", "your", "about", "looking", "notes", "search", "where", "which",
+    "am", "an", "as", "at", "be", "by", "do", "he", "if", "in", "is", "it", "me", "my", "no", "of", "on", "or", "so",
+    "to", "up", "us", "we", "all", "and", "any", "are", "but", "can", "did", "for", "get", "has", "her", "him", "his",
+    "how", "its", "let", "may", "not", "our", "out", "the", "too", "was", "who", "why", "you", "also", "does", "find",
+    "from", "have", "into", "more", "need", "show", "some", "tell", "that", "them", "this", "want", "what", "when",
+    "will", "with", "your", "about", "looking", "notes", "search", "where", "which",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,12 +48,7 @@ pub fn extract_snippet(
     intent: Option<&str>,
 ) -> Snippet {
     let terms = Terms {
-        query: query
-            .to_lowercase()
-            .split(is_js_whitespace)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        query: query.to_lowercase().split(is_js_whitespace).filter(|t| !t.is_empty()).map(str::to_owned).collect(),
         intent: intent.map(extract_intent_terms).unwrap_or_default(),
     };
     match chunk {
@@ -83,11 +77,7 @@ fn body_snippet(body: &str, terms: &Terms, max_len: usize) -> Snippet {
 fn chunk_snippet(body: &str, terms: &Terms, max_len: usize, pos: usize, len: usize) -> Snippet {
     let body_chars = body.chars().count();
     let ctx_start = pos.saturating_sub(CHUNK_PADDING_CHARS).min(body_chars);
-    let ctx_end = pos
-        .saturating_add(len)
-        .saturating_add(CHUNK_PADDING_CHARS)
-        .min(body_chars)
-        .max(ctx_start);
+    let ctx_end = pos.saturating_add(len).saturating_add(CHUNK_PADDING_CHARS).min(body_chars).max(ctx_start);
     let window = char_slice(body, ctx_start, ctx_end);
     let line_offset = char_slice(body, 0, ctx_start).matches('\n').count();
     let lines: Vec<&str> = window.split('\n').collect();
@@ -103,11 +93,7 @@ fn chunk_snippet(body: &str, terms: &Terms, max_len: usize, pos: usize, len: usi
         best = char_slice(window, 0, pos - ctx_start).matches('\n').count();
     }
     let (start, end) = snippet_range(best, lines.len());
-    if pos > 0
-        && lines[start..end]
-            .iter()
-            .all(|l| l.chars().all(is_js_whitespace))
-    {
+    if pos > 0 && lines[start..end].iter().all(|l| l.chars().all(is_js_whitespace)) {
         return body_snippet(body, terms, max_len);
     }
     render(&lines, best, line_offset, count_lines(body), terms, max_len)
@@ -118,8 +104,7 @@ fn best_line(lines: &[&str], terms: &Terms) -> (usize, f64) {
     let mut best = (0, -1.0);
     for (i, line) in lines.iter().enumerate() {
         let lower = line.to_lowercase();
-        let hits =
-            |terms: &[String]| terms.iter().filter(|t| lower.contains(t.as_str())).count() as f64;
+        let hits = |terms: &[String]| terms.iter().filter(|t| lower.contains(t.as_str())).count() as f64;
         let score = hits(&terms.query) + hits(&terms.intent) * INTENT_WEIGHT_SNIPPET;
         if score > best.1 {
             best = (i, score);
@@ -146,10 +131,7 @@ fn render(
     let (start, end) = snippet_range(best, lines.len());
     let mut text = lines[start..end].join("\n");
     if text.chars().count() > max_len {
-        let cut = text
-            .char_indices()
-            .nth(max_len.saturating_sub(3))
-            .map_or(text.len(), |(i, _)| i);
+        let cut = text.char_indices().nth(max_len.saturating_sub(3)).map_or(text.len(), |(i, _)| i);
         text.truncate(cut);
         text.push_str("...");
     }
@@ -222,20 +204,14 @@ mod tests {
     fn first_line() {
         let s = extract_snippet(BODY, "title", 500, None, None);
         assert_eq!(s.line, 1);
-        assert_eq!(
-            s.text,
-            "@@ -1,3 @@ (0 before, 4 after)\n# Title\nintro line\nsetup steps"
-        );
+        assert_eq!(s.text, "@@ -1,3 @@ (0 before, 4 after)\n# Title\nintro line\nsetup steps");
     }
 
     #[test]
     fn last_line() {
         let s = extract_snippet(BODY, "last", 500, None, None);
         assert_eq!(s.line, 7);
-        assert_eq!(
-            s.text,
-            "@@ -6,2 @@ (5 before, 0 after)\nmore text\nlast line"
-        );
+        assert_eq!(s.text, "@@ -6,2 @@ (5 before, 0 after)\nmore text\nlast line");
     }
 
     #[test]
@@ -243,10 +219,7 @@ mod tests {
         let s = extract_snippet(BODY, "zebra", 500, None, None);
         assert_eq!(s.line, 1);
         assert!(!s.matched);
-        assert!(
-            s.text
-                .starts_with("@@ -1,3 @@ (0 before, 4 after)\n# Title")
-        );
+        assert!(s.text.starts_with("@@ -1,3 @@ (0 before, 4 after)\n# Title"));
         // An empty query behaves the same.
         assert_eq!(extract_snippet(BODY, "   ", 500, None, None).line, 1);
     }
@@ -260,10 +233,7 @@ mod tests {
         assert!(s.matched);
         // Intent alone (0.3) never beats one query hit (1.0).
         let body = "kubernetes cluster pods\nalpha";
-        assert_eq!(
-            extract_snippet(body, "alpha", 500, None, Some("kubernetes cluster pods")).line,
-            2
-        );
+        assert_eq!(extract_snippet(body, "alpha", 500, None, Some("kubernetes cluster pods")).line, 2);
         // Intent can pick a line even when the query matches nowhere.
         let s = extract_snippet(body, "zebra", 500, None, Some("pods"));
         assert_eq!(s.line, 1);
@@ -285,20 +255,13 @@ mod tests {
         let body = format!("short\n{} needle\nend", "x".repeat(100));
         let s = extract_snippet(&body, "needle", 20, None, None);
         assert_eq!(s.line, 2);
-        assert_eq!(
-            s.text,
-            "@@ -1,3 @@ (0 before, 0 after)\nshort\nxxxxxxxxxxx..."
-        );
+        assert_eq!(s.text, "@@ -1,3 @@ (0 before, 0 after)\nshort\nxxxxxxxxxxx...");
         assert_eq!(s.text.lines().nth(1).map(str::len), Some(5));
         // Exactly max_len is kept whole.
         let s = extract_snippet("abcde", "abc", 5, None, None);
         assert!(s.text.ends_with("\nabcde"));
         // Tiny max_len never panics.
-        assert!(
-            extract_snippet("abcdef", "abc", 1, None, None)
-                .text
-                .ends_with("\n...")
-        );
+        assert!(extract_snippet("abcdef", "abc", 1, None, None).text.ends_with("\n..."));
     }
 
     #[test]
@@ -313,10 +276,7 @@ mod tests {
     }
 
     fn numbered(n: usize) -> String {
-        (1..=n)
-            .map(|i| format!("line {i:02}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        (1..=n).map(|i| format!("line {i:02}")).collect::<Vec<_>>().join("\n")
     }
 
     #[test]
@@ -330,10 +290,7 @@ mod tests {
         // from the middle of line 7 to the end.
         let s = extract_snippet(&body, "match", 500, Some((152, 40)), None);
         assert_eq!(s.line, 21);
-        assert_eq!(
-            s.text,
-            "@@ -20,4 @@ (19 before, 7 after)\nline 20\nmatch 2\nline 22\nline 23"
-        );
+        assert_eq!(s.text, "@@ -20,4 @@ (19 before, 7 after)\nline 20\nmatch 2\nline 22\nline 23");
         // Without a chunk the first match wins.
         assert_eq!(extract_snippet(&body, "match", 500, None, None).line, 3);
     }
@@ -345,10 +302,7 @@ mod tests {
         let s = extract_snippet(&body, "zebra", 500, Some((160, 40)), None);
         assert_eq!(s.line, 21);
         assert!(!s.matched);
-        assert!(
-            s.text
-                .starts_with("@@ -20,4 @@ (19 before, 7 after)\nline 20\nline 21")
-        );
+        assert!(s.text.starts_with("@@ -20,4 @@ (19 before, 7 after)\nline 20\nline 21"));
     }
 
     #[test]
@@ -367,15 +321,9 @@ mod tests {
         let body = format!("needle here\n{}", "\n".repeat(400));
         let s = extract_snippet(&body, "zebra", 500, Some((300, 10)), None);
         assert_eq!(s.line, 1);
-        assert!(
-            s.text
-                .starts_with("@@ -1,3 @@ (0 before, 399 after)\nneedle here")
-        );
+        assert!(s.text.starts_with("@@ -1,3 @@ (0 before, 399 after)\nneedle here"));
         // A chunk past the end of the body behaves the same way.
-        assert_eq!(
-            extract_snippet("a\nb", "zebra", 500, Some((500, 10)), None).line,
-            1
-        );
+        assert_eq!(extract_snippet("a\nb", "zebra", 500, Some((500, 10)), None).line, 1);
     }
 
     #[test]

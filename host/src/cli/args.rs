@@ -53,15 +53,26 @@ pub enum CollectionCommand {
     },
     List,
     #[command(visible_alias = "rm")]
-    Remove { name: String },
+    Remove {
+        name: String,
+    },
     #[command(visible_alias = "mv")]
-    Rename { old: String, new: String },
+    Rename {
+        old: String,
+        new: String,
+    },
     #[command(visible_alias = "info")]
-    Show { name: String },
+    Show {
+        name: String,
+    },
     /// Search this collection by default.
-    Include { name: String },
+    Include {
+        name: String,
+    },
     /// Search this collection only when named with -c.
-    Exclude { name: String },
+    Exclude {
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -73,7 +84,9 @@ pub enum ContextCommand {
     },
     List,
     #[command(visible_alias = "remove")]
-    Rm { path: String },
+    Rm {
+        path: String,
+    },
 }
 
 #[derive(Args)]
@@ -104,10 +117,16 @@ impl OutputFlags {
             return <Format as clap::ValueEnum>::from_str(raw, false)
                 .map_err(|_| anyhow::anyhow!("Unknown --format value: {raw}\nValid: cli, json, csv, md, xml, files"));
         }
-        Ok([(self.csv, Format::Csv), (self.md, Format::Md), (self.xml, Format::Xml), (self.files, Format::Files), (self.json, Format::Json)]
-            .into_iter()
-            .find_map(|(set, f)| set.then_some(f))
-            .unwrap_or(Format::Cli))
+        Ok([
+            (self.csv, Format::Csv),
+            (self.md, Format::Md),
+            (self.xml, Format::Xml),
+            (self.files, Format::Files),
+            (self.json, Format::Json),
+        ]
+        .into_iter()
+        .find_map(|(set, f)| set.then_some(f))
+        .unwrap_or(Format::Cli))
     }
 }
 

@@ -48,7 +48,8 @@ fn run_update(session: &Session, only: Vec<String>) -> Result<UpdateReport> {
 }
 
 fn print_report(report: &UpdateReport) {
-    let sum = |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
+    let sum =
+        |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
     println!(
         "Indexed: {} new, {} updated, {} unchanged, {} removed",
         sum(|c| c.added),
@@ -121,8 +122,9 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             }
         }
         CollectionCommand::Remove { name } => {
-            let info = session
-                .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_collection_remove(store, &name)))?;
+            let info = session.call(true, Vec::new(), None, |store, engine| {
+                engine_result(engine.call_collection_remove(store, &name))
+            })?;
             println!("✓ Removed collection '{}'", info.name);
             println!("  Deleted {} documents", info.documents);
         }
@@ -179,8 +181,9 @@ pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
                 [path, text] => (context_target(path), text.clone()),
                 _ => bail!("Usage: qmd context add [path] \"text\""),
             };
-            let entry = session
-                .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_context_add(store, &target, &text)))?;
+            let entry = session.call(true, Vec::new(), None, |store, engine| {
+                engine_result(engine.call_context_add(store, &target, &text))
+            })?;
             if entry.collection == "*" {
                 println!("✓ Set global context");
             } else {
@@ -206,9 +209,17 @@ pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
         }
         ContextCommand::Rm { path } => {
             let target = context_target(&path);
-            let entry = session
-                .call(true, Vec::new(), None, |store, engine| engine_result(engine.call_context_remove(store, &target)))?;
-            println!("✓ Removed context for {}", if entry.collection == "*" { "/".to_string() } else { format!("qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/')) });
+            let entry = session.call(true, Vec::new(), None, |store, engine| {
+                engine_result(engine.call_context_remove(store, &target))
+            })?;
+            println!(
+                "✓ Removed context for {}",
+                if entry.collection == "*" {
+                    "/".to_string()
+                } else {
+                    format!("qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/'))
+                }
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -262,7 +273,10 @@ pub fn status(session: &Session) -> Result<ExitCode> {
             for e in contexts {
                 let preview: String = e.text.chars().take(57).collect();
                 let more = if e.text.chars().count() > 57 { "..." } else { "" };
-                println!("      {}: {preview}{more}", if e.prefix == "/" { "/".to_string() } else { format!("/{}", e.prefix) });
+                println!(
+                    "      {}: {preview}{more}",
+                    if e.prefix == "/" { "/".to_string() } else { format!("/{}", e.prefix) }
+                );
             }
         }
     }

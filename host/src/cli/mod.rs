@@ -180,8 +180,8 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
 
 fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
     let format = args.output.format()?;
-    let via_list = args.pattern.contains(',') && !args.pattern.contains(['*', '?', '{'])
-        || args.pattern.trim().starts_with('#');
+    let via_list =
+        args.pattern.contains(',') && !args.pattern.contains(['*', '?', '{']) || args.pattern.trim().starts_with('#');
     let request = bindings::MultiGetRequest {
         pattern: args.pattern,
         max_lines: args.lines,

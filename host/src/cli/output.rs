@@ -62,12 +62,7 @@ pub struct SearchView {
 
 /// Renders search results (already filtered and limited) in `format`,
 /// including the empty-result forms.
-pub fn render_search(
-    hits: &[SearchHit],
-    format: Format,
-    view: &SearchView,
-    style: &Style,
-) -> String {
+pub fn render_search(hits: &[SearchHit], format: Format, view: &SearchView, style: &Style) -> String {
     if hits.is_empty() {
         return render_empty_search(format, view.min_score_filtered);
     }
@@ -84,16 +79,8 @@ pub fn render_search(
 /// Renders `qmd multi-get` output. `via_list`: the pattern was a comma list
 /// or a docid, whose entries upstream names by `qmd://` path; a glob names
 /// them by collection-relative path.
-pub fn render_multi_get(
-    entries: &[MultiGetEntry],
-    format: Format,
-    via_list: bool,
-    full_path: bool,
-) -> String {
-    let rows: Vec<MultiRow> = entries
-        .iter()
-        .map(|e| MultiRow::new(e, via_list, full_path))
-        .collect();
+pub fn render_multi_get(entries: &[MultiGetEntry], format: Format, via_list: bool, full_path: bool) -> String {
+    let rows: Vec<MultiRow> = entries.iter().map(|e| MultiRow::new(e, via_list, full_path)).collect();
     match format {
         Format::Cli => multi_cli(&rows),
         Format::Json => multi_json(&rows),
@@ -147,20 +134,12 @@ fn search_ident(hit: &SearchHit, view: &SearchView) -> (String, bool) {
 
 /// The text a row shows: the body with `--full`, else the snippet.
 fn search_content<'a>(hit: &'a SearchHit, view: &SearchView) -> &'a str {
-    if view.full {
-        hit.body.as_deref().unwrap_or_default()
-    } else {
-        &hit.snippet
-    }
+    if view.full { hit.body.as_deref().unwrap_or_default() } else { &hit.snippet }
 }
 
 /// The content, numbered from `start` when `--line-numbers` is on.
 fn numbered<'a>(content: &'a str, view: &SearchView, start: u32) -> Cow<'a, str> {
-    if view.line_numbers {
-        Cow::Owned(add_line_numbers(content, start))
-    } else {
-        Cow::Borrowed(content)
-    }
+    if view.line_numbers { Cow::Owned(add_line_numbers(content, start)) } else { Cow::Borrowed(content) }
 }
 
 /// cli/csv number snippets from the hit's line, bodies from 1.
@@ -190,20 +169,10 @@ fn cli_block(hit: &SearchHit, view: &SearchView, style: &Style) -> String {
     let (reset, dim, bold) = (style.paint(RESET), style.paint(DIM), style.paint(BOLD));
     let (ident, show_docid) = search_ident(hit, view);
     // `:LINE` only when a query term occurs in the snippet (engine decides).
-    let line_info = if hit.line_matched {
-        format!(":{}", hit.line)
-    } else {
-        String::new()
-    };
-    let docid = if show_docid && !hit.docid.is_empty() {
-        format!(" {dim}#{}{reset}", hit.docid)
-    } else {
-        String::new()
-    };
-    let mut out = format!(
-        "{}{ident}{dim}{line_info}{reset}{docid}\n",
-        style.paint(CYAN)
-    );
+    let line_info = if hit.line_matched { format!(":{}", hit.line) } else { String::new() };
+    let docid =
+        if show_docid && !hit.docid.is_empty() { format!(" {dim}#{}{reset}", hit.docid) } else { String::new() };
+    let mut out = format!("{}{ident}{dim}{line_info}{reset}{docid}\n", style.paint(CYAN));
     if !hit.title.is_empty() {
         out += &format!("{bold}Title: {}{reset}\n", hit.title);
     }
@@ -229,10 +198,7 @@ fn format_score(score: f64, style: &Style) -> String {
 }
 
 fn search_json(hits: &[SearchHit], view: &SearchView) -> String {
-    let objects: Vec<Vec<(&str, String)>> = hits
-        .iter()
-        .map(|hit| search_json_object(hit, view))
-        .collect();
+    let objects: Vec<Vec<(&str, String)>> = hits.iter().map(|hit| search_json_object(hit, view)).collect();
     json_array(&objects) + "\n"
 }
 
@@ -262,11 +228,7 @@ fn search_csv(hits: &[SearchHit], view: &SearchView) -> String {
     let mut out = String::from("docid,score,file,title,context,line,snippet\n");
     for hit in hits {
         let (ident, show_docid) = search_ident(hit, view);
-        let docid = if show_docid && !hit.docid.is_empty() {
-            format!("#{}", hit.docid)
-        } else {
-            String::new()
-        };
+        let docid = if show_docid && !hit.docid.is_empty() { format!("#{}", hit.docid) } else { String::new() };
         let content = numbered(search_content(hit, view), view, cli_start(hit, view));
         out += &format!(
             "{docid},{},{},{},{},{},{}\n",
@@ -285,11 +247,7 @@ fn search_md(hits: &[SearchHit], view: &SearchView) -> String {
     let mut out = String::new();
     for hit in hits {
         let (ident, show_docid) = search_ident(hit, view);
-        let heading = if hit.title.is_empty() {
-            ident.as_str()
-        } else {
-            hit.title.as_str()
-        };
+        let heading = if hit.title.is_empty() { ident.as_str() } else { hit.title.as_str() };
         out += &format!("---\n# {heading}\n**file:** `{ident}`\n");
         if show_docid && !hit.docid.is_empty() {
             out += &format!("**docid:** `#{}`\n", hit.docid);
@@ -306,20 +264,10 @@ fn search_xml(hits: &[SearchHit], view: &SearchView) -> String {
     let mut out = String::new();
     for hit in hits {
         let (ident, show_docid) = search_ident(hit, view);
-        let docid = if show_docid {
-            format!(" docid=\"#{}\"", hit.docid)
-        } else {
-            String::new()
-        };
+        let docid = if show_docid { format!(" docid=\"#{}\"", hit.docid) } else { String::new() };
         // Upstream escapes only `"`, and only in these two attributes.
-        let title = if hit.title.is_empty() {
-            String::new()
-        } else {
-            format!(" title=\"{}\"", quot(&hit.title))
-        };
-        let context = nonempty(&hit.context)
-            .map(|c| format!(" context=\"{}\"", quot(c)))
-            .unwrap_or_default();
+        let title = if hit.title.is_empty() { String::new() } else { format!(" title=\"{}\"", quot(&hit.title)) };
+        let context = nonempty(&hit.context).map(|c| format!(" context=\"{}\"", quot(c))).unwrap_or_default();
         let content = numbered(search_content(hit, view), view, 1);
         out += &format!("<file{docid} name=\"{ident}\"{title}{context}>\n{content}\n</file>\n\n");
     }
@@ -330,9 +278,7 @@ fn search_files(hits: &[SearchHit], view: &SearchView) -> String {
     let mut out = String::new();
     for hit in hits {
         let (ident, _) = search_ident(hit, view);
-        let ctx = nonempty(&hit.context)
-            .map(quoted_context)
-            .unwrap_or_default();
+        let ctx = nonempty(&hit.context).map(quoted_context).unwrap_or_default();
         let score = to_fixed(hit.score, 2);
         // Upstream drops the docid under --full-path even for unresolved rows.
         if view.full_path {
@@ -365,30 +311,13 @@ struct MultiRow<'a> {
 impl<'a> MultiRow<'a> {
     fn new(entry: &'a MultiGetEntry, via_list: bool, full_path: bool) -> Self {
         let doc = &entry.doc;
-        let display = if via_list {
-            qmd_uri(&doc.collection, &doc.path)
-        } else {
-            doc.path.clone()
-        };
+        let display = if via_list { qmd_uri(&doc.collection, &doc.path) } else { doc.path.clone() };
         let resolved = full_path && !doc.source_path.is_empty();
-        let basename = display
-            .rsplit('/')
-            .next()
-            .filter(|b| !b.is_empty())
-            .unwrap_or(&display)
-            .to_string();
+        let basename = display.rsplit('/').next().filter(|b| !b.is_empty()).unwrap_or(&display).to_string();
         // Upstream titles skipped files by basename: their title is never read.
-        let title = if entry.skipped.is_some() || doc.title.is_empty() {
-            basename
-        } else {
-            doc.title.clone()
-        };
+        let title = if entry.skipped.is_some() || doc.title.is_empty() { basename } else { doc.title.clone() };
         MultiRow {
-            ident: if resolved {
-                doc.source_path.clone()
-            } else {
-                display.clone()
-            },
+            ident: if resolved { doc.source_path.clone() } else { display.clone() },
             docid: Some(doc.docid.as_str()).filter(|d| !resolved && !d.is_empty()),
             title,
             context: nonempty(&doc.context),
@@ -404,10 +333,7 @@ fn skip_reason(reason: &str, display: &str) -> String {
     if reason.contains("qmd get") {
         return reason.to_string();
     }
-    format!(
-        "{}. Use 'qmd get {display}' to retrieve.",
-        reason.trim_end_matches('.')
-    )
+    format!("{}. Use 'qmd get {display}' to retrieve.", reason.trim_end_matches('.'))
 }
 
 fn multi_cli(rows: &[MultiRow]) -> String {
@@ -457,20 +383,10 @@ fn multi_csv(rows: &[MultiRow]) -> String {
     let mut out = String::from("docid,file,title,context,skipped,body\n");
     for row in rows {
         let docid = row.docid.map(|d| format!("#{d}")).unwrap_or_default();
-        let skipped = if row.skipped.is_some() {
-            "true"
-        } else {
-            "false"
-        };
+        let skipped = if row.skipped.is_some() { "true" } else { "false" };
         let body = row.skipped.as_deref().unwrap_or(row.body);
-        let fields: [&str; 6] = [
-            docid.as_str(),
-            &row.ident,
-            &row.title,
-            row.context.unwrap_or_default(),
-            skipped,
-            body,
-        ];
+        let fields: [&str; 6] =
+            [docid.as_str(), &row.ident, &row.title, row.context.unwrap_or_default(), skipped, body];
         out += &fields.map(escape_csv).join(",");
         out += "\n";
     }
@@ -501,10 +417,7 @@ fn multi_md(rows: &[MultiRow]) -> String {
 fn multi_xml(rows: &[MultiRow]) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<documents>\n");
     for row in rows {
-        let docid = row
-            .docid
-            .map(|d| format!(" docid=\"#{d}\""))
-            .unwrap_or_default();
+        let docid = row.docid.map(|d| format!(" docid=\"#{d}\"")).unwrap_or_default();
         out += &format!("  <document{docid}>\n");
         out += &format!("    <file>{}</file>\n", escape_xml(&row.ident));
         out += &format!("    <title>{}</title>\n", escape_xml(&row.title));
@@ -528,11 +441,7 @@ fn multi_files(rows: &[MultiRow]) -> String {
     for row in rows {
         let id = row.docid.map(|d| format!("#{d},")).unwrap_or_default();
         let ctx = row.context.map(quoted_context).unwrap_or_default();
-        let status = if row.skipped.is_some() {
-            ",[SKIPPED]"
-        } else {
-            ""
-        };
+        let status = if row.skipped.is_some() { ",[SKIPPED]" } else { "" };
         out += &format!("{id}{}{ctx}{status}\n", row.ident);
     }
     out
@@ -569,12 +478,7 @@ fn quot(value: &str) -> String {
 }
 
 fn escape_xml(value: &str) -> String {
-    value
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
+    value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
 }
 
 fn json_str(value: &str) -> String {
@@ -591,10 +495,7 @@ fn json_array(objects: &[Vec<(&str, String)>]) -> String {
     let items: Vec<String> = objects
         .iter()
         .map(|fields| {
-            let lines: Vec<String> = fields
-                .iter()
-                .map(|(k, v)| format!("    {}: {v}", json_str(k)))
-                .collect();
+            let lines: Vec<String> = fields.iter().map(|(k, v)| format!("    {}: {v}", json_str(k))).collect();
             format!("  {{\n{}\n  }}", lines.join(",\n"))
         })
         .collect();
@@ -624,11 +525,7 @@ fn js_number(x: f64) -> String {
 /// away from zero, so a tie is nudged up before formatting.
 fn to_fixed(x: f64, digits: usize) -> String {
     let magnitude = x.abs();
-    let magnitude = if is_decimal_tie(magnitude, digits) {
-        magnitude.next_up()
-    } else {
-        magnitude
-    };
+    let magnitude = if is_decimal_tie(magnitude, digits) { magnitude.next_up() } else { magnitude };
     let sign = if x < 0.0 { "-" } else { "" };
     format!("{sign}{magnitude:.digits$}")
 }
@@ -655,10 +552,7 @@ mod tests {
 
     /// The stdout section of a recorded upstream run.
     fn recorded(name: &str) -> String {
-        let path = format!(
-            "{}/../tests/fixtures/peer/out/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
+        let path = format!("{}/../tests/fixtures/peer/out/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let (_, rest) = text.split_once('\n').expect("command line");
         let end = rest.find("--- stderr ---\n").expect("stderr marker");
@@ -667,10 +561,7 @@ mod tests {
 
     /// A file of the recorded corpus, as the engine would return its body.
     fn corpus(path: &str) -> String {
-        let path = format!(
-            "{}/../tests/fixtures/peer/corpus/{path}",
-            env!("CARGO_MANIFEST_DIR")
-        );
+        let path = format!("{}/../tests/fixtures/peer/corpus/{path}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
@@ -703,39 +594,12 @@ mod tests {
     fn journal_hits() -> Vec<SearchHit> {
         let one = |docid, date, title, text, score| {
             let snippet = format!("@@ -1,3 @@ (0 before, 1 after)\n# {title}\n\n{text}");
-            hit(
-                docid,
-                "notes",
-                &format!("journals/{date}.md"),
-                title,
-                JOURNAL_CONTEXT,
-                score,
-                1,
-                &snippet,
-            )
+            hit(docid, "notes", &format!("journals/{date}.md"), title, JOURNAL_CONTEXT, score, 1, &snippet)
         };
         vec![
-            one(
-                "68db8b",
-                "2025-05-02",
-                "May 2 Journal",
-                "Continued work on the index format.",
-                0.6490,
-            ),
-            one(
-                "0caf6d",
-                "2025-05-01",
-                "May 1 Journal",
-                "Today I worked on the search engine.",
-                0.6489,
-            ),
-            one(
-                "c00322",
-                "2025-04-30",
-                "April 30 Journal",
-                "Planned the week and reviewed open issues.",
-                0.6489,
-            ),
+            one("68db8b", "2025-05-02", "May 2 Journal", "Continued work on the index format.", 0.6490),
+            one("0caf6d", "2025-05-01", "May 1 Journal", "Today I worked on the search engine.", 0.6489),
+            one("c00322", "2025-04-30", "April 30 Journal", "Planned the week and reviewed open issues.", 0.6489),
         ]
     }
 
@@ -768,30 +632,12 @@ mod tests {
 
     #[test]
     fn search_empty_forms() {
-        assert_eq!(
-            search(&[], Format::Cli, &view()),
-            recorded("search-nothingmatches.txt")
-        );
-        assert_eq!(
-            search(&[], Format::Json, &view()),
-            recorded("search-nothingmatches-json.txt")
-        );
-        assert_eq!(
-            search(&[], Format::Files, &view()),
-            recorded("search-nothingmatches-files.txt")
-        );
-        let filtered = SearchView {
-            min_score_filtered: true,
-            ..view()
-        };
-        assert_eq!(
-            search(&[], Format::Cli, &filtered),
-            recorded("search-journal-min-score-0.99.txt")
-        );
-        assert_eq!(
-            search(&[], Format::Csv, &view()),
-            "docid,score,file,title,context,line,snippet\n"
-        );
+        assert_eq!(search(&[], Format::Cli, &view()), recorded("search-nothingmatches.txt"));
+        assert_eq!(search(&[], Format::Json, &view()), recorded("search-nothingmatches-json.txt"));
+        assert_eq!(search(&[], Format::Files, &view()), recorded("search-nothingmatches-files.txt"));
+        let filtered = SearchView { min_score_filtered: true, ..view() };
+        assert_eq!(search(&[], Format::Cli, &filtered), recorded("search-journal-min-score-0.99.txt"));
+        assert_eq!(search(&[], Format::Csv, &view()), "docid,score,file,title,context,line,snippet\n");
         assert_eq!(search(&[], Format::Xml, &view()), "<results></results>\n");
         assert_eq!(search(&[], Format::Md, &view()), "");
     }
@@ -820,55 +666,22 @@ mod tests {
                 "@@ -6,4 @@ (5 before, 5 after)\n\nAll errors are passed to handleError, which logs the message and rethrows.\n\n## Best Practices",
             ),
         ];
-        let numbered = SearchView {
-            line_numbers: true,
-            ..view()
-        };
-        assert_eq!(
-            search(&hits, Format::Cli, &numbered),
-            recorded("search-handleError-line-numbers.txt")
-        );
+        let numbered = SearchView { line_numbers: true, ..view() };
+        assert_eq!(search(&hits, Format::Cli, &numbered), recorded("search-handleError-line-numbers.txt"));
     }
 
     #[test]
     fn search_full_prints_bodies() {
-        let mut guide = hit(
-            "0160b9",
-            "myproject",
-            "docs/errors.md",
-            "Error Handling Guide",
-            KB,
-            0.85,
-            1,
-            "",
-        );
+        let mut guide = hit("0160b9", "myproject", "docs/errors.md", "Error Handling Guide", KB, 0.85, 1, "");
         guide.body = Some(corpus("myproject/docs/errors.md"));
-        let mut code = hit(
-            "405518",
-            "myproject",
-            "src/errors.ts",
-            "errors",
-            SRC_CONTEXT,
-            0.83,
-            1,
-            "",
-        );
+        let mut code = hit("405518", "myproject", "src/errors.ts", "errors", SRC_CONTEXT, 0.83, 1, "");
         code.body = Some(corpus("myproject/src/errors.ts"));
-        let full = SearchView {
-            full: true,
-            ..view()
-        };
-        assert_eq!(
-            search(&[guide.clone(), code], Format::Cli, &full),
-            recorded("search-error-handling-full.txt")
-        );
+        let full = SearchView { full: true, ..view() };
+        assert_eq!(search(&[guide.clone(), code], Format::Cli, &full), recorded("search-error-handling-full.txt"));
 
         // JSON swaps the snippet key for the body.
         let json = search(std::slice::from_ref(&guide), Format::Json, &full);
-        assert!(
-            json.contains("\"body\": \"# Error Handling Guide\\n"),
-            "{json}"
-        );
+        assert!(json.contains("\"body\": \"# Error Handling Guide\\n"), "{json}");
         assert!(!json.contains("\"snippet\""), "{json}");
     }
 
@@ -877,10 +690,7 @@ mod tests {
         let mut hit = journal_hits().remove(1);
         hit.score = 0.8;
         hit.line_matched = false;
-        assert_eq!(
-            search(&[hit], Format::Cli, &view()),
-            recorded("search-phrase-may1.txt")
-        );
+        assert_eq!(search(&[hit], Format::Cli, &view()), recorded("search-phrase-may1.txt"));
     }
 
     #[test]
@@ -907,46 +717,33 @@ mod tests {
                 "@@ -40,4 @@ (39 before, 0 after)\n\n- Alice: finish the search engine review\n- Bob: update the index format doc\n",
             ),
         ];
-        assert_eq!(
-            search(&hits, Format::Cli, &view()),
-            recorded("search-search-engine-n3.txt")
-        );
+        assert_eq!(search(&hits, Format::Cli, &view()), recorded("search-search-engine-n3.txt"));
     }
 
     #[test]
     fn search_line_numbers_in_other_formats() {
         let hits = &journal_hits()[..1];
-        let numbered = SearchView {
-            line_numbers: true,
-            ..view()
-        };
+        let numbered = SearchView { line_numbers: true, ..view() };
         let json = search(hits, Format::Json, &numbered);
-        assert!(json.contains("\"snippet\": \"1: @@ -1,3 @@ (0 before, 1 after)\\n2: # May 2 Journal\\n3: \\n4: Continued"));
+        assert!(
+            json.contains("\"snippet\": \"1: @@ -1,3 @@ (0 before, 1 after)\\n2: # May 2 Journal\\n3: \\n4: Continued")
+        );
         let csv = search(hits, Format::Csv, &numbered);
-        assert!(csv.contains(
-            ",1,\"1: @@ -1,3 @@ (0 before, 1 after)\n2: # May 2 Journal\n3: \n4: Continued"
-        ));
+        assert!(csv.contains(",1,\"1: @@ -1,3 @@ (0 before, 1 after)\n2: # May 2 Journal\n3: \n4: Continued"));
         let md = search(hits, Format::Md, &numbered);
-        assert!(md.ends_with("\n\n1: @@ -1,3 @@ (0 before, 1 after)\n2: # May 2 Journal\n3: \n4: Continued work on the index format.\n\n"));
+        assert!(md.ends_with(
+            "\n\n1: @@ -1,3 @@ (0 before, 1 after)\n2: # May 2 Journal\n3: \n4: Continued work on the index format.\n\n"
+        ));
     }
 
     #[test]
     fn search_full_path_replaces_uri_and_docid() {
         let hits = &journal_hits()[..1];
-        let full_path = SearchView {
-            full_path: true,
-            ..view()
-        };
+        let full_path = SearchView { full_path: true, ..view() };
         let cli = search(hits, Format::Cli, &full_path);
-        assert!(
-            cli.starts_with("/corpus/notes/journals/2025-05-02.md:1\nTitle:"),
-            "{cli}"
-        );
+        assert!(cli.starts_with("/corpus/notes/journals/2025-05-02.md:1\nTitle:"), "{cli}");
         let files = search(hits, Format::Files, &full_path);
-        assert!(
-            files.starts_with("0.65,/corpus/notes/journals/2025-05-02.md,\"Personal"),
-            "{files}"
-        );
+        assert!(files.starts_with("0.65,/corpus/notes/journals/2025-05-02.md,\"Personal"), "{files}");
         let csv = search(hits, Format::Csv, &full_path);
         assert!(csv.contains("\n,0.6490,/corpus/notes/"), "{csv}");
         let json = search(hits, Format::Json, &full_path);
@@ -956,10 +753,7 @@ mod tests {
         let mut lost = hits[0].clone();
         lost.source_path.clear();
         let cli = search(&[lost], Format::Cli, &full_path);
-        assert!(
-            cli.starts_with("qmd://notes/journals/2025-05-02.md:1 #68db8b\n"),
-            "{cli}"
-        );
+        assert!(cli.starts_with("qmd://notes/journals/2025-05-02.md:1 #68db8b\n"), "{cli}");
     }
 
     #[test]
@@ -967,13 +761,8 @@ mod tests {
         let mut hits = journal_hits();
         hits[0].score = 0.91;
         let out = render_search(&hits[..1], Format::Cli, &view(), &Style { color: true });
-        assert!(out.starts_with(
-            "\x1b[36mqmd://notes/journals/2025-05-02.md\x1b[2m:1\x1b[0m \x1b[2m#68db8b\x1b[0m\n"
-        ));
-        assert!(
-            out.contains("Score: \x1b[1m\x1b[32m 91%\x1b[0m\x1b[0m\n"),
-            "{out:?}"
-        );
+        assert!(out.starts_with("\x1b[36mqmd://notes/journals/2025-05-02.md\x1b[2m:1\x1b[0m \x1b[2m#68db8b\x1b[0m\n"));
+        assert!(out.contains("Score: \x1b[1m\x1b[32m 91%\x1b[0m\x1b[0m\n"), "{out:?}");
     }
 
     #[test]
@@ -982,21 +771,11 @@ mod tests {
         hit.title = "A \"quoted\" <title>".into();
         hit.snippet = "a < b & c".into();
         let out = search(&[hit], Format::Xml, &view());
-        assert!(
-            out.contains(" title=\"A &quot;quoted&quot; <title>\""),
-            "{out}"
-        );
+        assert!(out.contains(" title=\"A &quot;quoted&quot; <title>\""), "{out}");
         assert!(out.contains(">\na < b & c\n</file>\n\n"), "{out}");
     }
 
-    fn document(
-        docid: &str,
-        coll: &str,
-        path: &str,
-        title: &str,
-        ctx: Option<&str>,
-        body: &str,
-    ) -> Document {
+    fn document(docid: &str, coll: &str, path: &str, title: &str, ctx: Option<&str>, body: &str) -> Document {
         Document {
             docid: docid.into(),
             collection: coll.into(),
@@ -1014,63 +793,32 @@ mod tests {
     }
 
     fn journal_entries() -> Vec<MultiGetEntry> {
-        [
-            ("0caf6d", "2025-05-01", "May 1 Journal"),
-            ("68db8b", "2025-05-02", "May 2 Journal"),
-        ]
-        .map(|(docid, date, title)| {
-            let path = format!("journals/{date}.md");
-            let body = add_line_numbers(&corpus(&format!("notes/{path}")), 1);
-            entry(document(
-                docid,
-                "notes",
-                &path,
-                title,
-                Some(JOURNAL_CONTEXT),
-                &body,
-            ))
-        })
-        .into()
+        [("0caf6d", "2025-05-01", "May 1 Journal"), ("68db8b", "2025-05-02", "May 2 Journal")]
+            .map(|(docid, date, title)| {
+                let path = format!("journals/{date}.md");
+                let body = add_line_numbers(&corpus(&format!("notes/{path}")), 1);
+                entry(document(docid, "notes", &path, title, Some(JOURNAL_CONTEXT), &body))
+            })
+            .into()
     }
 
     fn data_entries() -> Vec<MultiGetEntry> {
-        let mut large = entry(document(
-            "db4a7e",
-            "myproject",
-            "data/large.json",
-            "Large",
-            Some(KB),
-            "",
-        ));
+        let mut large = entry(document("db4a7e", "myproject", "data/large.json", "Large", Some(KB), ""));
         large.skipped = Some("File too large (12KB > 5KB)".into());
         let small_body = add_line_numbers(&corpus("myproject/data/small.json"), 1);
-        let small = entry(document(
-            "80af32",
-            "myproject",
-            "data/small.json",
-            "small",
-            Some(KB),
-            &small_body,
-        ));
+        let small = entry(document("80af32", "myproject", "data/small.json", "small", Some(KB), &small_body));
         vec![large, small]
     }
 
     #[test]
     fn multi_get_glob_every_format() {
-        for (entries, stem) in [
-            (journal_entries(), "journals"),
-            (data_entries(), "data-maxbytes"),
-        ] {
+        for (entries, stem) in [(journal_entries(), "journals"), (data_entries(), "data-maxbytes")] {
             let cli = if stem == "journals" {
                 "multi-get-journals-glob.txt".to_string()
             } else {
                 format!("multi-get-{stem}.txt")
             };
-            assert_eq!(
-                render_multi_get(&entries, Format::Cli, false, false),
-                recorded(&cli),
-                "{cli}"
-            );
+            assert_eq!(render_multi_get(&entries, Format::Cli, false, false), recorded(&cli), "{cli}");
             for (format, name) in [
                 (Format::Json, "json"),
                 (Format::Csv, "csv"),
@@ -1079,11 +827,7 @@ mod tests {
                 (Format::Files, "files"),
             ] {
                 let file = format!("multi-get-{stem}-format-{name}.txt");
-                assert_eq!(
-                    render_multi_get(&entries, format, false, false),
-                    recorded(&file),
-                    "{file}"
-                );
+                assert_eq!(render_multi_get(&entries, format, false, false), recorded(&file), "{file}");
             }
         }
     }
@@ -1091,41 +835,18 @@ mod tests {
     #[test]
     fn multi_get_list_uses_qmd_paths() {
         let api = add_line_numbers(&corpus("myproject/docs/api.md"), 1);
-        let entries = [entry(document(
-            "fa00fd",
-            "myproject",
-            "docs/api.md",
-            "API Reference",
-            Some(KB),
-            &api,
-        ))];
-        assert_eq!(
-            render_multi_get(&entries, Format::Cli, true, false),
-            recorded("multi-get-missing-and-api.txt")
-        );
+        let entries = [entry(document("fa00fd", "myproject", "docs/api.md", "API Reference", Some(KB), &api))];
+        assert_eq!(render_multi_get(&entries, Format::Cli, true, false), recorded("multi-get-missing-and-api.txt"));
     }
 
     #[test]
     fn multi_get_glob_source_context() {
         let code = |docid, path| {
             let body = add_line_numbers(&corpus(&format!("myproject/{path}")), 1);
-            entry(document(
-                docid,
-                "myproject",
-                path,
-                "x",
-                Some(SRC_CONTEXT),
-                &body,
-            ))
+            entry(document(docid, "myproject", path, "x", Some(SRC_CONTEXT), &body))
         };
-        let entries = [
-            code("cd9f6f", "src/utils.ts"),
-            code("405518", "src/errors.ts"),
-        ];
-        assert_eq!(
-            render_multi_get(&entries, Format::Cli, false, false),
-            recorded("multi-get-doublestar.txt")
-        );
+        let entries = [code("cd9f6f", "src/utils.ts"), code("405518", "src/errors.ts")];
+        assert_eq!(render_multi_get(&entries, Format::Cli, false, false), recorded("multi-get-doublestar.txt"));
     }
 
     #[test]
@@ -1140,10 +861,7 @@ mod tests {
         let json = render_multi_get(&entries, Format::Json, false, true);
         assert!(!json.contains("docid"), "{json}");
         // The hint still names the file the way `qmd get` accepts it.
-        assert!(
-            json.contains("Use 'qmd get data/large.json' to retrieve."),
-            "{json}"
-        );
+        assert!(json.contains("Use 'qmd get data/large.json' to retrieve."), "{json}");
     }
 
     #[test]
@@ -1159,29 +877,12 @@ mod tests {
     #[test]
     fn get_renders_header_context_and_body() {
         let errors = add_line_numbers(&corpus("myproject/docs/errors.md"), 1);
-        let doc = document(
-            "0160b9",
-            "myproject",
-            "docs/errors.md",
-            "Error Handling Guide",
-            Some(KB),
-            &errors,
-        );
+        let doc = document("0160b9", "myproject", "docs/errors.md", "Error Handling Guide", Some(KB), &errors);
         assert_eq!(render_get(&doc, false), recorded("get-docs-errors.txt"));
 
-        let meeting = corpus("notes/meeting.md")
-            .split('\n')
-            .take(3)
-            .collect::<Vec<_>>()
-            .join("\n");
-        let doc = document(
-            "9e1671",
-            "notes",
-            "meeting.md",
-            "Team Meeting Notes",
-            Some(KB),
-            &add_line_numbers(&meeting, 1),
-        );
+        let meeting = corpus("notes/meeting.md").split('\n').take(3).collect::<Vec<_>>().join("\n");
+        let doc =
+            document("9e1671", "notes", "meeting.md", "Team Meeting Notes", Some(KB), &add_line_numbers(&meeting, 1));
         assert_eq!(render_get(&doc, false), recorded("get-meeting-l3.txt"));
 
         let doc = document(
@@ -1192,13 +893,8 @@ mod tests {
             Some(SRC_CONTEXT),
             &corpus("myproject/src/errors.ts"),
         );
-        assert_eq!(
-            render_get(&doc, false),
-            recorded("get-src-errors-no-line-numbers.txt")
-        );
-        assert!(
-            render_get(&doc, true).starts_with("/corpus/myproject/src/errors.ts\nFolder Context:")
-        );
+        assert_eq!(render_get(&doc, false), recorded("get-src-errors-no-line-numbers.txt"));
+        assert!(render_get(&doc, true).starts_with("/corpus/myproject/src/errors.ts\nFolder Context:"));
     }
 
     #[test]

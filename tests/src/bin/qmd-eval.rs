@@ -20,10 +20,7 @@ const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--split te
 
 fn list<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Vec<T> {
     let value = value.unwrap_or_else(|| fail(&format!("{flag} needs a value")));
-    value
-        .split(',')
-        .map(|v| v.trim().parse().unwrap_or_else(|_| fail(&format!("{flag}: bad value {v:?}"))))
-        .collect()
+    value.split(',').map(|v| v.trim().parse().unwrap_or_else(|_| fail(&format!("{flag}: bad value {v:?}")))).collect()
 }
 
 fn fail(message: &str) -> ! {

@@ -45,11 +45,7 @@ pub fn qmd_bin() -> PathBuf {
     }
     let exe = std::env::current_exe().expect("current_exe");
     let bin = exe.parent().and_then(Path::parent).expect("target dir").join("qmd");
-    assert!(
-        bin.is_file(),
-        "{} not found: build it first (cargo build --release -p qmd) or set QMD_BIN",
-        bin.display()
-    );
+    assert!(bin.is_file(), "{} not found: build it first (cargo build --release -p qmd) or set QMD_BIN", bin.display());
     bin
 }
 
@@ -178,13 +174,7 @@ impl Env {
     #[track_caller]
     pub fn ok(&self, args: &[&str]) -> Output {
         let out = self.qmd(args);
-        assert_eq!(
-            out.code,
-            0,
-            "qmd {args:?} failed\n--- stdout ---\n{}--- stderr ---\n{}",
-            out.stdout,
-            out.stderr
-        );
+        assert_eq!(out.code, 0, "qmd {args:?} failed\n--- stdout ---\n{}--- stderr ---\n{}", out.stdout, out.stderr);
         out
     }
 

@@ -214,12 +214,7 @@ impl SegmentReader {
         let size = get_vint(docs, &mut pos).ok_or_else(bad)?;
         let body_offset = get_vint(docs, &mut pos).ok_or_else(bad)?;
         let body_len = get_vint(docs, &mut pos).ok_or_else(bad)?;
-        let collection = self
-            .meta
-            .collections
-            .get(self.doc_collection(doc)? as usize)
-            .cloned()
-            .ok_or_else(bad)?;
+        let collection = self.meta.collections.get(self.doc_collection(doc)? as usize).cloned().ok_or_else(bad)?;
         Ok(DocRecord { collection, path, title, hash, modified_ms, size, body_offset, body_len })
     }
 
