@@ -10,20 +10,9 @@ use crate::index::segment::DocInput;
 use crate::vpath;
 
 impl Engine {
-    fn info(&self, config: &Config, c: &Collection) -> Result<CollectionInfo> {
+    fn info(&self, c: &Collection) -> Result<CollectionInfo> {
         let index = self.index()?;
-        let documents = index.catalog()?.iter().filter(|e| e.record.collection == c.name).count() as u32;
-        let _ = config;
-        Ok(CollectionInfo {
-            name: c.name.clone(),
-            path: c.path.clone(),
-            pattern: c.pattern.clone(),
-            ignore: c.ignore.clone(),
-            include_by_default: c.include_by_default,
-            documents,
-            last_updated: index.manifest.last_update.get(&c.name).copied(),
-            contexts: c.contexts.len() as u32,
-        })
+        collection_info(&index, c)
     }
 
     /// Adds a collection to the config. `path` must be an absolute path to
@@ -60,12 +49,13 @@ impl Engine {
         config.collections.push(Collection::new(&name, path, pattern));
         self.save_config(&config)?;
         let c = config.require(&name)?;
-        self.info(&config, c)
+        self.info(c)
     }
 
     pub fn collection_list(&self) -> Result<Vec<CollectionInfo>> {
         let config = self.config()?;
-        config.collections.iter().map(|c| self.info(&config, c)).collect()
+        let index = self.index()?;
+        config.collections.iter().map(|c| collection_info(&index, c)).collect()
     }
 
     fn require_collection(config: &Config, name: &str) -> Result<()> {
@@ -79,7 +69,7 @@ impl Engine {
     pub fn collection_remove(&self, name: &str) -> Result<CollectionInfo> {
         let mut config = self.config()?;
         Self::require_collection(&config, name)?;
-        let info = self.info(&config, config.require(name)?)?;
+        let info = self.info(config.require(name)?)?;
         let index = self.index()?;
         let mut writer = IndexWriter::new(&index);
         for entry in index.catalog()?.iter().filter(|e| e.record.collection == name) {
@@ -127,7 +117,7 @@ impl Engine {
         writer.commit()?;
         config.collection_mut(old).expect("checked above").name = new.to_string();
         self.save_config(&config)?;
-        self.info(&config, config.require(new)?)
+        self.info(config.require(new)?)
     }
 
     pub fn collection_set_include(&self, name: &str, include: bool) -> Result<CollectionInfo> {
@@ -135,7 +125,7 @@ impl Engine {
         Self::require_collection(&config, name)?;
         config.collection_mut(name).expect("checked above").include_by_default = include;
         self.save_config(&config)?;
-        self.info(&config, config.require(name)?)
+        self.info(config.require(name)?)
     }
 
     /// Resolves a context target: `/` (global), `qmd://c/prefix`, an
@@ -230,4 +220,19 @@ pub(super) fn list_contexts(config: &Config) -> Vec<ContextEntry> {
         })
     });
     global.chain(per_collection).collect()
+}
+
+/// A collection's config plus what the index knows of it.
+fn collection_info(index: &crate::index::Index, c: &Collection) -> Result<CollectionInfo> {
+    let documents = index.catalog()?.iter().filter(|e| e.record.collection == c.name).count() as u32;
+    Ok(CollectionInfo {
+        name: c.name.clone(),
+        path: c.path.clone(),
+        pattern: c.pattern.clone(),
+        ignore: c.ignore.clone(),
+        include_by_default: c.include_by_default,
+        documents,
+        last_updated: index.manifest.last_update.get(&c.name).copied(),
+        contexts: c.contexts.len() as u32,
+    })
 }

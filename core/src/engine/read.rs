@@ -134,8 +134,7 @@ impl Engine {
         }
         for entry in found {
             if entry.record.size > request.max_bytes {
-                let mut doc = document(&config, entry, String::new());
-                doc.body.clear();
+                let doc = document(&config, entry, String::new());
                 let skipped = Some(too_large(entry.record.size, request.max_bytes));
                 result.entries.push(MultiGetEntry { doc, skipped });
                 continue;
