@@ -101,6 +101,8 @@ pub struct MultiGetEntry {
 pub struct MultiGetResult {
     pub entries: Vec<MultiGetEntry>,
     pub errors: Vec<String>,
+    /// The pattern was read as a comma list or docids, not a glob.
+    pub by_list: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

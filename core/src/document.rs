@@ -4,13 +4,28 @@ use sha2::{Digest, Sha256};
 
 /// sha256 of the raw bytes, lowercase hex.
 pub fn content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for byte in digest {
-        use std::fmt::Write;
-        let _ = write!(hex, "{byte:02x}");
+    to_hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex of `bytes` (hashes are stored raw in segments).
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
     }
-    hex
+    out
+}
+
+/// The 32 raw bytes of a sha256 hex string (invalid digits read as 0).
+pub fn hash_bytes(hash: &str) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (i, chunk) in hash.as_bytes().chunks(2).take(32).enumerate() {
+        let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+        out[i] = digit(chunk[0]) << 4 | chunk.get(1).map_or(0, |&c| digit(c));
+    }
+    out
 }
 
 /// The short id shown as `#abc123`: the first 6 hex chars of the hash.

@@ -20,6 +20,15 @@ pub struct SourceFile {
     pub modified_ms: i64,
 }
 
+/// Size and modification time of a regular file, for skipping unchanged
+/// files without reading them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    /// Milliseconds since the epoch.
+    pub modified_ms: i64,
+}
+
 /// Why a file could not be read; reported per file, never fatal for a run.
 pub enum ReadFailure {
     /// The file resolves outside the collection root (symlink or `..`).
@@ -36,6 +45,13 @@ pub enum ReadFailure {
 pub trait SourceTree {
     fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()>;
     fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure>;
+
+    /// Size and mtime of a regular file that is not a symlink (a symlink
+    /// must always be read, so containment is checked again). `None` when
+    /// unknown; the file is then read and hashed.
+    fn stat(&self, _root: &str, _relative: &str) -> Option<FileStat> {
+        None
+    }
 }
 
 /// A [`SourceTree`] held in memory: `(root, relative path) → (text, mtime)`.
@@ -95,5 +111,10 @@ impl SourceTree for MemorySource {
             .get(&(root.to_string(), relative.to_string()))
             .map(|(bytes, modified_ms)| SourceFile { bytes: bytes.clone(), modified_ms: *modified_ms })
             .ok_or_else(|| ReadFailure::Unreadable("ENOENT".into()))
+    }
+
+    fn stat(&self, root: &str, relative: &str) -> Option<FileStat> {
+        let (bytes, modified_ms) = self.files.get(&(root.to_string(), relative.to_string()))?;
+        Some(FileStat { size: bytes.len() as u64, modified_ms: *modified_ms })
     }
 }

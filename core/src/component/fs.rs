@@ -9,7 +9,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::directory::Directory;
 use crate::error::{Error, ErrorKind, Result};
-use crate::source::{ReadFailure, SourceFile, SourceTree, WalkEntry};
+use crate::source::{FileStat, ReadFailure, SourceFile, SourceTree, WalkEntry};
 
 fn io_error(name: &Path, e: std::io::Error) -> Error {
     let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Io };
@@ -154,14 +154,21 @@ impl SourceTree for FsSource {
         };
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| ReadFailure::Unreadable(error_code(&e)))?;
-        let modified_ms = file
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64);
+        let modified_ms = file.metadata().map_or(0, |m| modified_ms(&m));
         Ok(SourceFile { bytes, modified_ms })
     }
+
+    fn stat(&self, root: &str, relative: &str) -> Option<FileStat> {
+        if !crate::vpath::is_contained(relative) {
+            return None;
+        }
+        let meta = fs::symlink_metadata(Path::new(root).join(relative)).ok()?;
+        meta.file_type().is_file().then(|| FileStat { size: meta.len(), modified_ms: modified_ms(&meta) })
+    }
+}
+
+fn modified_ms(meta: &fs::Metadata) -> i64 {
+    meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_millis() as i64)
 }
 
 fn error_code(e: &std::io::Error) -> String {

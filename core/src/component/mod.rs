@@ -215,6 +215,7 @@ impl Guest for Component {
                 .map(|e| wit::MultiGetEntry { doc: document(e.doc), skipped: e.skipped })
                 .collect(),
             errors: result.errors,
+            by_list: result.by_list,
         })
     }
 

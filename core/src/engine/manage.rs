@@ -224,7 +224,7 @@ pub(super) fn list_contexts(config: &Config) -> Vec<ContextEntry> {
 
 /// A collection's config plus what the index knows of it.
 fn collection_info(index: &crate::index::Index, c: &Collection) -> Result<CollectionInfo> {
-    let documents = index.catalog()?.iter().filter(|e| e.record.collection == c.name).count() as u32;
+    let documents = index.collection_counts()?.get(&c.name).copied().unwrap_or(0);
     Ok(CollectionInfo {
         name: c.name.clone(),
         path: c.path.clone(),

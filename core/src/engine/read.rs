@@ -116,9 +116,9 @@ impl Engine {
         let index = self.index()?;
         let catalog = index.catalog()?;
         let pattern = request.pattern.trim();
-        let mut result = MultiGetResult::default();
+        let mut result = MultiGetResult { by_list: is_list_pattern(pattern), ..Default::default() };
         let mut found: Vec<&CatalogEntry> = Vec::new();
-        if is_list_pattern(pattern) {
+        if result.by_list {
             for name in pattern.split(',').map(str::trim).filter(|n| !n.is_empty()) {
                 match resolve_list_name(catalog, name) {
                     Ok(entry) if !found.iter().any(|f| f.address == entry.address) => found.push(entry),
@@ -161,14 +161,14 @@ impl Engine {
     pub fn ls(&self, target: Option<&str>) -> Result<Listing> {
         let config = self.config()?;
         let index = self.index()?;
-        let catalog = index.catalog()?;
         let Some(target) = target.map(str::trim).filter(|t| !t.is_empty()) else {
-            let counts = config
+            let counts = index.collection_counts()?;
+            let listed = config
                 .collections
                 .iter()
-                .map(|c| (c.name.clone(), catalog.iter().filter(|e| e.record.collection == c.name).count() as u32))
+                .map(|c| (c.name.clone(), counts.get(&c.name).copied().unwrap_or(0)))
                 .collect();
-            return Ok(Listing::Collections(counts));
+            return Ok(Listing::Collections(listed));
         };
         let (collection, prefix) = if let Some(vp) = vpath::parse(target) {
             (vp.collection, vp.path)
@@ -189,6 +189,7 @@ impl Engine {
             (name.to_string(), rest.to_string())
         };
         config.require(&collection)?;
+        let catalog = index.catalog()?;
         let mut files: Vec<FileEntry> = catalog
             .iter()
             .filter(|e| e.record.collection == collection && e.record.path.starts_with(&prefix))
@@ -206,7 +207,8 @@ impl Engine {
     pub fn status(&self) -> Result<IndexStatus> {
         let config = self.config()?;
         let index = self.index()?;
-        let catalog = index.catalog()?;
+        let counts = index.collection_counts()?;
+        let total: u32 = counts.values().sum();
         let collections = config
             .collections
             .iter()
@@ -214,15 +216,15 @@ impl Engine {
                 name: c.name.clone(),
                 path: c.path.clone(),
                 pattern: c.pattern.clone(),
-                documents: catalog.iter().filter(|e| e.record.collection == c.name).count() as u32,
+                documents: counts.get(&c.name).copied().unwrap_or(0),
                 last_updated: index.manifest.last_update.get(&c.name).copied(),
                 include_by_default: c.include_by_default,
             })
             .collect();
         Ok(IndexStatus {
-            total_documents: catalog.len() as u32,
+            total_documents: total,
             // No embeddings exist yet: every document still needs them.
-            needs_embedding: catalog.len() as u32,
+            needs_embedding: total,
             has_vector_index: false,
             index_bytes: index.size_bytes(),
             segments: index.segments.len() as u32,

@@ -12,6 +12,7 @@ pub mod segment;
 mod writer;
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 pub use manifest::{Manifest, SegmentMeta};
@@ -41,6 +42,7 @@ pub struct Index {
     pub manifest: Manifest,
     pub segments: Vec<SegmentReader>,
     catalog: OnceCell<Vec<CatalogEntry>>,
+    counts: OnceCell<BTreeMap<String, u32>>,
 }
 
 impl Index {
@@ -48,7 +50,7 @@ impl Index {
     pub fn open(dir: Rc<dyn Directory>) -> Result<Index> {
         let manifest = Manifest::load(dir.as_ref())?;
         let segments = manifest.segments.iter().map(|m| SegmentReader::open(dir.clone(), m.clone())).collect();
-        Ok(Index { dir, manifest, segments, catalog: OnceCell::new() })
+        Ok(Index { dir, manifest, segments, catalog: OnceCell::new(), counts: OnceCell::new() })
     }
 
     pub fn directory(&self) -> Rc<dyn Directory> {
@@ -79,6 +81,22 @@ impl Index {
             }
         }
         Ok(self.catalog.get_or_init(|| entries))
+    }
+
+    /// Live documents per collection name, without decoding the catalog
+    /// (what `ls`, `status` and `collection list` need).
+    /// Computed once per snapshot.
+    pub fn collection_counts(&self) -> Result<&BTreeMap<String, u32>> {
+        if let Some(counts) = self.counts.get() {
+            return Ok(counts);
+        }
+        let mut counts = BTreeMap::new();
+        for reader in &self.segments {
+            for (name, n) in reader.meta.collections.iter().zip(reader.live_per_collection()?) {
+                *counts.entry(name.clone()).or_insert(0) += n;
+            }
+        }
+        Ok(self.counts.get_or_init(|| counts))
     }
 
     pub fn body(&self, entry: &CatalogEntry) -> Result<String> {

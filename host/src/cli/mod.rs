@@ -180,8 +180,6 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
 
 fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
     let format = args.output.format()?;
-    let via_list =
-        args.pattern.contains(',') && !args.pattern.contains(['*', '?', '{']) || args.pattern.trim().starts_with('#');
     let request = bindings::MultiGetRequest {
         pattern: args.pattern,
         max_lines: args.lines,
@@ -200,6 +198,6 @@ fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
             entry.doc.source_path = display_path(&entry.doc.source_path);
         }
     }
-    print(&output::render_multi_get(&result.entries, format, via_list, args.output.full_path))?;
+    print(&output::render_multi_get(&result.entries, format, result.by_list, args.output.full_path))?;
     Ok(ExitCode::SUCCESS)
 }

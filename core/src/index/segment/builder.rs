@@ -106,7 +106,7 @@ impl SegmentBuilder {
         self.doc_offsets.push(self.docs.len() as u32);
         put_bytes(&mut self.docs, doc.path.as_bytes());
         put_bytes(&mut self.docs, doc.title.as_bytes());
-        self.docs.extend_from_slice(&hex_to_bytes(doc.hash));
+        self.docs.extend_from_slice(&crate::document::hash_bytes(doc.hash));
         self.docs.extend_from_slice(&doc.modified_ms.to_le_bytes());
         put_vint(&mut self.docs, doc.body.len() as u64);
         let compressed = lz4_flex::compress_prepend_size(doc.body.as_bytes());
@@ -176,13 +176,4 @@ fn push_terminfo(out: &mut Vec<u8>, df: u32, postings: u64, positions: u64) {
     out.extend_from_slice(&df.to_le_bytes());
     out.extend_from_slice(&postings.to_le_bytes());
     out.extend_from_slice(&positions.to_le_bytes());
-}
-
-fn hex_to_bytes(hash: &str) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    for (i, chunk) in hash.as_bytes().chunks(2).take(32).enumerate() {
-        let digit = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
-        out[i] = digit(chunk[0]) << 4 | chunk.get(1).map_or(0, |&c| digit(c));
-    }
-    out
 }

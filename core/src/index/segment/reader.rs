@@ -183,6 +183,19 @@ impl SegmentReader {
         data.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).ok_or_else(|| self.corrupt("doc out of range"))
     }
 
+    /// Live docs per collection index (into `meta.collections`), from the
+    /// collection column and the deletions alone.
+    pub fn live_per_collection(&self) -> Result<Vec<u32>> {
+        let mut counts = vec![0u32; self.meta.collections.len()];
+        for doc in 0..self.meta.docs {
+            if !self.is_deleted(doc)? {
+                let c = self.doc_collection(doc)? as usize;
+                *counts.get_mut(c).ok_or_else(|| self.corrupt("collection index out of range"))? += 1;
+            }
+        }
+        Ok(counts)
+    }
+
     pub fn is_deleted(&self, doc: u32) -> Result<bool> {
         let Some(file) = &self.meta.deletes else { return Ok(false) };
         let bits = cached(&self.deleted, || self.dir.read(file))?;
@@ -207,7 +220,7 @@ impl SegmentReader {
         let path = text(&mut pos).ok_or_else(bad)?;
         let title = text(&mut pos).ok_or_else(bad)?;
         let hash_bytes = docs.get(pos..pos + 32).ok_or_else(bad)?;
-        let hash = hash_bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let hash = crate::document::to_hex(hash_bytes);
         pos += 32;
         let modified_ms = i64::from_le_bytes(docs.get(pos..pos + 8).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
         pos += 8;
