@@ -33,14 +33,14 @@ pub struct SearchHit {
     pub source_path: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SearchType {
     Lex,
     Vec,
     Hyde,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TypedSearch {
     pub kind: SearchType,
     pub query: String,
@@ -48,12 +48,74 @@ pub struct TypedSearch {
 
 #[derive(Clone, Debug)]
 pub struct QueryRequest {
+    /// Plain text (auto-expanded); exclusive with `searches`.
     pub query: Option<String>,
+    /// Read `query` as a query document (typed `lex:`/`vec:`/`hyde:`/
+    /// `intent:` lines), as the CLI does; MCP and REST take it as plain text.
+    pub parse_document: bool,
     pub searches: Vec<TypedSearch>,
     pub options: SearchOptions,
     pub intent: Option<String>,
     pub candidate_limit: usize,
     pub rerank: bool,
+}
+
+impl Default for QueryRequest {
+    fn default() -> Self {
+        QueryRequest {
+            query: None,
+            parse_document: false,
+            searches: Vec::new(),
+            options: SearchOptions { limit: 10, ..SearchOptions::default() },
+            intent: None,
+            candidate_limit: 40,
+            rerank: true,
+        }
+    }
+}
+
+/// One ranked list that went into the fusion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankedListInfo {
+    /// `fts` or `vec`.
+    pub source: String,
+    /// `original`, `lex`, `vec` or `hyde`.
+    pub query_type: String,
+    pub query: String,
+    /// Set when the list was searched in one collection.
+    pub collection: Option<String>,
+    pub weight: f64,
+    pub hits: u32,
+}
+
+/// A `query` result: the hit plus how it was scored (for `--explain`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryHit {
+    pub hit: SearchHit,
+    /// 1-based position in the fused candidate list.
+    pub rrf_rank: u32,
+    pub rrf_score: f64,
+    pub top_rank_bonus: f64,
+    pub contributions: Vec<crate::search::fusion::Contribution>,
+    /// The reranker's score, when a reranker ran.
+    pub rerank_score: Option<f64>,
+    /// Weight of the position score `1/rrf_rank` in the final score.
+    pub blend_weight: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueryResult {
+    pub hits: Vec<QueryHit>,
+    /// The text whose terms picked chunks and snippets.
+    pub primary_query: String,
+    pub intent: Option<String>,
+    pub lists: Vec<RankedListInfo>,
+    /// Searches the expansion step added (plain queries).
+    pub expansion: Vec<TypedSearch>,
+    /// Top BM25 score when it was strong enough to skip expansion.
+    pub strong_signal: Option<f64>,
+    /// What the pipeline could not do and did instead, for `--explain`.
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]

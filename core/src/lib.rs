@@ -25,6 +25,7 @@ assert_eq!(hits[0].path, "cap.md");
 
 pub mod analysis;
 mod api;
+pub mod chunk;
 pub mod collection;
 pub mod directory;
 pub mod document;

@@ -91,6 +91,72 @@ fn hit(h: crate::SearchHit) -> wit::SearchHit {
     }
 }
 
+fn search_type(kind: crate::SearchType) -> wit::SearchType {
+    match kind {
+        crate::SearchType::Lex => wit::SearchType::Lex,
+        crate::SearchType::Vec => wit::SearchType::Vec,
+        crate::SearchType::Hyde => wit::SearchType::Hyde,
+    }
+}
+
+fn typed_search_in(s: wit::TypedSearch) -> crate::TypedSearch {
+    let kind = match s.kind {
+        wit::SearchType::Lex => crate::SearchType::Lex,
+        wit::SearchType::Vec => crate::SearchType::Vec,
+        wit::SearchType::Hyde => crate::SearchType::Hyde,
+    };
+    crate::TypedSearch { kind, query: s.query }
+}
+
+fn query_result(r: crate::QueryResult) -> wit::QueryResult {
+    wit::QueryResult {
+        hits: r
+            .hits
+            .into_iter()
+            .map(|h| wit::QueryHit {
+                hit: hit(h.hit),
+                rrf_rank: h.rrf_rank,
+                rrf_score: h.rrf_score,
+                top_rank_bonus: h.top_rank_bonus,
+                contributions: h
+                    .contributions
+                    .into_iter()
+                    .map(|c| wit::RrfContribution {
+                        list_index: c.list as u32,
+                        rank: c.rank as u32,
+                        weight: c.weight,
+                        backend_score: c.backend_score,
+                        rrf: c.rrf,
+                    })
+                    .collect(),
+                rerank_score: h.rerank_score,
+                blend_weight: h.blend_weight,
+            })
+            .collect(),
+        primary_query: r.primary_query,
+        intent: r.intent,
+        lists: r
+            .lists
+            .into_iter()
+            .map(|l| wit::RankedListInfo {
+                source: l.source,
+                query_type: l.query_type,
+                query: l.query,
+                collection: l.collection,
+                weight: l.weight,
+                hits: l.hits,
+            })
+            .collect(),
+        expansion: r
+            .expansion
+            .into_iter()
+            .map(|s| wit::TypedSearch { kind: search_type(s.kind), query: s.query })
+            .collect(),
+        strong_signal: r.strong_signal,
+        notes: r.notes,
+    }
+}
+
 fn document(d: crate::Document) -> wit::Document {
     wit::Document {
         docid: d.docid,
@@ -156,30 +222,17 @@ impl Guest for Component {
         Ok(engine().search(&query, &options(o))?.into_iter().map(hit).collect())
     }
 
-    fn query(request: wit::QueryRequest) -> R<Vec<wit::SearchHit>> {
-        // Keyword-only until the models issue: a plain query is a BM25
-        // search; typed searches must all be `lex` and are searched in turn.
-        let o = options(request.options);
-        if let Some(q) = request.query {
-            return Ok(engine().search(&q, &o)?.into_iter().map(hit).collect());
-        }
-        let mut out: Vec<wit::SearchHit> = Vec::new();
-        for s in request.searches {
-            if s.kind != wit::SearchType::Lex {
-                return Err(crate::Error::invalid(
-                    "vec/hyde searches need embeddings, which this build does not have yet",
-                )
-                .into());
-            }
-            for h in engine().search(&s.query, &o)? {
-                if !out.iter().any(|x| x.collection == h.collection && x.path == h.path) {
-                    out.push(hit(h));
-                }
-            }
-        }
-        out.sort_by(|a, b| b.score.total_cmp(&a.score));
-        out.truncate(o.limit);
-        Ok(out)
+    fn query(r: wit::QueryRequest) -> R<wit::QueryResult> {
+        let request = crate::QueryRequest {
+            query: r.query,
+            parse_document: r.parse_document,
+            searches: r.searches.into_iter().map(typed_search_in).collect(),
+            options: options(r.options),
+            intent: r.intent,
+            candidate_limit: r.candidate_limit as usize,
+            rerank: r.rerank,
+        };
+        Ok(query_result(engine().query(&request)?))
     }
 
     fn get(r: wit::GetRequest) -> Result<wit::Document, wit::GetError> {

@@ -2,6 +2,7 @@
 //! call. It owns the storage handles and a cached snapshot of the index.
 
 mod manage;
+mod query;
 mod read;
 mod update;
 

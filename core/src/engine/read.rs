@@ -49,6 +49,21 @@ fn document(config: &Config, entry: &CatalogEntry, body: String) -> Document {
     }
 }
 
+/// A document a search found, with its body when already loaded.
+pub(super) struct Found {
+    pub address: crate::index::DocAddress,
+    pub score: f64,
+    pub body: Option<String>,
+}
+
+/// What a snippet is centred on.
+pub(super) struct SnippetFocus<'a> {
+    pub query: &'a str,
+    /// `(char position, char length)` of the chunk that matched.
+    pub chunk: Option<(usize, usize)>,
+    pub intent: Option<&'a str>,
+}
+
 impl Engine {
     /// BM25 keyword search (qmd `search`).
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
@@ -60,24 +75,30 @@ impl Engine {
         let hits = search_lex(&index, &lex, Some(&scope), fetch, &self.bm25)?;
         let mut out = Vec::new();
         for hit in hits.into_iter().filter(|h| h.score >= options.min_score).take(options.limit) {
-            out.push(self.hit(&config, &index, hit.address, hit.score, query, options)?);
+            let focus = SnippetFocus { query, chunk: None, intent: None };
+            let found = Found { address: hit.address, score: hit.score, body: None };
+            out.push(self.hit(&config, &index, found, &focus, options)?);
         }
         Ok(out)
     }
 
-    fn hit(
+    /// A result row; `body` when the caller already loaded it.
+    pub(super) fn hit(
         &self,
         config: &Config,
         index: &Index,
-        address: crate::index::DocAddress,
-        score: f64,
-        query: &str,
+        found: Found,
+        focus: &SnippetFocus<'_>,
         options: &SearchOptions,
     ) -> Result<SearchHit> {
+        let Found { address, score, body } = found;
         let segment = &index.segments[address.segment];
         let record = segment.doc(address.doc)?;
-        let body = segment.body(&record)?;
-        let snippet = extract_snippet(&body, query, options.snippet_max_len, None, None);
+        let body = match body {
+            Some(body) => body,
+            None => segment.body(&record)?,
+        };
+        let snippet = extract_snippet(&body, focus.query, options.snippet_max_len, focus.chunk, focus.intent);
         Ok(SearchHit {
             docid: docid(&record.hash).to_string(),
             context: context_for(config, &record.collection, &record.path),

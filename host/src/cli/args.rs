@@ -32,6 +32,10 @@ pub enum Command {
     },
     /// Keyword (BM25) search.
     Search(SearchArgs),
+    /// Hybrid search: a plain query (expanded) or a query document of
+    /// `lex:`/`vec:`/`hyde:`/`intent:` lines, fused with RRF.
+    #[command(alias = "deep-search")]
+    Query(QueryArgs),
     /// Show one document: path, qmd:// path or #docid, optionally `:from[:count]`.
     Get(GetArgs),
     /// Show several documents: glob, comma list or docids.
@@ -152,6 +156,24 @@ pub struct SearchArgs {
     pub line_numbers: bool,
     #[command(flatten)]
     pub output: OutputFlags,
+}
+
+#[derive(Args)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// Background that disambiguates the query (overrides an `intent:` line).
+    #[arg(long)]
+    pub intent: Option<String>,
+    /// Rank by fusion only.
+    #[arg(long)]
+    pub no_rerank: bool,
+    /// Candidates considered after fusion.
+    #[arg(short = 'C', long, default_value_t = 40)]
+    pub candidate_limit: u32,
+    /// Show how each result was ranked.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Args)]

@@ -15,7 +15,7 @@ use clap::Parser;
 use crate::component::bindings::{self, GetError};
 use crate::component::{Grants, ProgressFn, Runtime};
 use crate::paths;
-use args::{Cli, Command, GetArgs, MultiGetArgs, SearchArgs};
+use args::{Cli, Command, GetArgs, MultiGetArgs, QueryArgs, SearchArgs};
 use output::{Format, SearchView, Style};
 
 /// A component call's result, or the engine's error as a user message.
@@ -84,6 +84,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Update { .. } => manage::update(&session, Vec::new()),
         Command::Status => manage::status(&session),
         Command::Search(args) => search(&session, args),
+        Command::Query(args) => query(&session, args),
         Command::Get(args) => get(&session, args),
         Command::MultiGet(args) => multi_get(&session, args),
     }
@@ -110,22 +111,23 @@ fn display_path(source: &str) -> String {
     source.to_string()
 }
 
-fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
-    let format = args.output.format()?;
-    let query = args.query.join(" ");
+/// Result limit and engine options shared by `search` and `query`.
+fn search_options(args: &SearchArgs, format: Format, all_limit: u32) -> bindings::SearchOptions {
     let limit = if args.all {
-        100_000
+        all_limit
     } else {
-        args.limit.unwrap_or(if matches!(format, Format::Json | Format::Files) { 20 } else { 5 })
+        args.limit.unwrap_or(if matches!(format, Format::Json | Format::Files) { 20 } else { 5 }) as u32
     };
-    let options = bindings::SearchOptions {
-        collections: args.collections,
-        limit: limit as u32,
+    bindings::SearchOptions {
+        collections: args.collections.clone(),
+        limit,
         min_score: args.min_score,
         snippet_max_len: if format == Format::Json { 300 } else { 500 },
         full: args.full,
-    };
-    let mut hits = session.read(|store, engine| engine_result(engine.call_search(store, &query, &options)))?;
+    }
+}
+
+fn print_hits(mut hits: Vec<bindings::SearchHit>, args: &SearchArgs, format: Format) -> Result<()> {
     if args.output.full_path {
         for hit in &mut hits {
             hit.source_path = display_path(&hit.source_path);
@@ -137,7 +139,34 @@ fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
         full_path: args.output.full_path,
         min_score_filtered: hits.is_empty() && args.min_score > 0.0,
     };
-    print(&output::render_search(&hits, format, &view, &style()))?;
+    print(&output::render_search(&hits, format, &view, &style()))
+}
+
+fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
+    let format = args.output.format()?;
+    let query = args.query.join(" ");
+    let options = search_options(&args, format, 100_000);
+    let hits = session.read(|store, engine| engine_result(engine.call_search(store, &query, &options)))?;
+    print_hits(hits, &args, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
+    let format = args.search.output.format()?;
+    let request = bindings::QueryRequest {
+        query: Some(args.search.query.join(" ")),
+        parse_document: true,
+        searches: Vec::new(),
+        options: search_options(&args.search, format, 500),
+        intent: args.intent,
+        candidate_limit: args.candidate_limit,
+        rerank: !args.no_rerank,
+    };
+    let result = session.read(|store, engine| engine_result(engine.call_query(store, &request)))?;
+    if args.explain {
+        eprint!("{}", output::render_explain(&result));
+    }
+    print_hits(result.hits.into_iter().map(|h| h.hit).collect(), &args.search, format)?;
     Ok(ExitCode::SUCCESS)
 }
 

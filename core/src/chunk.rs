@@ -1,0 +1,229 @@
+//! qmd's markdown chunker: cut a document into overlapping chunks at the
+//! best-scoring break point (headings, fences, rules, paragraphs, lines)
+//! near each target size, never inside a code fence.
+//!
+//! Positions and sizes count Unicode scalar values (qmd counts UTF-16 code
+//! units; the two agree outside the astral planes, and a scalar can never be
+//! split, which qmd has to guard against separately).
+
+/// Character sizes of the char chunker (qmd's token sizes × 4).
+pub const CHUNK_SIZE_CHARS: usize = 3600;
+pub const CHUNK_OVERLAP_CHARS: usize = 540;
+pub const CHUNK_WINDOW_CHARS: usize = 800;
+
+/// How steeply a break point's score decays with distance from the target.
+const DECAY: f64 = 0.7;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub text: String,
+    /// Start, in chars from the start of the document.
+    pub pos: usize,
+}
+
+/// A place a chunk may end: the index of a `\n`, with its score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BreakPoint {
+    pos: usize,
+    score: u32,
+}
+
+/// Chunks `content` with qmd's default char sizes.
+pub fn chunk_document(content: &str) -> Vec<Chunk> {
+    chunk_with(content, CHUNK_SIZE_CHARS, CHUNK_OVERLAP_CHARS, CHUNK_WINDOW_CHARS)
+}
+
+/// qmd's `chunkDocumentWithBreakPoints` over regex break points.
+pub fn chunk_with(content: &str, max_chars: usize, overlap_chars: usize, window_chars: usize) -> Vec<Chunk> {
+    let chars: Vec<char> = content.chars().collect();
+    if chars.len() <= max_chars {
+        return vec![Chunk { text: content.to_string(), pos: 0 }];
+    }
+    let points = break_points(&chars);
+    let fences = code_fences(&chars);
+    let mut chunks: Vec<Chunk> = Vec::new();
+    let mut pos = 0usize;
+    while pos < chars.len() {
+        let target = (pos + max_chars).min(chars.len());
+        let mut end = target;
+        if end < chars.len() {
+            let best = best_cutoff(&points, target, window_chars, &fences);
+            if best > pos && best <= target {
+                end = best;
+            }
+        }
+        if end <= pos {
+            end = (pos + max_chars).min(chars.len());
+        }
+        chunks.push(Chunk { text: chars[pos..end].iter().collect(), pos });
+        if end >= chars.len() {
+            break;
+        }
+        let last_start = pos;
+        pos = end.saturating_sub(overlap_chars);
+        if pos <= last_start {
+            pos = end;
+        }
+    }
+    chunks
+}
+
+fn best_cutoff(points: &[BreakPoint], target: usize, window: usize, fences: &[(usize, usize)]) -> usize {
+    let window_start = target as f64 - window as f64;
+    let (mut best_score, mut best_pos) = (-1.0f64, target);
+    for bp in points {
+        if (bp.pos as f64) < window_start {
+            continue;
+        }
+        if bp.pos > target {
+            break;
+        }
+        if fences.iter().any(|&(start, end)| bp.pos > start && bp.pos < end) {
+            continue;
+        }
+        let distance = (target - bp.pos) as f64 / window as f64;
+        let score = f64::from(bp.score) * (1.0 - distance * distance * DECAY);
+        if score > best_score {
+            best_score = score;
+            best_pos = bp.pos;
+        }
+    }
+    best_pos
+}
+
+/// qmd's `\s` (JavaScript whitespace, close enough: Unicode White_Space).
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || c == '\u{feff}'
+}
+
+/// Every break point, the best score per position, sorted by position.
+/// Mirrors qmd's regexes, including where their matches cannot overlap.
+fn break_points(chars: &[char]) -> Vec<BreakPoint> {
+    let at = |i: usize| chars.get(i).copied();
+    let mut best: Vec<u32> = vec![0; chars.len()];
+    let mut put = |pos: usize, score: u32| best[pos] = best[pos].max(score);
+    let mut i = 0;
+    let mut blank_until = 0; // `\n\n+` consumes its whole run
+    let mut hr_until = 0; // so does a rule up to its last newline
+    while i < chars.len() {
+        if chars[i] != '\n' {
+            i += 1;
+            continue;
+        }
+        put(i, 1);
+        let hashes = chars[i + 1..].iter().take_while(|&&c| c == '#').count();
+        if (1..=6).contains(&hashes) {
+            put(i, 110 - 10 * hashes as u32);
+        }
+        if chars[i + 1..].starts_with(&['`', '`', '`']) {
+            put(i, 80);
+        }
+        if i >= hr_until && [['-'; 3], ['*'; 3], ['_'; 3]].iter().any(|r| chars[i + 1..].starts_with(r)) {
+            let run = chars[i + 4..].iter().take_while(|&&c| is_space(c)).count();
+            if let Some(last) = chars[i + 4..i + 4 + run].iter().rposition(|&c| c == '\n') {
+                put(i, 60);
+                hr_until = i + 4 + last + 1;
+            }
+        }
+        if i >= blank_until && at(i + 1) == Some('\n') {
+            put(i, 20);
+            blank_until = i + chars[i..].iter().take_while(|&&c| c == '\n').count();
+        }
+        if matches!(at(i + 1), Some('-' | '*')) && at(i + 2).is_some_and(is_space) {
+            put(i, 5);
+        }
+        let digits = chars[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits > 0 && at(i + 1 + digits) == Some('.') && at(i + 2 + digits).is_some_and(is_space) {
+            put(i, 5);
+        }
+        i += 1;
+    }
+    best.iter().enumerate().filter(|&(_, &s)| s > 0).map(|(pos, &score)| BreakPoint { pos, score }).collect()
+}
+
+/// Regions between pairs of `\n```` (an unclosed one runs to the end).
+fn code_fences(chars: &[char]) -> Vec<(usize, usize)> {
+    let mut regions = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut i = 0;
+    while i + 3 < chars.len() {
+        if chars[i] == '\n' && chars[i + 1..i + 4] == ['`', '`', '`'] {
+            match open.take() {
+                None => open = Some(i),
+                Some(start) => regions.push((start, i + 4)),
+            }
+            i += 4;
+        } else {
+            i += 1;
+        }
+    }
+    if let Some(start) = open {
+        regions.push((start, chars.len()));
+    }
+    regions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scores(text: &str) -> Vec<(usize, u32)> {
+        break_points(&text.chars().collect::<Vec<_>>()).iter().map(|b| (b.pos, b.score)).collect()
+    }
+
+    #[test]
+    fn break_point_scores_follow_qmd_patterns() {
+        assert_eq!(scores("a\n# h"), vec![(1, 100)]);
+        assert_eq!(scores("a\n### h"), vec![(1, 80)]);
+        assert_eq!(scores("a\n####### h"), vec![(1, 1)], "seven hashes are no heading");
+        // `\n\n+` matches once per run; later newlines of the run score 1.
+        assert_eq!(scores("a\n\n\nb"), vec![(1, 20), (2, 1), (3, 1)]);
+        assert_eq!(scores("a\n---\nb"), vec![(1, 60), (5, 1)]);
+        assert_eq!(scores("a\n- x\n12. y"), vec![(1, 5), (5, 5)]);
+        assert_eq!(scores("a\n```\nb"), vec![(1, 80), (5, 1)]);
+    }
+
+    #[test]
+    fn short_documents_are_one_chunk() {
+        assert_eq!(chunk_document("hello"), vec![Chunk { text: "hello".into(), pos: 0 }]);
+    }
+
+    #[test]
+    fn cuts_prefer_headings_and_overlap() {
+        let section = |h: &str| format!("# {h}\n\n{}\n", "word ".repeat(150));
+        let doc: String = (0..8).map(|i| section(&format!("S{i}"))).collect();
+        let chunks = chunk_with(&doc, 1000, 150, 400);
+        assert!(chunks.len() > 1);
+        for pair in chunks.windows(2) {
+            let end = pair[0].pos + pair[0].text.chars().count();
+            assert!(pair[1].pos < end, "chunks overlap");
+            // The cut lands on a heading's newline.
+            assert!(doc[end..].starts_with("\n# "), "cut at {end}: {:?}", &doc[end..end + 10]);
+        }
+        let last = chunks.last().unwrap();
+        assert_eq!(last.pos + last.text.chars().count(), doc.chars().count());
+    }
+
+    #[test]
+    fn never_cuts_inside_a_code_fence() {
+        let code = "x = 1\n".repeat(100);
+        let doc = format!("{}\n```\n{code}```\n{}", "intro ".repeat(100), "outro ".repeat(100));
+        let fence = code_fences(&doc.chars().collect::<Vec<_>>());
+        assert_eq!(fence.len(), 1);
+        for chunk in chunk_with(&doc, 800, 100, 400) {
+            let end = chunk.pos + chunk.text.chars().count();
+            let (start, stop) = fence[0];
+            let cut_by_break_point = end < doc.chars().count() && doc.as_bytes()[end] == b'\n';
+            assert!(!(cut_by_break_point && end > start && end < stop), "cut at {end} inside fence {start}..{stop}");
+        }
+    }
+
+    #[test]
+    fn multibyte_text_is_cut_on_char_boundaries() {
+        let doc = "日本語のテキスト。".repeat(500);
+        let chunks = chunk_with(&doc, 1000, 100, 200);
+        assert!(chunks.len() > 4);
+        let total: usize = doc.chars().count();
+        assert_eq!(chunks.last().map(|c| c.pos + c.text.chars().count()), Some(total));
+    }
+}
