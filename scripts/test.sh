@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests of the engine, the CLI end to end (through the
-# WASI component), containment, crash safety and retrieval quality.
+# WASI component), containment, crash safety, retrieval quality, and the
+# MCP server driven by the official Python MCP SDK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One shared target dir outside the clone, so reruns (and CI) reuse builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 cargo build --release --locked -p qmd
 cargo test --release --locked --workspace
+# The MCP server through the official Python MCP SDK (stdio and HTTP).
+py_env="$(scripts/python-env.sh)"
+QMD_BIN="$CARGO_TARGET_DIR/release/qmd" "$py_env/bin/pytest" -q tests/mcp

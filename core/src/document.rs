@@ -28,6 +28,11 @@ pub fn hash_bytes(hash: &str) -> [u8; 32] {
     out
 }
 
+/// qmd's `addLineNumbers`: `N: line` from `first`.
+pub fn number_lines(text: &str, first: u32) -> String {
+    text.split('\n').enumerate().map(|(i, line)| format!("{}: {line}", first + i as u32)).collect::<Vec<_>>().join("\n")
+}
+
 /// The short id shown as `#abc123`: the first 6 hex chars of the hash.
 pub fn docid(hash: &str) -> &str {
     &hash[..6.min(hash.len())]

@@ -29,6 +29,46 @@ pub fn build(collection: &str, path: &str) -> String {
 
 /// Whether a collection-relative path stays inside its collection: no
 /// absolute paths, no `..` segments, no backslashes or NULs.
+/// `qmd://collection/path` with each segment percent-encoded as
+/// JavaScript's `encodeURIComponent` does (qmd's `encodeQmdPath`), for URIs.
+pub fn uri(collection: &str, path: &str) -> String {
+    let display = format!("{collection}/{path}");
+    let mut out = String::from("qmd://");
+    for (i, segment) in display.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for b in segment.bytes() {
+            if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+                out.push(b as char);
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
+/// Reverses percent-encoding (invalid escapes stay as they are).
+pub fn percent_decode(input: &str) -> String {
+    let bytes = input.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(h), Some(l)) = (bytes.get(i + 1).and_then(|&b| hex(b)), bytes.get(i + 2).and_then(|&b| hex(b)))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub fn is_contained(path: &str) -> bool {
     !path.starts_with('/')
         && !path.contains('\\')
@@ -38,6 +78,13 @@ pub fn is_contained(path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn uris_encode_segments() {
+        assert_eq!(super::uri("my notes", "a b/ü#1.md"), "qmd://my%20notes/a%20b/%C3%BC%231.md");
+        assert_eq!(super::percent_decode("my%20notes/a%20b/%C3%BC%231.md"), "my notes/a b/ü#1.md");
+        assert_eq!(super::percent_decode("100%"), "100%");
+    }
     use super::*;
 
     #[test]

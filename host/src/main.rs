@@ -3,6 +3,7 @@
 mod cli;
 mod component;
 mod lock;
+mod mcp;
 mod paths;
 
 use std::process::ExitCode;

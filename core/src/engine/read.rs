@@ -3,7 +3,7 @@
 use super::{Engine, source_path};
 use crate::api::*;
 use crate::collection::{Config, context_for};
-use crate::document::docid;
+use crate::document::{docid, number_lines};
 use crate::error::{Error, Result};
 use crate::index::{CatalogEntry, Index};
 use crate::lookup::{
@@ -22,11 +22,6 @@ fn slice_lines(body: &str, from: Option<u32>, count: Option<u32>, numbers: bool)
     let end = count.map_or(lines.len(), |c| (start + c as usize).min(lines.len()));
     let text = lines[start..end].join("\n");
     if numbers { number_lines(&text, start as u32 + 1) } else { text }
-}
-
-/// qmd's `addLineNumbers`: `N: line` from `first`.
-pub fn number_lines(text: &str, first: u32) -> String {
-    text.split('\n').enumerate().map(|(i, line)| format!("{}: {line}", first + i as u32)).collect::<Vec<_>>().join("\n")
 }
 
 /// qmd rounds both sizes to whole KB in the skip message.

@@ -42,6 +42,8 @@ pub enum Command {
     MultiGet(MultiGetArgs),
     /// Index status.
     Status,
+    /// MCP server over stdio, or streamable HTTP with --http.
+    Mcp(McpArgs),
 }
 
 #[derive(Subcommand)]
@@ -174,6 +176,30 @@ pub struct QueryArgs {
     /// Show how each result was ranked.
     #[arg(long)]
     pub explain: bool,
+}
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub action: Option<McpAction>,
+    /// Serve streamable HTTP at /mcp (plus POST /query and GET /health).
+    #[arg(long)]
+    pub http: bool,
+    #[arg(long, default_value_t = 8181)]
+    pub port: u16,
+    /// Address to bind (default localhost, or $QMD_HOST).
+    #[arg(long, env = "QMD_HOST", default_value = "localhost")]
+    pub host: String,
+    /// With --http: run in the background, recording its PID.
+    #[arg(long)]
+    pub daemon: bool,
+}
+
+#[derive(Subcommand)]
+pub enum McpAction {
+    /// Stop the background HTTP server.
+    Stop,
 }
 
 #[derive(Args)]

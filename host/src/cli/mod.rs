@@ -4,7 +4,7 @@
 mod args;
 mod manage;
 pub mod output;
-mod time;
+pub(crate) mod time;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -15,7 +15,7 @@ use clap::Parser;
 use crate::component::bindings::{self, GetError};
 use crate::component::{Grants, ProgressFn, Runtime};
 use crate::paths;
-use args::{Cli, Command, GetArgs, MultiGetArgs, QueryArgs, SearchArgs};
+use args::{Cli, Command, GetArgs, McpAction, MultiGetArgs, QueryArgs, SearchArgs};
 use output::{Format, SearchView, Style};
 
 /// A component call's result, or the engine's error as a user message.
@@ -25,7 +25,7 @@ pub(crate) fn engine_result<T>(r: wasmtime::Result<std::result::Result<T, bindin
 
 /// The index a command works on, and a way to call the engine on it.
 pub struct Session {
-    runtime: Runtime,
+    runtime: std::sync::Arc<Runtime>,
     pub index_name: String,
     pub index_dir: std::path::PathBuf,
     pub config_dir: std::path::PathBuf,
@@ -35,7 +35,7 @@ impl Session {
     fn new(index: Option<&str>) -> Result<Session> {
         let index_name = paths::index_name(index);
         Ok(Session {
-            runtime: Runtime::new()?,
+            runtime: std::sync::Arc::new(Runtime::new()?),
             index_dir: paths::index_dir(&index_name),
             config_dir: paths::config_dir(),
             index_name,
@@ -57,6 +57,11 @@ impl Session {
         let _lock = if write { Some(crate::lock::WriteLock::acquire(&self.index_dir)?) } else { None };
         let (mut store, engine) = self.runtime.instantiate(&self.index_name, &grants, progress)?;
         f(&mut store, &engine)
+    }
+
+    /// The loaded component, for callers that keep instances (the server).
+    pub fn runtime(&self) -> std::sync::Arc<Runtime> {
+        self.runtime.clone()
     }
 
     pub fn read<T>(
@@ -87,6 +92,13 @@ pub fn run() -> Result<ExitCode> {
         Command::Query(args) => query(&session, args),
         Command::Get(args) => get(&session, args),
         Command::MultiGet(args) => multi_get(&session, args),
+        Command::Mcp(args) => match args.action {
+            Some(McpAction::Stop) => crate::mcp::stop(&session),
+            None => crate::mcp::run(
+                &session,
+                crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
+            ),
+        },
     }
 }
 

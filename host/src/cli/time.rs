@@ -47,6 +47,20 @@ pub fn ago(ms: i64, now_ms: i64) -> String {
     }
 }
 
+/// `2026-11-21T03:49:00.000Z` (JavaScript's `toISOString`).
+pub fn iso8601(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let of_day = secs.rem_euclid(86_400);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
@@ -64,5 +78,6 @@ mod tests {
         assert_eq!(human_size(305), "305 B");
         assert_eq!(human_size(3584), "3.5 KB");
         assert_eq!(ago(t - 4000, t), "4s ago");
+        assert_eq!(iso8601(t + 7), "2026-11-21T03:49:00.007Z");
     }
 }

@@ -1,0 +1,173 @@
+//! `qmd mcp --http`: MCP over streamable HTTP at `/mcp` (stateless), plus
+//! qmd's REST `POST /query` (alias `/search`) and `GET /health`, all behind
+//! the Origin/Host guard.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::format;
+use super::guard::OriginGuard;
+use super::server::{QmdServer, QueryParams, Shared, count};
+use crate::component::bindings::SearchType;
+
+struct HttpState {
+    shared: Arc<Shared>,
+    guard: OriginGuard,
+    started: Instant,
+}
+
+/// `HH:MM:SS.mmm` (UTC) for request log lines.
+fn timestamp() -> String {
+    let ms = crate::cli::time::now_ms();
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}.{:03}", s / 3600, s % 3600 / 60, s % 60, ms.rem_euclid(1000))
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// Refuses foreign origins and hosts before any route runs.
+async fn check_origin(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let Err(reason) = state.guard.check(text(header::ORIGIN).as_deref(), text(header::HOST).as_deref()) {
+        eprintln!("{} {} {} 403 — {reason}", timestamp(), request.method(), request.uri().path());
+        return json_response(
+            StatusCode::FORBIDDEN,
+            json!({"jsonrpc": "2.0", "error": {"code": -32003, "message": format!("Forbidden: {reason}")}, "id": null}),
+        );
+    }
+    let (method, path, start) = (request.method().clone(), request.uri().path().to_string(), Instant::now());
+    let response = next.run(request).await;
+    eprintln!("{} {method} {path} {} ({}ms)", timestamp(), response.status().as_u16(), start.elapsed().as_millis());
+    response
+}
+
+async fn health(State(state): State<Arc<HttpState>>) -> Response {
+    json_response(StatusCode::OK, json!({"status": "ok", "uptime": state.started.elapsed().as_secs()}))
+}
+
+/// qmd's REST query: typed searches only, loose typing as in qmd.
+async fn rest_query(State(state): State<Arc<HttpState>>, _headers: HeaderMap, body: String) -> Response {
+    let Ok(params) = serde_json::from_str::<Value>(&body) else {
+        return json_response(StatusCode::BAD_REQUEST, json!({"error": "Request body must be JSON"}));
+    };
+    let Some(searches) = params.get("searches").and_then(Value::as_array) else {
+        return json_response(StatusCode::BAD_REQUEST, json!({"error": "Missing required field: searches (array)"}));
+    };
+    let mut typed = Vec::new();
+    for s in searches {
+        let kind = match s.get("type").and_then(Value::as_str) {
+            Some("lex") => SearchType::Lex,
+            Some("vec") => SearchType::Vec,
+            Some("hyde") => SearchType::Hyde,
+            other => {
+                let error = format!("Invalid search type: {}", other.unwrap_or("(missing)"));
+                return json_response(StatusCode::BAD_REQUEST, json!({ "error": error }));
+            }
+        };
+        let query = match s.get("query") {
+            Some(Value::String(q)) => q.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        };
+        typed.push((kind, query));
+    }
+    let request = QueryParams {
+        query: None,
+        searches: typed,
+        collections: params
+            .get("collections")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_string)).collect())
+            .unwrap_or_default(),
+        limit: params.get("limit").and_then(Value::as_f64).map_or(10, count),
+        min_score: params.get("minScore").and_then(Value::as_f64).unwrap_or(0.0),
+        candidate_limit: params.get("candidateLimit").and_then(Value::as_f64).map(count),
+        intent: params.get("intent").and_then(Value::as_str).map(str::to_string),
+        rerank: params.get("rerank").and_then(Value::as_bool).unwrap_or(true),
+    }
+    .request();
+    match super::server::run_query(&state.shared.pool, request).await {
+        Ok(Ok(result)) => {
+            let results: Vec<Value> = result.hits.iter().map(|h| format::hit_json(h, true)).collect();
+            json_response(StatusCode::OK, json!({ "results": results }))
+        }
+        Ok(Err(e)) => json_response(StatusCode::BAD_REQUEST, json!({ "error": e.message })),
+        Err(e) => {
+            eprintln!("HTTP handler error: {e:#}");
+            (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
+        }
+    }
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found").into_response()
+}
+
+/// Serves until `shutdown` fires; waits for in-flight requests.
+pub async fn serve(
+    shared: Arc<Shared>,
+    host: &str,
+    port: u16,
+    shutdown: CancellationToken,
+    on_listening: impl FnOnce(u16),
+) -> anyhow::Result<()> {
+    let guard = OriginGuard::new(
+        host,
+        std::env::var("QMD_ALLOWED_ORIGINS").ok().as_deref(),
+        std::env::var("QMD_ALLOWED_HOSTS").ok().as_deref(),
+    );
+    if let Some(warning) = guard.warning(host) {
+        eprintln!("{warning}");
+    }
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        // Our guard applies qmd's Host/Origin rules (and its allow lists).
+        .disable_allowed_hosts()
+        .with_cancellation_token(shutdown.child_token());
+    let mcp_shared = shared.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(QmdServer::new(mcp_shared.clone())),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let state = Arc::new(HttpState { shared, guard, started: Instant::now() });
+    let app = Router::new()
+        .route("/health", get(health))
+        .route("/query", post(rest_query))
+        .route("/search", post(rest_query))
+        .nest_service("/mcp", mcp)
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), check_origin))
+        .with_state(state);
+    let bind = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let listener = match tokio::net::TcpListener::bind(&bind).await {
+        Ok(listener) => listener,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            anyhow::bail!("Port {port} already in use. Try a different port with --port.")
+        }
+        Err(e) => return Err(anyhow::anyhow!("cannot listen on {bind}: {e}")),
+    };
+    on_listening(listener.local_addr()?.port());
+    axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await?;
+    Ok(())
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Creates, once, the Python virtualenv the MCP integration tests
+# (tests/mcp/test_mcp.py) run in, and prints its path on stdout.
+#
+#   env_dir=$(scripts/python-env.sh)
+#   QMD_BIN=~/.cache/qmd/target/release/qmd "$env_dir/bin/pytest" tests/mcp
+#
+# The venv lives at ${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}. A stamp file in it
+# records the pinned versions; when it matches, the script does nothing else.
+# Changing a pin below rebuilds the venv from scratch. Progress goes to stderr.
+set -euo pipefail
+
+# The official MCP Python SDK, 1.x line: it speaks the 2025-era initialize
+# handshake (what rmcp serves) and has the `streamable_http_client` API the
+# tests use. 2.x is a different API (httpx2, server/discover probing).
+MCP_VERSION=1.30.0
+PYTEST_VERSION=9.2.0
+
+env_dir="${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}"
+stamp="$env_dir/.qmd-py-env-stamp"
+want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION"
+
+if [[ -x "$env_dir/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    echo "$env_dir"
+    exit 0
+fi
+
+python="${PYTHON:-python3}"
+if ! "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)'; then
+    echo "python-env.sh: $python is older than 3.10, which mcp $MCP_VERSION needs" >&2
+    exit 1
+fi
+
+# Never wipe a folder that is not a venv (QMD_PY_ENV could point anywhere).
+if [[ -e "$env_dir" && ! -f "$env_dir/pyvenv.cfg" && -n "$(ls -A "$env_dir" 2>/dev/null)" ]]; then
+    echo "python-env.sh: $env_dir exists and is not a virtualenv; refusing to replace it" >&2
+    exit 1
+fi
+
+echo "python-env.sh: creating $env_dir ($want)" >&2
+if ! "$python" -m venv --clear "$env_dir" >&2; then
+    echo "python-env.sh: '$python -m venv' failed (on Debian: apt-get install python3-venv)" >&2
+    exit 1
+fi
+"$env_dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "mcp==$MCP_VERSION" "pytest==$PYTEST_VERSION" >&2
+# The names the tests import must exist in this SDK version.
+"$env_dir/bin/python" -c '
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+import anyio, pytest
+' >&2
+printf '%s\n' "$want" >"$stamp"
+echo "$env_dir"

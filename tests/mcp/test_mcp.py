@@ -1,0 +1,1115 @@
+"""End-to-end tests of `qmd mcp`, the MCP server, through the official MCP
+Python SDK, over stdio and over streamable HTTP, plus the HTTP server's REST
+routes (/health, /query, /search), its Origin/Host guard and its shutdown.
+
+The server must behave like tobi/qmd 2.8.3's (`src/mcp/server.ts`), so most
+expected texts below are qmd's own.
+
+Run (the venv comes from scripts/python-env.sh):
+
+    QMD_BIN=~/.cache/qmd/target/release/qmd "$(scripts/python-env.sh)/bin/pytest" tests/mcp -v
+
+Every test shares one isolated index (own HOME, XDG_CACHE_HOME and
+XDG_CONFIG_HOME in a temporary folder) with two collections: `eval` (the qmd
+eval corpus, 6 docs) and `extra` (`good.md`, and `big.md` over multi_get's
+64 KB default limit). Each stdio test starts its own `qmd mcp`; the HTTP tests
+share one `qmd mcp --http` started on a free port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+
+QMD_BIN = os.environ.get("QMD_BIN", "")
+if not QMD_BIN:
+    pytest.skip(
+        "QMD_BIN is not set: point it at the qmd binary to run the MCP integration tests",
+        allow_module_level=True,
+    )
+
+pytest.importorskip("mcp", reason="the MCP Python SDK is missing: run the tests with the venv of scripts/python-env.sh")
+
+import anyio  # noqa: E402  (installed with mcp)
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.shared.exceptions import McpError  # noqa: E402
+
+try:  # mcp >= 1.24; the older name is deprecated
+    from mcp.client.streamable_http import streamable_http_client as http_transport  # noqa: E402
+except ImportError:  # pragma: no cover
+    from mcp.client.streamable_http import streamablehttp_client as http_transport  # noqa: E402
+
+EVAL_DIR = Path("/work/shared/corpora/qmd-eval")
+CORPUS_DIR = EVAL_DIR / "docs"
+QUERIES_FILE = EVAL_DIR / "queries.jsonl"
+
+CAP_DOC = "distributed-systems-overview.md"
+CAP_FILE = f"eval/{CAP_DOC}"
+CAP_TITLE = "Distributed Systems: A Practical Overview"
+TOOL_NAMES = {"query", "get", "multi_get", "status"}
+DOCID_RE = re.compile(r"^#[0-9a-f]{6}$")
+NOT_FOUND_RE = re.compile(r"not found|no files matched", re.IGNORECASE)
+
+TIMEOUT_S = 120  # per test body, per CLI command
+ERR_NEITHER = "Error: provide either 'query' (plain text) or 'searches' (typed sub-queries)"
+ERR_BOTH = "Error: 'query' and 'searches' are mutually exclusive; provide only one"
+
+# `extra` collection. Words chosen so that no eval query term is a prefix of
+# any of them (lex terms match as prefixes), so the eval rankings are unchanged.
+GOOD_MD = "# Good\n\nZebras yodel kindly.\n"
+BIG_LINE = "zyx kuzu yukon zebu kiwi xylo zyx kuzu yukon zebu kiwi xylo zyx kuzu yukon\n"
+BIG_MD = "# Big\n\n" + BIG_LINE * 1500  # ~115 KB: over 64 KB, under 200 KB
+
+
+def docid_of(text: str) -> str:
+    """qmd's docid: the first 6 hex digits of the sha256 of the raw content."""
+    return "#" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+
+
+def numbered(lines: list[str], start: int = 1) -> list[str]:
+    """`lines` with qmd's `N: ` prefixes, trailing spaces dropped."""
+    return [f"{start + i}: {line}".rstrip() for i, line in enumerate(lines)]
+
+
+def text_lines(text: str) -> list[str]:
+    """Lines of `text`, trailing spaces and trailing newlines dropped."""
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")]
+
+
+def basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+# ---------------------------------------------------------------------------
+# The isolated index and the CLI
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Corpus:
+    root: Path
+    docs_dir: Path
+    extra_dir: Path
+    env: dict[str, str]
+    cli: dict[str, str]  # CLI outputs recorded before any server ran
+
+    def qmd(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run_qmd(self.env, self.root, *args, check=check)
+
+    def text(self, name: str) -> str:
+        return (self.docs_dir / name).read_text(encoding="utf-8")
+
+
+def run_qmd(env: dict[str, str], cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [QMD_BIN, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(f"qmd {' '.join(args)} exited {proc.returncode}\n--- stdout ---\n{proc.stdout}--- stderr ---\n{proc.stderr}")
+    return proc
+
+
+def isolated_env(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QMD_") and k != "INDEX_PATH"}
+    env.update(
+        HOME=str(root),
+        XDG_CACHE_HOME=str(root / "xdg-cache"),
+        XDG_CONFIG_HOME=str(root / "xdg-config"),
+        NO_COLOR="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Corpus:
+    assert os.access(QMD_BIN, os.X_OK), f"QMD_BIN={QMD_BIN} is not an executable file"
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("qmd-mcp")))
+    docs_dir = root / "docs"
+    shutil.copytree(CORPUS_DIR, docs_dir)
+    extra_dir = root / "extra"
+    extra_dir.mkdir()
+    (extra_dir / "good.md").write_text(GOOD_MD, encoding="utf-8")
+    (extra_dir / "big.md").write_text(BIG_MD, encoding="utf-8")
+    assert (extra_dir / "big.md").stat().st_size > 70 * 1024
+
+    env = isolated_env(root)
+    run_qmd(env, root, "collection", "add", str(docs_dir), "--name", "eval")
+    run_qmd(env, root, "collection", "add", str(extra_dir), "--name", "extra")
+    cli = {
+        "get": run_qmd(env, root, "get", CAP_FILE).stdout,
+        "search": run_qmd(env, root, "search", "--json", "CAP theorem").stdout,
+        "multi-get-eval": run_qmd(env, root, "multi-get", "eval/*.md", "--json").stdout,
+        "multi-get-extra": run_qmd(env, root, "multi-get", "extra/*.md", "--json").stdout,
+    }
+    return Corpus(root=root, docs_dir=docs_dir, extra_dir=extra_dir, env=env, cli=cli)
+
+
+@pytest.fixture(scope="module")
+def eval_queries() -> list[dict[str, str]]:
+    with QUERIES_FILE.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# ---------------------------------------------------------------------------
+# The HTTP server and plain HTTP requests
+# ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def http_request(
+    port: int, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, timeout: float = 60
+) -> Response:
+    """One request on a fresh connection. A `Host` in `headers` replaces the default one."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        data = None if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
+        all_headers = {"Content-Type": "application/json"} if data is not None else {}
+        all_headers.update(headers or {})
+        conn.request(method, path, body=data, headers=all_headers)
+        resp = conn.getresponse()
+        return Response(resp.status, resp.read())
+    finally:
+        conn.close()
+
+
+def lex_body(query: str, **extra: Any) -> dict[str, Any]:
+    return {"searches": [{"type": "lex", "query": query}], **extra}
+
+
+@dataclass
+class HttpServer:
+    proc: subprocess.Popen
+    port: int
+    log_path: Path
+
+    @property
+    def mcp_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> int | None:
+        """SIGTERM, then the exit status, or None if it is still running after 10 s (then killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+
+def wait_for_health(proc: subprocess.Popen, port: int, timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            if http_request(port, "GET", "/health", timeout=2).status == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def start_http_server(corpus: Corpus, attempts: int = 3) -> HttpServer:
+    """`qmd mcp --http` on a free loopback port, once /health answers."""
+    for _ in range(attempts):
+        port = free_port()
+        log_path = corpus.root / f"http-{port}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [QMD_BIN, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"],
+                cwd=corpus.root,
+                env=corpus.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        server = HttpServer(proc, port, log_path)
+        if wait_for_health(proc, port):
+            return server
+        server.stop()
+        if "in use" not in server.log():  # lost a race for the port: try another
+            break
+    pytest.fail(f"qmd mcp --http did not come up on port {port}\n--- log ---\n{server.log()}")
+
+
+@pytest.fixture(scope="module")
+def http_server(corpus: Corpus):
+    server = start_http_server(corpus)
+    yield server
+    code = server.stop()
+    assert code == 0, f"qmd mcp --http exited {code} on SIGTERM\n--- log ---\n{server.log()}"
+
+
+# ---------------------------------------------------------------------------
+# MCP sessions (one per test) over either transport
+# ---------------------------------------------------------------------------
+
+
+class McpClient:
+    """Opens an initialized MCP ClientSession over stdio or HTTP and runs an
+    async test body in it: `client.run(body)` with `async def body(session)`."""
+
+    def __init__(self, kind: str, corpus: Corpus, log_path: Path, http_url: str | None = None):
+        self.kind = kind
+        self.corpus = corpus
+        self.log_path = log_path
+        self.http_url = http_url
+        self.init_result = None
+
+    @asynccontextmanager
+    async def session(self):
+        read_timeout = timedelta(seconds=TIMEOUT_S)
+        if self.kind == "stdio":
+            params = StdioServerParameters(command=QMD_BIN, args=["mcp"], env=self.corpus.env, cwd=str(self.corpus.root))
+            with self.log_path.open("w") as errlog:
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    async with ClientSession(read, write, read_timeout_seconds=read_timeout) as session:
+                        self.init_result = await session.initialize()
+                        yield session
+        else:
+            async with http_transport(self.http_url) as streams:
+                read, write = streams[0], streams[1]
+                async with ClientSession(read, write, read_timeout_seconds=read_timeout) as session:
+                    self.init_result = await session.initialize()
+                    yield session
+
+    def run(self, body) -> Any:
+        async def main():
+            with anyio.fail_after(TIMEOUT_S):
+                async with self.session() as session:
+                    return await body(session)
+
+        try:
+            return anyio.run(main)
+        except BaseException:
+            if self.log_path.exists():
+                print(f"--- {self.kind} server stderr ---\n{self.log_path.read_text(errors='replace')[-4000:]}")
+            raise
+
+
+@pytest.fixture(params=["stdio", "http"])
+def mcp_client(request, corpus: Corpus, tmp_path: Path) -> McpClient:
+    if request.param == "http":
+        server = request.getfixturevalue("http_server")
+        return McpClient("http", corpus, server.log_path, http_url=server.mcp_url)
+    return McpClient("stdio", corpus, tmp_path / "stdio-server.log")
+
+
+# ---------------------------------------------------------------------------
+# Reading tool results
+# ---------------------------------------------------------------------------
+
+
+def texts(result) -> list[str]:
+    return [c.text for c in result.content if c.type == "text"]
+
+
+def resources(result) -> list[Any]:
+    """The `resource` field of every embedded-resource content item."""
+    return [c.resource for c in result.content if c.type == "resource"]
+
+
+def all_text(result) -> str:
+    """Every text in the result, resource bodies included."""
+    parts = texts(result) + [getattr(r, "text", "") for r in resources(result)]
+    if result.structuredContent is not None:
+        parts.append(json.dumps(result.structuredContent))
+    return "\n".join(parts)
+
+
+def doc_path(resource) -> str:
+    """`coll/path` of a document resource, from its `qmd://` URI."""
+    uri = str(resource.uri)
+    assert uri.startswith("qmd://"), uri
+    return unquote(uri.removeprefix("qmd://"))
+
+
+async def call_ok(session: ClientSession, tool: str, args: dict[str, Any]):
+    result = await session.call_tool(tool, args)
+    assert not result.isError, f"{tool}({args}) failed: {all_text(result)}"
+    return result
+
+
+async def call_error(session: ClientSession, tool: str, args: dict[str, Any]) -> str:
+    """Calls a tool that must fail, as a JSON-RPC error or an isError result; returns the message."""
+    try:
+        result = await session.call_tool(tool, args)
+    except McpError as e:
+        return e.error.message
+    assert result.isError, f"{tool}({args}) should have failed, got: {all_text(result)[:500]}"
+    return all_text(result)
+
+
+# ---------------------------------------------------------------------------
+# Both transports: handshake, tool list, resources
+# ---------------------------------------------------------------------------
+
+
+def test_initialize(mcp_client: McpClient):
+    async def body(session):
+        return mcp_client.init_result
+
+    init = mcp_client.run(body)
+    assert init.serverInfo.name == "qmd"
+    assert init.protocolVersion
+    assert init.capabilities.tools is not None
+    assert init.capabilities.resources is not None
+    # qmd builds its instructions from the index state (6 eval + 2 extra docs).
+    assert init.instructions and "QMD is your local search engine over 8 markdown documents" in init.instructions
+
+
+def test_list_tools_names_and_annotations(mcp_client: McpClient):
+    async def body(session):
+        return (await session.list_tools()).tools
+
+    tools = mcp_client.run(body)
+    assert {t.name for t in tools} == TOOL_NAMES
+    for tool in tools:
+        assert tool.annotations is not None, tool.name
+        assert tool.annotations.readOnlyHint is True, tool.name
+        assert tool.annotations.openWorldHint is False, tool.name
+        assert tool.description, tool.name
+
+
+def resolve(schema: Any, root: dict[str, Any]) -> Any:
+    """Follows local `$ref`s (`#/$defs/X`, `#/definitions/X`)."""
+    for _ in range(20):
+        if not (isinstance(schema, dict) and "$ref" in schema):
+            return schema
+        node: Any = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        schema = node
+    raise AssertionError("$ref loop")
+
+
+def expand(schema: Any, root: dict[str, Any], depth: int = 0) -> Any:
+    """The schema with every local `$ref` inlined."""
+    schema = resolve(schema, root)
+    if depth > 10:
+        return schema
+    if isinstance(schema, dict):
+        return {k: expand(v, root, depth + 1) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [expand(v, root, depth + 1) for v in schema]
+    return schema
+
+
+def json_types(prop: Any, root: dict[str, Any]) -> set[str]:
+    """The JSON types a property accepts, `null` (optional) left out."""
+    prop = resolve(prop, root)
+    found: set[str] = set()
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        found.add(kind)
+    elif isinstance(kind, list):
+        found.update(kind)
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in prop.get(key, []):
+            found |= json_types(sub, root)
+    found.discard("null")
+    return found
+
+
+NUMERIC = {"number", "integer"}
+EXPECTED_PROPERTIES = {
+    "query": {
+        "query": {"string"},
+        "searches": {"array"},
+        "limit": NUMERIC,
+        "minScore": NUMERIC,
+        "candidateLimit": NUMERIC,
+        "collections": {"array"},
+        "intent": {"string"},
+        "rerank": {"boolean"},
+    },
+    "get": {"file": {"string"}, "fromLine": NUMERIC, "maxLines": NUMERIC, "lineNumbers": {"boolean"}},
+    "multi_get": {"pattern": {"string"}, "maxLines": NUMERIC, "maxBytes": NUMERIC, "lineNumbers": {"boolean"}},
+    "status": {},
+}
+EXPECTED_REQUIRED = {"query": set(), "get": {"file"}, "multi_get": {"pattern"}, "status": set()}
+
+
+def test_list_tools_input_schemas(mcp_client: McpClient):
+    async def body(session):
+        return {t.name: t.inputSchema for t in (await session.list_tools()).tools}
+
+    schemas = mcp_client.run(body)
+    for name, expected in EXPECTED_PROPERTIES.items():
+        schema = schemas[name]
+        assert schema.get("type") == "object", name
+        props = schema.get("properties") or {}
+        assert set(props) == set(expected), f"{name}: properties {sorted(props)}"
+        for prop, types in expected.items():
+            got = json_types(props[prop], schema)
+            assert got and got <= types, f"{name}.{prop}: types {got}, expected within {types}"
+        assert set(schema.get("required") or []) == EXPECTED_REQUIRED[name], f"{name}: required {schema.get('required')}"
+
+    query_schema = schemas["query"]
+    items = expand(resolve(query_schema["properties"]["searches"], query_schema).get("items"), query_schema)
+    assert isinstance(items, dict), "query.searches has no items schema"
+    assert {"type", "query"} <= set(items.get("properties") or {})
+    assert {"type", "query"} <= set(items.get("required") or [])
+    dumped = json.dumps(items)
+    for kind in ("lex", "vec", "hyde"):
+        assert f'"{kind}"' in dumped, f"query.searches[].type does not list {kind}"
+
+
+def test_resource_template(mcp_client: McpClient):
+    async def body(session):
+        return (await session.list_resource_templates()).resourceTemplates
+
+    templates = mcp_client.run(body)
+    assert "qmd://{+path}" in [t.uriTemplate for t in templates]
+    template = next(t for t in templates if t.uriTemplate == "qmd://{+path}")
+    assert template.mimeType == "text/markdown"
+
+
+def test_read_resource(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        by_uri = await session.read_resource(f"qmd://{CAP_FILE}")
+        by_get = await call_ok(session, "get", {"file": CAP_FILE})
+        return by_uri, by_get
+
+    by_uri, by_get = mcp_client.run(body)
+    assert len(by_uri.contents) == 1
+    content = by_uri.contents[0]
+    assert str(content.uri) == f"qmd://{CAP_FILE}"
+    assert content.mimeType == "text/markdown"
+    assert text_lines(content.text) == text_lines("\n".join(numbered(corpus.text(CAP_DOC).split("\n"))))
+    assert text_lines(content.text) == text_lines(resources(by_get)[0].text)
+
+
+# ---------------------------------------------------------------------------
+# Both transports: query
+# ---------------------------------------------------------------------------
+
+
+def test_query_lex(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        return await call_ok(session, "query", {"searches": [{"type": "lex", "query": "CAP theorem"}], "rerank": False})
+
+    result = mcp_client.run(body)
+    results = result.structuredContent["results"]
+    assert results, "no results for CAP theorem"
+    summary = texts(result)[0]
+    match = re.match(r'Found (\d+) results? for "CAP theorem":', summary)
+    assert match, summary
+    assert int(match.group(1)) == len(results)
+
+    top = results[0]
+    assert top["file"] == CAP_FILE
+    assert top["docid"] == docid_of(corpus.text(CAP_DOC))
+    assert top["title"] == CAP_TITLE
+    assert f"{top['docid']} " in summary and CAP_FILE in summary
+    for r in results:
+        assert {"docid", "file", "title", "score", "line", "snippet"} <= set(r), r
+        assert DOCID_RE.match(r["docid"]), r["docid"]
+        assert not r["file"].startswith("qmd://"), r["file"]
+        assert 0 <= r["score"] <= 1 and round(r["score"], 2) == r["score"], r["score"]
+        assert isinstance(r["line"], int) and r["line"] >= 1, r["line"]
+        assert r.get("context") is None or isinstance(r["context"], str)
+        assert re.match(r"^\d+: ", r["snippet"]), r["snippet"]
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert "cap theorem" in top["snippet"].lower()
+
+
+def test_query_matches_cli_search(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        return await call_ok(session, "query", {"searches": [{"type": "lex", "query": "CAP theorem"}], "rerank": False})
+
+    mcp_top = mcp_client.run(body).structuredContent["results"][0]
+    cli_top = json.loads(corpus.cli["search"])[0]
+    assert cli_top["file"].removeprefix("qmd://") == mcp_top["file"] == CAP_FILE
+    assert cli_top["docid"] == mcp_top["docid"]
+
+
+def test_query_default_options(mcp_client: McpClient):
+    """Defaults (rerank on, limit 10) must work with no models installed."""
+
+    async def body(session):
+        return await call_ok(session, "query", {"searches": [{"type": "lex", "query": "CAP theorem"}]})
+
+    results = mcp_client.run(body).structuredContent["results"]
+    assert 1 <= len(results) <= 10
+    assert CAP_FILE in [r["file"] for r in results]
+
+
+def test_query_options(mcp_client: McpClient):
+    lex = [{"type": "lex", "query": "CAP theorem"}]
+
+    async def body(session):
+        return {
+            "limit1": await call_ok(session, "query", {"searches": lex, "limit": 1, "rerank": False}),
+            "extra": await call_ok(session, "query", {"searches": [{"type": "lex", "query": "zebras"}], "collections": ["extra"], "rerank": False}),
+            "eval": await call_ok(session, "query", {"searches": [{"type": "lex", "query": "zebras"}], "collections": ["eval"], "rerank": False}),
+            "min": await call_ok(session, "query", {"searches": lex, "minScore": 0.99, "rerank": False}),
+            "intent": await call_ok(session, "query", {"searches": lex, "intent": "distributed databases", "candidateLimit": 5, "rerank": False}),
+        }
+
+    out = mcp_client.run(body)
+    limited = out["limit1"].structuredContent["results"]
+    assert len(limited) == 1 and limited[0]["file"] == CAP_FILE
+    assert [r["file"] for r in out["extra"].structuredContent["results"]] == ["extra/good.md"]
+    assert out["eval"].structuredContent["results"] == []
+    assert texts(out["eval"])[0].startswith('No results found for "zebras"')
+    assert all(r["score"] >= 0.99 for r in out["min"].structuredContent["results"])
+    assert out["intent"].structuredContent["results"][0]["file"] == CAP_FILE
+
+
+def test_query_needs_exactly_one_of_query_and_searches(mcp_client: McpClient):
+    lex = [{"type": "lex", "query": "CAP theorem"}]
+
+    async def body(session):
+        return {
+            "neither": await session.call_tool("query", {}),
+            "empty": await session.call_tool("query", {"searches": []}),
+            "both": await session.call_tool("query", {"query": "CAP theorem", "searches": lex}),
+        }
+
+    out = mcp_client.run(body)
+    for key, expected in (("neither", ERR_NEITHER), ("empty", ERR_NEITHER), ("both", ERR_BOTH)):
+        assert out[key].isError, key
+        assert texts(out[key]) == [expected], key
+
+
+BAD_QUERY_ARGS = [
+    {"searches": "CAP theorem"},
+    {"searches": [{"type": "bogus", "query": "CAP"}]},
+    {"searches": [{"type": "lex"}]},
+    {"searches": [{"type": "lex", "query": 7}]},
+    {"query": 42},
+    {"searches": [{"type": "lex", "query": "CAP"}], "limit": "ten"},
+    {"searches": [{"type": "lex", "query": "CAP"}], "collections": "eval"},
+    {"searches": [{"type": "lex", "query": "CAP"}], "rerank": "yes"},
+]
+
+
+def test_query_wrong_types(mcp_client: McpClient):
+    async def body(session):
+        messages = [await call_error(session, "query", args) for args in BAD_QUERY_ARGS]
+        # The session survives bad calls.
+        await call_ok(session, "status", {})
+        return messages
+
+    for args, message in zip(BAD_QUERY_ARGS, mcp_client.run(body)):
+        assert message, args
+
+
+# ---------------------------------------------------------------------------
+# Both transports: get
+# ---------------------------------------------------------------------------
+
+
+def test_get_by_path_docid_and_uri(mcp_client: McpClient, corpus: Corpus):
+    docid = docid_of(corpus.text(CAP_DOC))
+    lookups = [CAP_FILE, CAP_DOC, f"qmd://{CAP_FILE}", docid, docid[1:]]
+
+    async def body(session):
+        return [await call_ok(session, "get", {"file": f}) for f in lookups]
+
+    expected = text_lines("\n".join(numbered(corpus.text(CAP_DOC).split("\n"))))
+    for lookup, result in zip(lookups, mcp_client.run(body)):
+        assert len(result.content) == 1, lookup
+        assert result.content[0].type == "resource", lookup
+        res = result.content[0].resource
+        assert str(res.uri) == f"qmd://{CAP_FILE}", lookup
+        assert res.mimeType == "text/markdown", lookup
+        assert text_lines(res.text) == expected, lookup
+
+
+def test_resources_identify_documents(mcp_client: McpClient):
+    """Resource items: `{uri: qmd://coll/path, mimeType: text/markdown, text}`.
+
+    qmd also sets `name` and `title` on them; MCP's TextResourceContents has
+    no such fields and rmcp does not carry them (a documented difference).
+    """
+
+    async def body(session):
+        got = await call_ok(session, "get", {"file": CAP_FILE})
+        many = await call_ok(session, "multi_get", {"pattern": f"{CAP_FILE}, extra/good.md"})
+        return resources(got) + resources(many)
+
+    items = mcp_client.run(body)
+    assert [doc_path(r) for r in items] == [CAP_FILE, CAP_FILE, "extra/good.md"]
+    for res in items:
+        assert res.mimeType == "text/markdown", res
+        assert res.text.startswith("1: "), res
+
+
+def test_get_line_ranges(mcp_client: McpClient, corpus: Corpus):
+    lines = corpus.text(CAP_DOC).split("\n")
+    cases = [
+        ({"file": f"{CAP_FILE}:3:2"}, numbered(lines[2:4], 3)),
+        ({"file": f"#{docid_of(corpus.text(CAP_DOC))[1:]}:3:2"}, numbered(lines[2:4], 3)),
+        ({"file": CAP_FILE, "fromLine": 3, "maxLines": 2}, numbered(lines[2:4], 3)),
+        ({"file": f"{CAP_FILE}:3:2", "fromLine": 5}, numbered(lines[4:6], 5)),  # explicit fromLine wins
+        ({"file": CAP_FILE, "maxLines": 3, "lineNumbers": False}, [line.rstrip() for line in lines[:3]]),
+        ({"file": f"qmd://{CAP_FILE}:11", "maxLines": 1}, numbered(lines[10:11], 11)),
+    ]
+
+    async def body(session):
+        return [await call_ok(session, "get", args) for args, _ in cases]
+
+    for (args, expected), result in zip(cases, mcp_client.run(body)):
+        assert text_lines(resources(result)[0].text) == expected, args
+
+    async def from_line(session):
+        return await call_ok(session, "get", {"file": f"{CAP_FILE}:90"})
+
+    tail = text_lines(resources(mcp_client.run(from_line))[0].text)
+    assert tail[0] == numbered([lines[89]], 90)[0]
+
+
+def test_get_matches_cli_and_file(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        numbered_get = await call_ok(session, "get", {"file": CAP_FILE})
+        raw_get = await call_ok(session, "get", {"file": CAP_FILE, "lineNumbers": False})
+        return resources(numbered_get)[0].text, resources(raw_get)[0].text
+
+    numbered_text, raw_text = mcp_client.run(body)
+    cli_out = corpus.cli["get"]
+    assert "\n---\n\n" in cli_out, cli_out[:300]
+    cli_body = cli_out.split("\n---\n\n", 1)[1]
+    assert text_lines(numbered_text) == text_lines(cli_body)
+    assert raw_text.rstrip("\n") == corpus.text(CAP_DOC).rstrip("\n")
+
+
+def test_get_not_found(mcp_client: McpClient):
+    async def body(session):
+        return await session.call_tool("get", {"file": "nope-not-here.md"}), await session.call_tool("get", {"file": "god.md"})
+
+    missing, similar = mcp_client.run(body)
+    assert missing.isError
+    assert texts(missing)[0].startswith("Document not found: nope-not-here.md")
+    assert similar.isError
+    text = texts(similar)[0]
+    assert text.startswith("Document not found: god.md\n\nDid you mean one of these?\n  - "), text
+    assert "good.md" in text
+
+
+BAD_GET_ARGS = [{}, {"file": 123}, {"file": ["a.md"]}, {"file": CAP_FILE, "fromLine": "three"}, {"file": CAP_FILE, "lineNumbers": "yes"}]
+
+
+def test_get_bad_arguments(mcp_client: McpClient):
+    async def body(session):
+        return [await call_error(session, "get", args) for args in BAD_GET_ARGS]
+
+    for args, message in zip(BAD_GET_ARGS, mcp_client.run(body)):
+        assert message, args
+
+
+# ---------------------------------------------------------------------------
+# Both transports: multi_get
+# ---------------------------------------------------------------------------
+
+
+def test_multi_get_glob_matches_cli(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        return await call_ok(session, "multi_get", {"pattern": "eval/*.md"})
+
+    result = mcp_client.run(body)
+    docs = resources(result)
+    assert texts(result) == []
+    names = sorted(doc_path(r) for r in docs)
+    assert names == sorted(f"eval/{p.name}" for p in corpus.docs_dir.glob("*.md"))
+    for res in docs:
+        assert res.mimeType == "text/markdown"
+        source = corpus.text(basename(doc_path(res)))
+        assert text_lines(res.text) == text_lines("\n".join(numbered(source.split("\n"))))
+    cli_files = sorted(basename(d["file"]) for d in json.loads(corpus.cli["multi-get-eval"]))
+    assert cli_files == sorted(basename(n) for n in names)
+
+
+def test_multi_get_skips_large_files(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        default = await call_ok(session, "multi_get", {"pattern": "extra/*.md"})
+        roomy = await call_ok(session, "multi_get", {"pattern": "extra/*.md", "maxBytes": 200_000})
+        return default, roomy
+
+    default, roomy = mcp_client.run(body)
+    skipped = texts(default)
+    assert len(skipped) == 1, skipped
+    assert re.match(r"^\[SKIPPED: (extra/)?big\.md - File too large \(", skipped[0]), skipped[0]
+    assert skipped[0].endswith("]")
+    assert [doc_path(r) for r in resources(default)] == ["extra/good.md"]
+    assert sorted(doc_path(r) for r in resources(roomy)) == ["extra/big.md", "extra/good.md"]
+    assert texts(roomy) == []
+
+    cli = json.loads(corpus.cli["multi-get-extra"])
+    assert sorted(basename(d["file"]) for d in cli if d.get("skipped")) == ["big.md"]
+    assert sorted(basename(d["file"]) for d in cli if not d.get("skipped")) == ["good.md"]
+
+
+def test_multi_get_list_with_missing_names(mcp_client: McpClient, corpus: Corpus):
+    good_docid = docid_of(GOOD_MD)
+
+    async def body(session):
+        listed = await session.call_tool("multi_get", {"pattern": "good.md, nope-not-here.md"})
+        by_docid = await call_ok(session, "multi_get", {"pattern": good_docid})
+        mixed = await call_ok(session, "multi_get", {"pattern": f"{CAP_FILE}, {good_docid}"})
+        return listed, by_docid, mixed
+
+    listed, by_docid, mixed = mcp_client.run(body)
+    assert not listed.isError
+    assert listed.content[0].type == "text" and listed.content[0].text.startswith("Errors:\n"), listed.content[0]
+    assert "nope-not-here.md" in listed.content[0].text
+    assert [doc_path(r) for r in resources(listed)] == ["extra/good.md"]
+    assert [doc_path(r) for r in resources(by_docid)] == ["extra/good.md"]
+    assert sorted(doc_path(r) for r in resources(mixed)) == [CAP_FILE, "extra/good.md"]
+
+
+def test_multi_get_no_match(mcp_client: McpClient):
+    async def body(session):
+        return await session.call_tool("multi_get", {"pattern": "nomatch/*.md"})
+
+    result = mcp_client.run(body)
+    assert texts(result) == ["Errors:\nNo files matched pattern: nomatch/*.md"]
+    assert resources(result) == []
+    assert not result.isError  # qmd quirk: an "Errors:" text is not an error result
+
+
+def test_multi_get_max_lines_and_line_numbers(mcp_client: McpClient):
+    async def body(session):
+        cut = await call_ok(session, "multi_get", {"pattern": "extra/good.md", "maxLines": 2})
+        raw = await call_ok(session, "multi_get", {"pattern": "extra/good.md", "lineNumbers": False})
+        return resources(cut)[0].text, resources(raw)[0].text
+
+    cut, raw = mcp_client.run(body)
+    assert cut.startswith("1: # Good\n2: \n"), cut
+    assert "Zebras" not in cut
+    assert re.search(r"\[\.\.\. truncated \d+ more lines?\]", cut), cut
+    assert raw.rstrip("\n") == GOOD_MD.rstrip("\n")
+
+
+BAD_MULTI_GET_ARGS = [{}, {"pattern": 5}, {"pattern": ["eval/*.md"]}, {"pattern": "eval/*.md", "maxBytes": "big"}]
+
+
+def test_multi_get_bad_arguments(mcp_client: McpClient):
+    async def body(session):
+        return [await call_error(session, "multi_get", args) for args in BAD_MULTI_GET_ARGS]
+
+    for args, message in zip(BAD_MULTI_GET_ARGS, mcp_client.run(body)):
+        assert message, args
+
+
+# ---------------------------------------------------------------------------
+# Both transports: status, unknown tools, path escapes
+# ---------------------------------------------------------------------------
+
+
+def test_status(mcp_client: McpClient, corpus: Corpus):
+    async def body(session):
+        plain = await call_ok(session, "status", {})
+        extra_arg = await call_ok(session, "status", {"bogus": 1})  # unknown params are ignored
+        return plain, extra_arg
+
+    result, extra_arg = mcp_client.run(body)
+    assert texts(result)[0].startswith("QMD Index Status:")
+    status = result.structuredContent
+    assert status["totalDocuments"] == 8
+    assert isinstance(status["needsEmbedding"], int)
+    assert isinstance(status["hasVectorIndex"], bool)
+    by_name = {c["name"]: c for c in status["collections"]}
+    assert set(by_name) == {"eval", "extra"}
+    for name, folder, count in (("eval", corpus.docs_dir, 6), ("extra", corpus.extra_dir, 2)):
+        coll = by_name[name]
+        assert {"name", "path", "pattern", "documents", "lastUpdated"} <= set(coll), coll
+        assert os.path.realpath(coll["path"]) == str(folder)
+        assert coll["pattern"] == "**/*.md"
+        assert coll["documents"] == count
+        assert f"- {name}: " in texts(result)[0]
+    assert extra_arg.structuredContent["totalDocuments"] == 8
+
+
+def test_unknown_tool(mcp_client: McpClient):
+    async def body(session):
+        return await call_error(session, "qmd_delete_everything", {})
+
+    assert mcp_client.run(body)
+
+
+ESCAPING_FILES = ["../../etc/passwd", "qmd://eval/../../etc/passwd", "/etc/passwd", "eval/../../../../etc/passwd"]
+ESCAPING_PATTERNS = ["../*", "/etc/*", "../../etc/passwd", "../../../../../../etc/*"]
+ESCAPING_URIS = ["qmd://eval/../../etc/passwd", "qmd://eval/..%2F..%2F..%2F..%2Fetc%2Fpasswd", "qmd:///etc/passwd"]
+
+
+def test_path_escapes_are_refused(mcp_client: McpClient):
+    """Nothing outside the collections comes back, and the answer says "not found"."""
+
+    async def attempt(session: ClientSession, kind: str, arg: str) -> tuple[bool, str, int]:
+        """(JSON-RPC error?, every text, documents returned) for one escape attempt."""
+        try:
+            if kind == "get":
+                result = await session.call_tool("get", {"file": arg})
+            elif kind == "multi_get":
+                result = await session.call_tool("multi_get", {"pattern": arg})
+            else:
+                read = await session.read_resource(arg)
+                return False, "\n".join(getattr(c, "text", "") for c in read.contents), 0
+        except McpError as e:
+            return True, e.error.message, 0
+        if kind == "get":
+            assert result.isError, f"get {arg} is not an error: {all_text(result)[:300]}"
+        return False, all_text(result), len(resources(result))
+
+    cases = [("get", f) for f in ESCAPING_FILES] + [("multi_get", p) for p in ESCAPING_PATTERNS]
+    cases += [("resource", u) for u in ESCAPING_URIS]
+
+    async def body(session):
+        return [(kind, arg, *(await attempt(session, kind, arg))) for kind, arg in cases]
+
+    for kind, arg, rpc_error, text, n_docs in mcp_client.run(body):
+        assert "root:" not in text, f"{kind} {arg} returned /etc/passwd"
+        assert n_docs == 0, f"{kind} {arg} returned a document"
+        if not rpc_error:  # a JSON-RPC error is refusal enough; a result must say "not found"
+            assert NOT_FOUND_RE.search(text), f"{kind} {arg}: {text[:300]}"
+
+
+# ---------------------------------------------------------------------------
+# stdio only
+# ---------------------------------------------------------------------------
+
+
+def read_message(lines: queue.Queue, want_id: int, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        assert line is not None, f"stdout closed before the answer to request {want_id}"
+        message = json.loads(line)
+        if message.get("id") == want_id:
+            return message
+
+
+def test_stdio_exits_when_stdin_closes(corpus: Corpus, tmp_path: Path):
+    """A raw JSON-RPC exchange; stdout carries only JSON-RPC lines; EOF on stdin ends the server with status 0."""
+    with (tmp_path / "stderr.log").open("wb") as errlog:
+        proc = subprocess.Popen(
+            [QMD_BIN, "mcp"], cwd=corpus.root, env=corpus.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog
+        )
+    lines: queue.Queue = queue.Queue()
+    stdout_lines: list[str] = []
+
+    def pump():
+        for raw in proc.stdout:
+            text = raw.decode("utf-8")
+            stdout_lines.append(text)
+            lines.put(text)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+
+    def send(message: dict[str, Any]):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+
+    try:
+        send({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
+        })
+        init = read_message(lines, 1)
+        assert init["result"]["serverInfo"]["name"] == "qmd"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}})
+        status = read_message(lines, 2)
+        assert status["result"]["structuredContent"]["totalDocuments"] == 8
+        proc.stdin.close()
+        code = proc.wait(timeout=10)
+    except BaseException:
+        print("--- stderr ---\n" + (tmp_path / "stderr.log").read_text(errors="replace")[-4000:])
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, f"qmd mcp exited {code} after stdin closed"
+    for line in stdout_lines:
+        json.loads(line)  # nothing but JSON-RPC on stdout
+
+
+# ---------------------------------------------------------------------------
+# HTTP only: REST routes, guard, concurrency, shutdown
+# ---------------------------------------------------------------------------
+
+
+def test_health(http_server: HttpServer):
+    resp = http_request(http_server.port, "GET", "/health")
+    assert resp.status == 200
+    body = resp.json()
+    assert body["status"] == "ok"
+    assert isinstance(body["uptime"], int) and body["uptime"] >= 0
+
+
+def test_rest_query(http_server: HttpServer, corpus: Corpus):
+    resp = http_request(http_server.port, "POST", "/query", lex_body("CAP theorem"))
+    assert resp.status == 200, resp.body
+    results = resp.json()["results"]
+    top = results[0]
+    assert top["file"] == f"qmd://{CAP_FILE}"
+    assert top["docid"] == docid_of(corpus.text(CAP_DOC))
+    assert top["title"] == CAP_TITLE
+    for r in results:
+        assert {"docid", "file", "title", "score", "line", "snippet"} <= set(r), r
+        assert DOCID_RE.match(r["docid"]) and r["file"].startswith("qmd://")
+        assert isinstance(r["line"], int) and 0 <= r["score"] <= 1
+
+
+def test_rest_search_alias(http_server: HttpServer):
+    body = lex_body("Raft algorithm leader election", limit=3)
+    via_query = http_request(http_server.port, "POST", "/query", body)
+    via_search = http_request(http_server.port, "POST", "/search", body)
+    assert via_query.status == via_search.status == 200
+    assert via_query.json() == via_search.json()
+    assert via_query.json()["results"]
+
+
+def test_rest_options(http_server: HttpServer):
+    port = http_server.port
+    limited = http_request(port, "POST", "/query", lex_body("CAP theorem", limit=1)).json()["results"]
+    assert [r["file"] for r in limited] == [f"qmd://{CAP_FILE}"]
+    extra = http_request(port, "POST", "/query", lex_body("zebras", collections=["extra"])).json()["results"]
+    assert [r["file"] for r in extra] == ["qmd://extra/good.md"]
+    none = http_request(port, "POST", "/query", lex_body("zebras", collections=["eval"])).json()["results"]
+    assert none == []
+    high = http_request(port, "POST", "/query", lex_body("CAP theorem", minScore=0.99)).json()["results"]
+    assert all(r["score"] >= 0.99 for r in high)
+
+
+@pytest.mark.parametrize("path", ["/query", "/search"])
+@pytest.mark.parametrize("body", [{}, {"searches": "CAP theorem"}, {"query": "CAP theorem"}], ids=["empty", "string", "plain-query"])
+def test_rest_missing_searches_is_400(http_server: HttpServer, path: str, body: dict[str, Any]):
+    resp = http_request(http_server.port, "POST", path, body)
+    assert resp.status == 400, resp.body
+    assert resp.json() == {"error": "Missing required field: searches (array)"}
+
+
+def test_rest_agrees_with_mcp_query(http_server: HttpServer, corpus: Corpus):
+    args = {"searches": [{"type": "lex", "query": "overfitting machine learning"}], "limit": 5}
+    rest = http_request(http_server.port, "POST", "/query", args).json()["results"]
+
+    async def body(session):
+        return await call_ok(session, "query", args)
+
+    client = McpClient("http", corpus, http_server.log_path, http_url=http_server.mcp_url)
+    mcp = client.run(body).structuredContent["results"]
+    assert [r["file"] for r in rest] == [f"qmd://{r['file']}" for r in mcp]
+    assert [(r["docid"], r["score"], r["line"]) for r in rest] == [(r["docid"], r["score"], r["line"]) for r in mcp]
+
+
+def test_rest_easy_eval_queries_find_expected_doc(http_server: HttpServer, eval_queries):
+    for q in (q for q in eval_queries if q["difficulty"] == "easy"):
+        results = http_request(http_server.port, "POST", "/query", lex_body(q["query"], limit=3)).json()["results"]
+        assert results and q["expected"] in results[0]["file"], (q, [r["file"] for r in results])
+
+
+def test_unknown_path_is_404(http_server: HttpServer):
+    assert http_request(http_server.port, "GET", "/nope").status == 404
+
+
+def guarded_requests(port: int) -> list[tuple[str, str, Any, dict[str, str]]]:
+    """(method, path, body, extra headers) for each route the guard covers."""
+    init = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "guard-test", "version": "0"}},
+    }
+    mcp_headers = {"Accept": "application/json, text/event-stream"}
+    return [
+        ("GET", "/health", None, {}),
+        ("POST", "/query", lex_body("CAP theorem"), {}),
+        ("POST", "/search", lex_body("CAP theorem"), {}),
+        ("POST", "/mcp", init, mcp_headers),
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad_headers",
+    [{"Origin": "http://evil.example"}, {"Host": "evil.example"}, {"Origin": "http://evil.example", "Host": "evil.example"}],
+    ids=["origin", "host", "both"],
+)
+def test_foreign_origin_or_host_is_forbidden(http_server: HttpServer, bad_headers: dict[str, str]):
+    for method, path, body, headers in guarded_requests(http_server.port):
+        resp = http_request(http_server.port, method, path, body, {**headers, **bad_headers})
+        assert resp.status == 403, f"{method} {path} with {bad_headers}: {resp.status} {resp.body[:200]!r}"
+        assert b"root:" not in resp.body and b"CAP" not in resp.body
+
+
+@pytest.mark.parametrize("origin_host", ["localhost", "127.0.0.1"])
+def test_loopback_origin_is_allowed(http_server: HttpServer, origin_host: str):
+    port = http_server.port
+    for method, path, body, headers in guarded_requests(port):
+        resp = http_request(port, method, path, body, {**headers, "Origin": f"http://{origin_host}:{port}"})
+        assert resp.status == 200, f"{method} {path} from {origin_host}: {resp.status} {resp.body[:200]!r}"
+    assert http_request(port, "GET", "/health", headers={"Host": f"localhost:{port}"}).status == 200
+
+
+def test_concurrent_rest_queries_match_sequential(http_server: HttpServer, eval_queries):
+    port = http_server.port
+    queries = [q["query"] for q in eval_queries]
+    sequential = {}
+    for q in queries:
+        resp = http_request(port, "POST", "/query", lex_body(q, limit=5))
+        assert resp.status == 200, (q, resp.body)
+        sequential[q] = resp.json()
+
+    batch = [queries[i % len(queries)] for i in range(64)]
+
+    def one(q: str) -> tuple[str, Response]:
+        return q, http_request(port, "POST", "/query", lex_body(q, limit=5), timeout=TIMEOUT_S)
+
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        answers = list(pool.map(one, batch))
+    assert len(answers) == 64
+    for q, resp in answers:
+        assert resp.status == 200, (q, resp.body[:300])
+        assert resp.json() == sequential[q], q
+    assert http_request(port, "GET", "/health").status == 200
+
+
+def test_sigterm_exits_zero(corpus: Corpus):
+    server = start_http_server(corpus)
+    try:
+        assert http_request(server.port, "POST", "/query", lex_body("CAP theorem")).status == 200
+    finally:
+        code = server.stop()
+    assert code == 0, f"qmd mcp --http exited {code} on SIGTERM (None: still running after 10 s)\n--- log ---\n{server.log()}"
