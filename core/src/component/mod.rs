@@ -13,16 +13,30 @@ use fs::{FsDirectory, FsSource};
 
 use crate::Engine;
 
+#[cfg(not(feature = "plugin"))]
 wit_bindgen::generate!({
     path: "../wit",
     world: "engine",
 });
 
+// For plugin hosts: the same exports, no import beyond WASI.
+#[cfg(feature = "plugin")]
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "tools",
+});
+
 use qmd::engine::types as wit;
 
-/// Where the host mounts the index and config directories in the guest.
+/// Where the host mounts the index and config directories in the guest;
+/// `QMD_INDEX_DIR` / `QMD_CONFIG_DIR` move them (plugin hosts often mount a
+/// granted directory at its own host path).
 const INDEX_DIR: &str = "/.qmd/index";
 const CONFIG_DIR: &str = "/.qmd/config";
+
+fn mount(var: &str, default: &str) -> String {
+    std::env::var(var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
+}
 
 thread_local! {
     /// One engine per instance: a warm instance (MCP server) reuses loaded
@@ -36,8 +50,8 @@ fn engine() -> Rc<Engine> {
             .get_or_insert_with(|| {
                 let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
                 Rc::new(Engine::new(
-                    Rc::new(FsDirectory::new(INDEX_DIR)),
-                    Rc::new(FsDirectory::new(CONFIG_DIR)),
+                    Rc::new(FsDirectory::new(mount("QMD_INDEX_DIR", INDEX_DIR))),
+                    Rc::new(FsDirectory::new(mount("QMD_CONFIG_DIR", CONFIG_DIR))),
                     &format!("{name}.yml"),
                     Rc::new(FsSource),
                 ))
@@ -292,7 +306,10 @@ impl Guest for Component {
     }
 
     fn update(collections: Vec<String>) -> R<wit::UpdateReport> {
+        #[cfg(not(feature = "plugin"))]
         let mut progress = |phase: &str, done: u64, total: u64| qmd::engine::host::progress(phase, done, total);
+        #[cfg(feature = "plugin")]
+        let mut progress = |_: &str, _: u64, _: u64| {};
         let report = engine().update(&collections, now_ms(), &mut progress)?;
         Ok(wit::UpdateReport {
             collections: report
