@@ -1113,3 +1113,69 @@ def test_sigterm_exits_zero(corpus: Corpus):
     finally:
         code = server.stop()
     assert code == 0, f"qmd mcp --http exited {code} on SIGTERM (None: still running after 10 s)\n--- log ---\n{server.log()}"
+
+
+def test_multi_get_mixed_good_missing_and_oversized(mcp_client: McpClient):
+    """Per-file failures never fail the batch: the good files come back, plus
+    one clear message per failure."""
+
+    async def body(session):
+        return await call_ok(
+            session, "multi_get", {"pattern": f"{CAP_FILE}, nope-not-here.md, extra/big.md, extra/good.md"}
+        )
+
+    result = mcp_client.run(body)
+    texts = [c.text for c in result.content if c.type == "text"]
+    assert sorted(doc_path(r) for r in resources(result)) == [CAP_FILE, "extra/good.md"]
+    errors = [t for t in texts if t.startswith("Errors:\n")]
+    assert len(errors) == 1 and "nope-not-here.md" in errors[0], texts
+    skipped = [t for t in texts if t.startswith("[SKIPPED: extra/big.md - File too large (")]
+    assert len(skipped) == 1, texts
+
+
+def wait_for_exit(pid: int, timeout: float) -> bool:
+    """Whether `pid` is gone (or a zombie awaiting its reaper) within `timeout`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_daemon_start_refuse_and_stop(corpus: Corpus):
+    """`--http --daemon` records its PID, refuses a second start, and
+    `qmd mcp stop` ends it and removes the PID file."""
+    port = free_port()
+    pid_file = Path(corpus.env["XDG_CACHE_HOME"]) / "qmd" / "mcp.pid"
+    started = corpus.qmd("mcp", "--http", "--daemon", "--port", str(port), "--host", "127.0.0.1")
+    match = re.search(r"^Started on http://127\.0\.0\.1:(\d+)/mcp \(PID (\d+)\)$", started.stdout, re.MULTILINE)
+    assert match, started.stdout
+    pid = int(match.group(2))
+    try:
+        assert int(pid_file.read_text()) == pid
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if http_request(port, "GET", "/health").status == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("daemon never answered /health")
+        again = corpus.qmd("mcp", "--http", "--daemon", "--port", str(port), check=False)
+        assert again.returncode == 1 and f"Already running (PID {pid}). Run 'qmd mcp stop' first." in again.stderr
+        stopped = corpus.qmd("mcp", "stop")
+        assert stopped.stdout.strip() == f"Stopped QMD MCP server (PID {pid}).", stopped.stdout
+        assert wait_for_exit(pid, 10), f"daemon {pid} still running after 'qmd mcp stop'"
+        assert not pid_file.exists()
+        assert corpus.qmd("mcp", "stop").stdout.strip() == "Not running (no PID file)."
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
