@@ -33,7 +33,7 @@ pub struct SearchHit {
     pub source_path: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SearchType {
     Lex,
     Vec,

@@ -625,15 +625,20 @@ BAD_QUERY_ARGS = [
 ]
 
 
-def test_query_wrong_types(mcp_client: McpClient):
+def assert_every_call_refused(mcp_client: McpClient, tool: str, bad_args: list[dict[str, Any]]) -> None:
+    """Each call fails with a message, and the session survives them all."""
+
     async def body(session):
-        messages = [await call_error(session, "query", args) for args in BAD_QUERY_ARGS]
-        # The session survives bad calls.
+        messages = [await call_error(session, tool, args) for args in bad_args]
         await call_ok(session, "status", {})
         return messages
 
-    for args, message in zip(BAD_QUERY_ARGS, mcp_client.run(body)):
+    for args, message in zip(bad_args, mcp_client.run(body)):
         assert message, args
+
+
+def test_query_wrong_types(mcp_client: McpClient):
+    assert_every_call_refused(mcp_client, "query", BAD_QUERY_ARGS)
 
 
 # ---------------------------------------------------------------------------
@@ -732,11 +737,7 @@ BAD_GET_ARGS = [{}, {"file": 123}, {"file": ["a.md"]}, {"file": CAP_FILE, "fromL
 
 
 def test_get_bad_arguments(mcp_client: McpClient):
-    async def body(session):
-        return [await call_error(session, "get", args) for args in BAD_GET_ARGS]
-
-    for args, message in zip(BAD_GET_ARGS, mcp_client.run(body)):
-        assert message, args
+    assert_every_call_refused(mcp_client, "get", BAD_GET_ARGS)
 
 
 # ---------------------------------------------------------------------------
@@ -826,11 +827,7 @@ BAD_MULTI_GET_ARGS = [{}, {"pattern": 5}, {"pattern": ["eval/*.md"]}, {"pattern"
 
 
 def test_multi_get_bad_arguments(mcp_client: McpClient):
-    async def body(session):
-        return [await call_error(session, "multi_get", args) for args in BAD_MULTI_GET_ARGS]
-
-    for args, message in zip(BAD_MULTI_GET_ARGS, mcp_client.run(body)):
-        assert message, args
+    assert_every_call_refused(mcp_client, "multi_get", BAD_MULTI_GET_ARGS)
 
 
 # ---------------------------------------------------------------------------

@@ -187,7 +187,7 @@ impl Engine {
                 result.expansion = fallback_expansion(text);
                 result.notes.push("no query-expansion model: used the deterministic fallback expansion".into());
             }
-            for search in result.expansion.clone().iter().filter(|s| s.kind == SearchType::Lex) {
+            for search in result.expansion.iter().filter(|s| s.kind == SearchType::Lex) {
                 lists.keyword(&search.query, "lex", None, 1.0)?;
             }
             vector_searches = result.expansion.iter().filter(|s| s.kind != SearchType::Lex).collect();

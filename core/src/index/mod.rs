@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 pub use manifest::{Manifest, SegmentMeta};
+use segment::reader::cached;
 pub use segment::{DocRecord, SegmentReader};
 pub use writer::{CommitStats, IndexWriter};
 
@@ -69,34 +70,33 @@ impl Index {
 
     /// Every live document, in segment order. Loaded once per snapshot.
     pub fn catalog(&self) -> Result<&[CatalogEntry]> {
-        if let Some(c) = self.catalog.get() {
-            return Ok(c);
-        }
-        let mut entries = Vec::with_capacity(self.total_docs() as usize);
-        for (segment, reader) in self.segments.iter().enumerate() {
-            for doc in 0..reader.meta.docs {
-                if !reader.is_deleted(doc)? {
-                    entries.push(CatalogEntry { address: DocAddress { segment, doc }, record: reader.doc(doc)? });
+        cached(&self.catalog, || {
+            let mut entries = Vec::with_capacity(self.total_docs() as usize);
+            for (segment, reader) in self.segments.iter().enumerate() {
+                for doc in 0..reader.meta.docs {
+                    if !reader.is_deleted(doc)? {
+                        entries.push(CatalogEntry { address: DocAddress { segment, doc }, record: reader.doc(doc)? });
+                    }
                 }
             }
-        }
-        Ok(self.catalog.get_or_init(|| entries))
+            Ok(entries)
+        })
+        .map(Vec::as_slice)
     }
 
     /// Live documents per collection name, without decoding the catalog
     /// (what `ls`, `status` and `collection list` need).
     /// Computed once per snapshot.
     pub fn collection_counts(&self) -> Result<&BTreeMap<String, u32>> {
-        if let Some(counts) = self.counts.get() {
-            return Ok(counts);
-        }
-        let mut counts = BTreeMap::new();
-        for reader in &self.segments {
-            for (name, n) in reader.meta.collections.iter().zip(reader.live_per_collection()?) {
-                *counts.entry(name.clone()).or_insert(0) += n;
+        cached(&self.counts, || {
+            let mut counts = BTreeMap::new();
+            for reader in &self.segments {
+                for (name, n) in reader.meta.collections.iter().zip(reader.live_per_collection()?) {
+                    *counts.entry(name.clone()).or_insert(0) += n;
+                }
             }
-        }
-        Ok(self.counts.get_or_init(|| counts))
+            Ok(counts)
+        })
     }
 
     pub fn body(&self, entry: &CatalogEntry) -> Result<String> {

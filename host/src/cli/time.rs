@@ -49,16 +49,14 @@ pub fn ago(ms: i64, now_ms: i64) -> String {
 
 /// `2026-11-21T03:49:00.000Z` (JavaScript's `toISOString`).
 pub fn iso8601(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
-    let of_day = secs.rem_euclid(86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60,
-        ms.rem_euclid(1000)
-    )
+    let (year, month, day) = civil_from_days(ms.div_euclid(86_400_000));
+    format!("{year:04}-{month:02}-{day:02}T{}Z", clock(ms))
+}
+
+/// `HH:MM:SS.mmm` of the day (UTC).
+pub fn clock(ms: i64) -> String {
+    let of_day = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}.{:03}", of_day / 3600, of_day % 3600 / 60, of_day % 60, ms.rem_euclid(1000))
 }
 
 pub fn now_ms() -> i64 {

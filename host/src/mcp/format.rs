@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::cli::time::iso8601;
-use crate::component::bindings::{IndexStatus, QueryHit};
+use crate::component::bindings::{ExcludedInfo, IndexStatus, QueryHit};
 use qmd_core::document::number_lines;
 use qmd_core::vpath;
 
@@ -13,6 +13,15 @@ pub fn with_context(context: Option<&str>, text: String) -> String {
         Some(ctx) => format!("<!-- Context: {ctx} -->\n\n{text}"),
         None => text,
     }
+}
+
+/// qmd's MCP text for a document an ignore rule hides (`get` and the
+/// resource), naming it as the caller did.
+pub fn excluded_message(name: &str, info: &ExcludedInfo) -> String {
+    format!(
+        "Document excluded by ignore rule: {name}\nCollection: {}\nMatched path: {}\nIgnore rule: {}",
+        info.collection, info.matched_path, info.rule
+    )
 }
 
 /// A query hit as qmd's MCP `structuredContent` (and REST) show it; `file`

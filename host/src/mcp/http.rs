@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -29,9 +29,7 @@ struct HttpState {
 
 /// `HH:MM:SS.mmm` (UTC) for request log lines.
 fn timestamp() -> String {
-    let ms = crate::cli::time::now_ms();
-    let s = ms.div_euclid(1000).rem_euclid(86_400);
-    format!("{:02}:{:02}:{:02}.{:03}", s / 3600, s % 3600 / 60, s % 60, ms.rem_euclid(1000))
+    crate::cli::time::clock(crate::cli::time::now_ms())
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {
@@ -60,7 +58,7 @@ async fn health(State(state): State<Arc<HttpState>>) -> Response {
 }
 
 /// qmd's REST query: typed searches only, loose typing as in qmd.
-async fn rest_query(State(state): State<Arc<HttpState>>, _headers: HeaderMap, body: String) -> Response {
+async fn rest_query(State(state): State<Arc<HttpState>>, body: String) -> Response {
     let Ok(params) = serde_json::from_str::<Value>(&body) else {
         return json_response(StatusCode::BAD_REQUEST, json!({"error": "Request body must be JSON"}));
     };

@@ -125,6 +125,11 @@ fn internal(e: anyhow::Error) -> ErrorData {
     ErrorData::internal_error(format!("{e:#}"), None)
 }
 
+/// An engine error as qmd's MCP shows it.
+fn engine_error(e: bindings::Error) -> CallToolResult {
+    error_result(format!("Error: {}", e.message))
+}
+
 fn markdown_resource(collection: &str, path: &str, text: String) -> ContentBlock {
     ContentBlock::resource(ResourceContents::TextResourceContents {
         uri: vpath::uri(collection, path),
@@ -224,7 +229,7 @@ impl QmdServer {
                 out.structured_content = Some(serde_json::json!({ "results": results }));
                 Ok(out)
             }
-            Err(e) => Ok(error_result(format!("Error: {}", e.message))),
+            Err(e) => Ok(engine_error(e)),
         }
     }
 
@@ -241,8 +246,7 @@ impl QmdServer {
             max_lines: args.max_lines.map(count),
             line_numbers: args.line_numbers,
         };
-        let result = self.shared.pool.call(move |store, engine| Ok(engine.call_get(store, &request)?)).await;
-        Ok(match result.map_err(internal)? {
+        Ok(match self.fetch(request).await? {
             Ok(doc) => {
                 let text = format::with_context(doc.context.as_deref(), doc.body);
                 CallToolResult::success(vec![markdown_resource(&doc.collection, &doc.path, text)])
@@ -255,11 +259,8 @@ impl QmdServer {
                 }
                 error_result(message)
             }
-            Err(GetError::Excluded(info)) => error_result(format!(
-                "Document excluded by ignore rule: {}\nCollection: {}\nMatched path: {}\nIgnore rule: {}",
-                args.file, info.collection, info.matched_path, info.rule
-            )),
-            Err(GetError::Failed(e)) => error_result(format!("Error: {}", e.message)),
+            Err(GetError::Excluded(info)) => error_result(format::excluded_message(&args.file, &info)),
+            Err(GetError::Failed(e)) => engine_error(e),
         })
     }
 
@@ -270,7 +271,7 @@ impl QmdServer {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn multi_get(&self, Parameters(args): Parameters<MultiGetArgs>) -> Result<CallToolResult, ErrorData> {
-        let max_bytes = if args.max_bytes > 0.0 { args.max_bytes as u64 } else { 65536 };
+        let max_bytes = if args.max_bytes > 0.0 { args.max_bytes } else { default_max_bytes() } as u64;
         let request = bindings::MultiGetRequest {
             pattern: args.pattern.clone(),
             max_lines: args.max_lines.map(count),
@@ -280,7 +281,7 @@ impl QmdServer {
         let result = self.shared.pool.call(move |store, engine| Ok(engine.call_multi_get(store, &request)?)).await;
         let result = match result.map_err(internal)? {
             Ok(result) => result,
-            Err(e) => return Ok(error_result(format!("Error: {}", e.message))),
+            Err(e) => return Ok(engine_error(e)),
         };
         if result.entries.is_empty() && result.errors.is_empty() {
             return Ok(error_result(format!("No files matched pattern: {}", args.pattern)));
@@ -319,8 +320,15 @@ impl QmdServer {
                 out.structured_content = Some(format::status_json(&status, crate::cli::time::now_ms()));
                 out
             }
-            Err(e) => error_result(format!("Error: {}", e.message)),
+            Err(e) => engine_error(e),
         })
+    }
+}
+
+impl QmdServer {
+    /// One document through a pooled instance (`get` and the resource).
+    async fn fetch(&self, request: bindings::GetRequest) -> Result<Result<bindings::Document, GetError>, ErrorData> {
+        self.shared.pool.call(move |store, engine| Ok(engine.call_get(store, &request)?)).await.map_err(internal)
     }
 }
 
@@ -360,16 +368,9 @@ impl ServerHandler for QmdServer {
         };
         let decoded = vpath::percent_decode(raw);
         let get = bindings::GetRequest { file: decoded.clone(), from_line: None, max_lines: None, line_numbers: true };
-        let result = self.shared.pool.call(move |store, engine| Ok(engine.call_get(store, &get)?)).await;
-        let (mime, text) = match result.map_err(internal)? {
+        let (mime, text) = match self.fetch(get).await? {
             Ok(doc) => (Some("text/markdown".to_string()), format::with_context(doc.context.as_deref(), doc.body)),
-            Err(GetError::Excluded(info)) => (
-                None,
-                format!(
-                    "Document excluded by ignore rule: {decoded}\nCollection: {}\nMatched path: {}\nIgnore rule: {}",
-                    info.collection, info.matched_path, info.rule
-                ),
-            ),
+            Err(GetError::Excluded(info)) => (None, format::excluded_message(&decoded, &info)),
             Err(GetError::NotFound(_)) => (None, format!("Document not found: {decoded}")),
             Err(GetError::Failed(e)) => return Err(ErrorData::internal_error(e.message, None)),
         };

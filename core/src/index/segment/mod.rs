@@ -18,7 +18,7 @@
 //! index reads nothing but the manifest.
 
 mod builder;
-mod reader;
+pub(crate) mod reader;
 
 pub use builder::{DocInput, SegmentBuilder};
 pub use reader::{DocRecord, SegmentReader, TermInfo};

@@ -43,7 +43,9 @@ pub struct SegmentReader {
     deleted: OnceCell<Vec<u8>>,
 }
 
-fn cached<T>(cell: &OnceCell<T>, load: impl FnOnce() -> Result<T>) -> Result<&T> {
+/// The cell's value, loading it on first use; a failed load leaves the cell
+/// empty so the next call tries again.
+pub(crate) fn cached<T>(cell: &OnceCell<T>, load: impl FnOnce() -> Result<T>) -> Result<&T> {
     if let Some(value) = cell.get() {
         return Ok(value);
     }
