@@ -15,10 +15,15 @@ set -euo pipefail
 # tests use. 2.x is a different API (httpx2, server/discover probing).
 MCP_VERSION=1.30.0
 PYTEST_VERSION=9.2.0
+# The models' independent reference (tests/models/reference.py): a NumPy
+# forward pass over the safetensors weights, with HF's Python tokenizer.
+NUMPY_VERSION=2.4.6
+SAFETENSORS_VERSION=0.8.0
+TOKENIZERS_VERSION=0.23.3
 
 env_dir="${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}"
 stamp="$env_dir/.qmd-py-env-stamp"
-want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION"
+want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION"
 
 if [[ -x "$env_dir/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     echo "$env_dir"
@@ -43,7 +48,7 @@ if ! "$python" -m venv --clear "$env_dir" >&2; then
     exit 1
 fi
 "$env_dir/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "mcp==$MCP_VERSION" "pytest==$PYTEST_VERSION" >&2
+    $want >&2
 # The names the tests import must exist in this SDK version.
 "$env_dir/bin/python" -c '
 from mcp import ClientSession, StdioServerParameters
@@ -51,6 +56,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 import anyio, pytest
+import numpy, safetensors.numpy, tokenizers
 ' >&2
 printf '%s\n' "$want" >"$stamp"
 echo "$env_dir"

@@ -28,6 +28,53 @@ struct BreakPoint {
     score: u32,
 }
 
+/// Chunk sizes in tokens for an embedding model (qmd §4.4): qmd's
+/// 900/135/200 assume a 2048-token model; a chunk longer than the model's
+/// window would be embedded truncated, so the size is capped at the window
+/// less its two special tokens (254 for MiniLM's 256, 510 for 512-token
+/// BERTs), with overlap (15%) and search window (2/9) scaled alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenChunking {
+    pub size: usize,
+    pub overlap: usize,
+    pub window: usize,
+}
+
+/// qmd's first-pass estimate: 3 chars per token, cheap and conservative.
+const CHARS_PER_TOKEN: usize = 3;
+
+impl TokenChunking {
+    pub fn for_window(max_tokens: usize) -> TokenChunking {
+        let size = 900.min(max_tokens.saturating_sub(2)).max(8);
+        TokenChunking { size, overlap: size * 15 / 100, window: size * 2 / 9 }
+    }
+
+    /// The first pass, in chars.
+    pub fn first_pass(&self, content: &str) -> Vec<Chunk> {
+        let c = CHARS_PER_TOKEN;
+        chunk_with(content, self.size * c, self.overlap * c, self.window * c)
+    }
+
+    /// Re-splits a chunk the tokenizer measured at `tokens` (> `size`), at
+    /// 95% of the density it showed; positions stay document-relative. An
+    /// unsplittable chunk comes back whole (it is embedded truncated).
+    pub fn resplit(&self, chunk: &Chunk, tokens: usize) -> Vec<Chunk> {
+        let chars = chunk.text.chars().count();
+        let per_token = chars as f64 / tokens.max(1) as f64;
+        let mut max = (self.size as f64 * per_token * 0.95).floor() as usize;
+        if max == 0 || max >= chars {
+            max = chars / 2;
+        }
+        if max < 2 {
+            return vec![chunk.clone()];
+        }
+        chunk_with(&chunk.text, max, max * 15 / 100, max * 2 / 9)
+            .into_iter()
+            .map(|c| Chunk { text: c.text, pos: c.pos + chunk.pos })
+            .collect()
+    }
+}
+
 /// Chunks `content` with qmd's default char sizes.
 pub fn chunk_document(content: &str) -> Vec<Chunk> {
     chunk_with(content, CHUNK_SIZE_CHARS, CHUNK_OVERLAP_CHARS, CHUNK_WINDOW_CHARS)

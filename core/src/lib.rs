@@ -32,10 +32,14 @@ pub mod document;
 mod engine;
 mod error;
 pub mod index;
+pub mod inference;
 pub mod lookup;
+#[cfg(feature = "models")]
+pub mod model;
 pub mod query;
 pub mod search;
 pub mod source;
+pub mod vector;
 pub mod vpath;
 
 #[cfg(feature = "component")]
@@ -43,6 +47,6 @@ mod component;
 
 pub use api::*;
 pub use directory::{Directory, RamDirectory};
-pub use engine::{Engine, Progress};
+pub use engine::{EmbedJob, EmbedOptions, EmbedReport, Engine, Progress, QueryJob, QueryModels, QueryStep, embed_fingerprint};
 pub use error::{Error, ErrorKind, Result};
 pub use source::{MemorySource, ReadFailure, SourceFile, SourceTree, WalkEntry};

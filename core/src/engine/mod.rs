@@ -1,10 +1,15 @@
 //! The engine facade: what the component, the browser bindings and tests
 //! call. It owns the storage handles and a cached snapshot of the index.
 
+mod embed;
 mod manage;
 mod query;
 mod read;
 mod update;
+mod vsearch;
+
+pub use embed::{EmbedJob, EmbedOptions, EmbedReport, embed_fingerprint};
+pub use query::{QueryJob, QueryModels, QueryStep};
 
 use std::cell::RefCell;
 use std::rc::Rc;

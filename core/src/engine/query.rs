@@ -11,14 +11,17 @@
 //! scores fall back to the fused position), and the result's `notes` say so.
 
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use super::Engine;
 use super::read::{Found, SnippetFocus};
+use super::vsearch::{usable_vectors, vector_list};
 use crate::api::*;
 use crate::chunk::{Chunk, chunk_document};
 use crate::collection::Config;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
+use crate::inference::{EmbedderInfo, Inference};
 use crate::query::document::{QueryDocument, parse_query_document, type_name, validate_search};
 use crate::query::lex::parse_lex;
 use crate::search::fusion::{RankedList, reciprocal_rank_fusion};
@@ -164,9 +167,114 @@ fn blend_weight(rrf_rank: usize) -> f64 {
     }
 }
 
+/// What a [`QueryJob`] needs next.
+#[derive(Debug, PartialEq)]
+pub enum QueryStep {
+    /// Embed these texts (query prompt already applied), in order.
+    Embed(Vec<String>),
+    /// Score each document against the query with the reranker.
+    Rerank { query: String, documents: Vec<String> },
+    /// Finished: take the result with [`QueryJob::into_result`].
+    Done,
+}
+
+/// A vector list to run once its text is embedded.
+struct VectorSearch {
+    query_type: &'static str,
+    text: String,
+    collection: Option<String>,
+    weight: f64,
+}
+
+/// What the caller's models offer a query.
+#[derive(Clone, Debug, Default)]
+pub struct QueryModels {
+    pub embedder: Option<EmbedderInfo>,
+    pub reranker: Option<String>,
+}
+
+/// A `query` in progress. Each step hands out at most one model request;
+/// the answer goes to [`Engine::query_answer_vectors`] or
+/// [`Engine::query_answer_scores`].
+pub struct QueryJob {
+    request: QueryRequest,
+    plan: Plan,
+    config: Config,
+    scope: Vec<String>,
+    index: Rc<Index>,
+    ranked: Vec<RankedList<DocAddress>>,
+    vector_searches: Vec<VectorSearch>,
+    embedder: Option<EmbedderInfo>,
+    reranker: bool,
+    candidates: Vec<Candidate>,
+    /// Distinct chunk texts sent to the reranker, per candidate.
+    rerank_slots: Vec<usize>,
+    rerank_scores: Option<Vec<f64>>,
+    result: QueryResult,
+    step: Pending,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Pending {
+    Vectors,
+    Scores,
+    Done,
+}
+
+impl QueryJob {
+    pub fn into_result(self) -> QueryResult {
+        self.result
+    }
+}
+
 impl Engine {
-    /// The hybrid `query` (qmd's `hybridQuery` / `structuredSearch`).
+    /// The hybrid `query` (qmd's `hybridQuery` / `structuredSearch`)
+    /// without models: keyword lists only, scores by fused position.
     pub fn query(&self, request: &QueryRequest) -> Result<QueryResult> {
+        self.query_with(request, None)
+    }
+
+    /// The whole `query` with synchronous models. A model that fails to
+    /// load degrades the way qmd does (its step is skipped, with a note).
+    pub fn query_with(&self, request: &QueryRequest, inference: Option<&dyn Inference>) -> Result<QueryResult> {
+        let mut models = QueryModels::default();
+        let mut notes = Vec::new();
+        if let Some(inference) = inference {
+            match inference.embedder() {
+                Ok(info) => models.embedder = Some(info),
+                Err(e) => notes.push(format!("embedding model unavailable: {}", e.message)),
+            }
+            models.reranker = inference.reranker();
+        }
+        let (mut job, mut step) = self.query_start(request, models)?;
+        job.result.notes.splice(0..0, notes);
+        loop {
+            step = match step {
+                QueryStep::Done => return Ok(job.into_result()),
+                QueryStep::Embed(texts) => {
+                    let vectors = inference.expect("embed asked only with models").embed(&texts)?;
+                    self.query_answer_vectors(&mut job, vectors.into_iter().map(|e| e.vector).collect())?
+                }
+                QueryStep::Rerank { query, documents } => {
+                    let inference = inference.expect("rerank asked only with models");
+                    match inference.rerank(&query, &documents) {
+                        Ok(scores) => self.query_answer_scores(&mut job, scores)?,
+                        Err(e) => {
+                            // qmd: every score 0.5 when the reranker cannot run.
+                            job.result.notes.push(format!(
+                                "Reranker unavailable — skipping reranking ({}). Use --no-rerank to skip it.",
+                                e.message
+                            ));
+                            self.query_answer_scores(&mut job, vec![0.5; documents.len()])?
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Plans the query and runs its keyword lists.
+    pub fn query_start(&self, request: &QueryRequest, models: QueryModels) -> Result<(QueryJob, QueryStep)> {
         let plan = plan(request)?;
         let config = self.config()?;
         let scope = self.scope(&config, &request.options.collections)?;
@@ -174,8 +282,7 @@ impl Engine {
         let mut result =
             QueryResult { primary_query: plan.primary.clone(), intent: plan.intent.clone(), ..Default::default() };
         let mut lists = Lists { index: &index, scope: &scope, engine: self, ranked: Vec::new(), info: Vec::new() };
-
-        let vector_searches: Vec<&TypedSearch>;
+        let mut vector_searches = Vec::new();
         if let Some(text) = &plan.expand {
             // Probe: a strong, clear BM25 winner skips expansion.
             lists.keyword(text, "original", None, 2.0)?;
@@ -190,7 +297,13 @@ impl Engine {
             for search in result.expansion.iter().filter(|s| s.kind == SearchType::Lex) {
                 lists.keyword(&search.query, "lex", None, 1.0)?;
             }
-            vector_searches = result.expansion.iter().filter(|s| s.kind != SearchType::Lex).collect();
+            // qmd: the original text, then each vec/hyde expansion.
+            let original = VectorSearch { query_type: "original", text: text.clone(), collection: None, weight: 2.0 };
+            vector_searches.push(original);
+            for search in result.expansion.iter().filter(|s| s.kind != SearchType::Lex) {
+                let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
+                vector_searches.push(VectorSearch { query_type, text: search.query.clone(), collection: None, weight: 1.0 });
+            }
         } else {
             // Each (search, collection) pair is its own list; the first list
             // gets double weight.
@@ -205,70 +318,200 @@ impl Engine {
                     lists.keyword(&search.query, "lex", *collection, weight)?;
                 }
             }
-            vector_searches = plan.searches.iter().filter(|s| s.kind != SearchType::Lex).collect();
+            // Weights of vector lists are settled when they run (the first
+            // non-empty list overall gets 2×).
+            for search in plan.searches.iter().filter(|s| s.kind != SearchType::Lex) {
+                let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
+                for collection in &named {
+                    let collection = collection.cloned();
+                    vector_searches.push(VectorSearch { query_type, text: search.query.clone(), collection, weight: 1.0 });
+                }
+            }
         }
-        if !vector_searches.is_empty() || plan.expand.is_some() {
-            result.notes.push("no vector index: vec/hyde searches were skipped (run 'qmd embed')".into());
-        }
+        let (ranked, info) = (lists.ranked, lists.info);
+        result.lists = info;
 
-        result.lists = lists.info;
-        let fused = reciprocal_rank_fusion(&lists.ranked);
-        let mut candidates = Vec::new();
-        for rrf in fused.into_iter().take(request.candidate_limit.max(1)) {
-            let segment = &index.segments[rrf.key.segment];
-            let record = segment.doc(rrf.key.doc)?;
-            let body = segment.body(&record)?;
-            let chunk = best_chunk(&body, &plan.primary, plan.intent.as_deref());
-            candidates.push(Candidate { address: rrf.key, rrf, body, chunk });
+        let mut embedder = None;
+        if !vector_searches.is_empty() {
+            match (&models.embedder, index.vectors()?) {
+                (_, None) => result.notes.push("no vector index: vec/hyde searches were skipped (run 'qmd embed')".into()),
+                (None, Some(_)) => result.notes.push("no embedding model: vec/hyde searches were skipped".into()),
+                (Some(info), Some(_)) => match usable_vectors(&index, info) {
+                    Ok(_) => embedder = Some(info.clone()),
+                    Err(e) => result.notes.push(format!("vec/hyde searches were skipped: {}", e.message)),
+                },
+            }
         }
-        if request.rerank && !candidates.is_empty() {
-            result.notes.push("no reranker model: scores are the fused position 1/rank".into());
+        let mut job = QueryJob {
+            request: request.clone(),
+            plan,
+            config,
+            scope,
+            index,
+            ranked,
+            vector_searches,
+            reranker: models.reranker.is_some(),
+            embedder,
+            candidates: Vec::new(),
+            rerank_slots: Vec::new(),
+            rerank_scores: None,
+            result,
+            step: Pending::Done,
+        };
+        if let Some(info) = &job.embedder {
+            // One batch for every vector search (identical texts embed once).
+            let mut texts: Vec<String> = Vec::new();
+            for search in &job.vector_searches {
+                let text = format!("{}{}", info.query_prompt, search.text);
+                if !texts.contains(&text) {
+                    texts.push(text);
+                }
+            }
+            job.step = Pending::Vectors;
+            return Ok((job, QueryStep::Embed(texts)));
         }
-        result.hits = self.finish(&config, &index, &plan, candidates, request)?;
-        Ok(result)
+        let step = self.query_fuse(&mut job)?;
+        Ok((job, step))
     }
 
-    /// Scores candidates by fused position (no reranker), then dedupes,
-    /// filters and cuts as qmd does, and builds each hit's snippet.
-    fn finish(
-        &self,
-        config: &Config,
-        index: &Index,
-        plan: &Plan,
-        candidates: Vec<Candidate>,
-        request: &QueryRequest,
-    ) -> Result<Vec<QueryHit>> {
-        let options = &request.options;
-        let mut seen = HashSet::new();
-        let mut hits = Vec::new();
-        for (i, candidate) in candidates.into_iter().enumerate() {
+    /// Takes the query vectors (in the order of [`QueryStep::Embed`]) and
+    /// runs the vector lists.
+    pub fn query_answer_vectors(&self, job: &mut QueryJob, vectors: Vec<Vec<f32>>) -> Result<QueryStep> {
+        if job.step != Pending::Vectors {
+            return Err(Error::invalid("this query is not waiting for vectors"));
+        }
+        let info = job.embedder.clone().expect("vectors asked only with an embedder");
+        let set = usable_vectors(&job.index, &info)?.expect("vectors checked at start");
+        let mut texts: Vec<String> = Vec::new();
+        for search in &job.vector_searches {
+            let text = format!("{}{}", info.query_prompt, search.text);
+            if !texts.contains(&text) {
+                texts.push(text);
+            }
+        }
+        if vectors.len() != texts.len() {
+            return Err(Error::invalid(format!("expected {} query vectors, got {}", texts.len(), vectors.len())));
+        }
+        for search in &job.vector_searches {
+            let text = format!("{}{}", info.query_prompt, search.text);
+            let vector = &vectors[texts.iter().position(|t| *t == text).expect("embedded above")];
+            let within = search.collection.as_ref().map_or(&job.scope[..], std::slice::from_ref);
+            let hits = vector_list(&job.index, set, vector, within, LIST_LIMIT)?;
+            if hits.is_empty() {
+                continue;
+            }
+            let structured = job.plan.expand.is_none();
+            let weight = if structured && job.ranked.is_empty() { 2.0 } else { search.weight };
+            job.result.lists.push(RankedListInfo {
+                source: "vec".into(),
+                query_type: search.query_type.into(),
+                query: search.text.clone(),
+                collection: search.collection.clone(),
+                weight,
+                hits: hits.len() as u32,
+            });
+            let items = hits.into_iter().map(|h| (h.address, h.score)).collect();
+            job.ranked.push(RankedList { weight, items });
+        }
+        self.query_fuse(job)
+    }
+
+    /// Fuses the lists, picks each candidate's best chunk, and asks for
+    /// reranking when a reranker is there and wanted.
+    fn query_fuse(&self, job: &mut QueryJob) -> Result<QueryStep> {
+        let fused = reciprocal_rank_fusion(&job.ranked);
+        for rrf in fused.into_iter().take(job.request.candidate_limit.max(1)) {
+            let segment = &job.index.segments[rrf.key.segment];
+            let record = segment.doc(rrf.key.doc)?;
+            let body = segment.body(&record)?;
+            let chunk = best_chunk(&body, &job.plan.primary, job.plan.intent.as_deref());
+            job.candidates.push(Candidate { address: rrf.key, rrf, body, chunk });
+        }
+        if !job.request.rerank || job.candidates.is_empty() {
+            return self.query_finish(job);
+        }
+        if !job.reranker {
+            job.result.notes.push("no reranker model: scores are the fused position 1/rank".into());
+            return self.query_finish(job);
+        }
+        // Identical chunk texts are scored once.
+        let mut documents: Vec<String> = Vec::new();
+        for candidate in &job.candidates {
+            let slot = documents.iter().position(|d| *d == candidate.chunk.text).unwrap_or_else(|| {
+                documents.push(candidate.chunk.text.clone());
+                documents.len() - 1
+            });
+            job.rerank_slots.push(slot);
+        }
+        let query = match &job.plan.intent {
+            Some(intent) => format!("{intent}\n\n{}", job.plan.primary),
+            None => job.plan.primary.clone(),
+        };
+        job.step = Pending::Scores;
+        Ok(QueryStep::Rerank { query, documents })
+    }
+
+    /// Takes the reranker's scores (in the order of [`QueryStep::Rerank`]).
+    pub fn query_answer_scores(&self, job: &mut QueryJob, scores: Vec<f32>) -> Result<QueryStep> {
+        if job.step != Pending::Scores {
+            return Err(Error::invalid("this query is not waiting for rerank scores"));
+        }
+        let distinct = job.rerank_slots.iter().max().map_or(0, |m| m + 1);
+        if scores.len() != distinct {
+            return Err(Error::invalid(format!("expected {distinct} rerank scores, got {}", scores.len())));
+        }
+        job.rerank_scores = Some(job.rerank_slots.iter().map(|&s| f64::from(scores[s])).collect());
+        self.query_finish(job)
+    }
+
+    /// qmd's blend (or the position alone), then dedupe, filter and cut,
+    /// and each hit's snippet.
+    fn query_finish(&self, job: &mut QueryJob) -> Result<QueryStep> {
+        job.step = Pending::Done;
+        let options = &job.request.options;
+        let scores = job.rerank_scores.take();
+        let mut scored: Vec<(f64, Option<f64>, f64, usize, Candidate)> = Vec::new();
+        for (i, candidate) in std::mem::take(&mut job.candidates).into_iter().enumerate() {
             let rank = i + 1;
-            let score = 1.0 / rank as f64;
+            let position = 1.0 / rank as f64;
+            let (score, rerank, weight) = match &scores {
+                Some(s) => {
+                    let w = blend_weight(rank);
+                    (w * position + (1.0 - w) * s[i], Some(s[i]), w)
+                }
+                None => (position, None, if job.request.rerank { blend_weight(rank) } else { 1.0 }),
+            };
+            scored.push((score, rerank, weight, rank, candidate));
+        }
+        // Stable: equal scores keep fused order.
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut seen = HashSet::new();
+        for (score, rerank_score, blend_weight, rank, candidate) in scored {
             if !seen.insert(candidate.address) || score < options.min_score {
                 continue;
             }
-            if hits.len() >= options.limit {
+            if job.result.hits.len() >= options.limit {
                 break;
             }
             let chunk_len = candidate.chunk.text.chars().count();
             let focus = SnippetFocus {
-                query: &plan.primary,
+                query: &job.plan.primary,
                 chunk: Some((candidate.chunk.pos, chunk_len)),
-                intent: plan.intent.as_deref(),
+                intent: job.plan.intent.as_deref(),
             };
             let found = Found { address: candidate.address, score, body: Some(candidate.body) };
-            let hit = self.hit(config, index, found, &focus, options)?;
-            hits.push(QueryHit {
+            let hit = self.hit(&job.config, &job.index, found, &focus, options)?;
+            job.result.hits.push(QueryHit {
                 hit,
                 rrf_rank: rank as u32,
                 rrf_score: candidate.rrf.score,
                 top_rank_bonus: candidate.rrf.top_rank_bonus,
                 contributions: candidate.rrf.contributions,
-                rerank_score: None,
-                blend_weight: if request.rerank { blend_weight(rank) } else { 1.0 },
+                rerank_score,
+                blend_weight,
             });
         }
-        Ok(hits)
+        Ok(QueryStep::Done)
     }
 }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::directory::Directory;
+use crate::vector::VectorManifest;
 use crate::error::{Error, ErrorKind, Result};
 
 pub const MANIFEST: &str = "manifest.json";
@@ -72,6 +73,9 @@ pub struct Manifest {
     /// that opened the old manifest can finish.
     #[serde(default)]
     pub previous_files: Vec<String>,
+    /// Chunk vectors, once `embed` has run.
+    #[serde(default)]
+    pub vectors: Option<VectorManifest>,
 }
 
 impl Manifest {
@@ -103,7 +107,8 @@ impl Manifest {
     }
 
     pub fn files(&self) -> Vec<String> {
-        self.segments.iter().flat_map(|s| s.files().map(str::to_string)).collect()
+        let vectors = self.vectors.iter().flat_map(VectorManifest::files);
+        self.segments.iter().flat_map(|s| s.files()).chain(vectors).map(str::to_string).collect()
     }
 
     pub fn total_docs(&self) -> u64 {

@@ -18,10 +18,12 @@ use std::rc::Rc;
 pub use manifest::{Manifest, SegmentMeta};
 use segment::reader::cached;
 pub use segment::{DocRecord, SegmentReader};
+pub(crate) use writer::collect_garbage;
 pub use writer::{CommitStats, IndexWriter};
 
 use crate::directory::Directory;
 use crate::error::Result;
+use crate::vector::VectorSet;
 
 /// A document's address: segment index in the snapshot, ordinal inside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,6 +46,7 @@ pub struct Index {
     pub segments: Vec<SegmentReader>,
     catalog: OnceCell<Vec<CatalogEntry>>,
     counts: OnceCell<BTreeMap<String, u32>>,
+    vectors: OnceCell<Option<VectorSet>>,
 }
 
 impl Index {
@@ -51,7 +54,14 @@ impl Index {
     pub fn open(dir: Rc<dyn Directory>) -> Result<Index> {
         let manifest = Manifest::load(dir.as_ref())?;
         let segments = manifest.segments.iter().map(|m| SegmentReader::open(dir.clone(), m.clone())).collect();
-        Ok(Index { dir, manifest, segments, catalog: OnceCell::new(), counts: OnceCell::new() })
+        Ok(Index {
+            dir,
+            manifest,
+            segments,
+            catalog: OnceCell::new(),
+            counts: OnceCell::new(),
+            vectors: OnceCell::new(),
+        })
     }
 
     pub fn directory(&self) -> Rc<dyn Directory> {
@@ -97,6 +107,12 @@ impl Index {
             }
             Ok(counts)
         })
+    }
+
+    /// The chunk vectors, if `embed` has run. Loaded once per snapshot.
+    pub fn vectors(&self) -> Result<Option<&VectorSet>> {
+        cached(&self.vectors, || self.manifest.vectors.as_ref().map(|m| VectorSet::open(&self.dir, m)).transpose())
+            .map(Option::as_ref)
     }
 
     pub fn body(&self, entry: &CatalogEntry) -> Result<String> {

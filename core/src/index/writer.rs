@@ -159,11 +159,11 @@ fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
 /// Deletes index files that neither this generation nor the previous one
 /// names (leftovers of replaced generations or of a crashed update).
 /// Failures are ignored: a stray file costs space, not correctness.
-fn collect_garbage(dir: &dyn Directory, manifest: &Manifest) {
+pub(crate) fn collect_garbage(dir: &dyn Directory, manifest: &Manifest) {
     let keep: BTreeSet<String> = manifest.files().into_iter().chain(manifest.previous_files.iter().cloned()).collect();
     let Ok(files) = dir.list() else { return };
     for file in files {
-        let ours = file.starts_with("seg-") || file.ends_with(".tmp");
+        let ours = file.starts_with("seg-") || file.starts_with("vec-") || file.ends_with(".tmp");
         if ours && file != MANIFEST && !keep.contains(&file) {
             let _ = dir.delete(&file);
         }

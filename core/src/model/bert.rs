@@ -1,0 +1,169 @@
+//! BERT (Devlin et al.) as Hugging Face's `BertModel` computes it: token,
+//! position and segment embeddings, post-norm transformer layers with exact
+//! (erf) GELU, and the `tanh` pooler that classification heads read.
+//!
+//! Field names follow the checkpoint's keys, so loading needs only two
+//! renames (`LayerNorm` → `layer_norm`, `attention.self` →
+//! `attention.self_attention`; see `load.rs`).
+
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::tensor::activation::{gelu, softmax};
+use burn::tensor::{Device, Int, Tensor};
+
+use super::config::BertConfig;
+
+/// A batch of token sequences, padded to one length.
+pub struct TokenBatch {
+    /// `[batch, tokens]`
+    pub ids: Tensor<2, Int>,
+    /// `[batch, tokens]`, segment A = 0, B = 1.
+    pub type_ids: Tensor<2, Int>,
+    /// `[batch, tokens]`, 1.0 for real tokens, 0.0 for padding.
+    pub mask: Tensor<2>,
+}
+
+#[derive(Module, Debug)]
+pub struct Embeddings {
+    word_embeddings: Embedding,
+    position_embeddings: Embedding,
+    token_type_embeddings: Embedding,
+    layer_norm: LayerNorm,
+}
+
+#[derive(Module, Debug)]
+pub struct SelfAttention {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+}
+
+#[derive(Module, Debug)]
+pub struct DenseNorm {
+    dense: Linear,
+    layer_norm: LayerNorm,
+}
+
+#[derive(Module, Debug)]
+pub struct Attention {
+    self_attention: SelfAttention,
+    output: DenseNorm,
+}
+
+#[derive(Module, Debug)]
+pub struct Intermediate {
+    dense: Linear,
+}
+
+#[derive(Module, Debug)]
+pub struct Layer {
+    attention: Attention,
+    intermediate: Intermediate,
+    output: DenseNorm,
+}
+
+#[derive(Module, Debug)]
+pub struct Encoder {
+    layer: Vec<Layer>,
+}
+
+#[derive(Module, Debug)]
+pub struct Bert {
+    embeddings: Embeddings,
+    encoder: Encoder,
+    heads: usize,
+}
+
+#[derive(Module, Debug)]
+pub struct Pooler {
+    dense: Linear,
+}
+
+fn linear(d_input: usize, d_output: usize, device: &Device) -> Linear {
+    LinearConfig::new(d_input, d_output).init(device)
+}
+
+fn layer_norm(config: &BertConfig, device: &Device) -> LayerNorm {
+    LayerNormConfig::new(config.hidden_size).with_epsilon(config.layer_norm_eps).init(device)
+}
+
+fn dense_norm(d_input: usize, config: &BertConfig, device: &Device) -> DenseNorm {
+    DenseNorm { dense: linear(d_input, config.hidden_size, device), layer_norm: layer_norm(config, device) }
+}
+
+impl Bert {
+    /// An uninitialised model of the configured shape, ready to load into.
+    pub fn new(config: &BertConfig, device: &Device) -> Bert {
+        let h = config.hidden_size;
+        let embeddings = Embeddings {
+            word_embeddings: EmbeddingConfig::new(config.vocab_size, h).init(device),
+            position_embeddings: EmbeddingConfig::new(config.max_position_embeddings, h).init(device),
+            token_type_embeddings: EmbeddingConfig::new(config.type_vocab_size, h).init(device),
+            layer_norm: layer_norm(config, device),
+        };
+        let layer = (0..config.num_hidden_layers)
+            .map(|_| Layer {
+                attention: Attention {
+                    self_attention: SelfAttention {
+                        query: linear(h, h, device),
+                        key: linear(h, h, device),
+                        value: linear(h, h, device),
+                    },
+                    output: dense_norm(h, config, device),
+                },
+                intermediate: Intermediate { dense: linear(h, config.intermediate_size, device) },
+                output: dense_norm(config.intermediate_size, config, device),
+            })
+            .collect();
+        Bert { embeddings, encoder: Encoder { layer }, heads: config.num_attention_heads }
+    }
+
+    /// Hidden states of the last layer, `[batch, tokens, hidden]`.
+    pub fn forward(&self, batch: &TokenBatch) -> Tensor<3> {
+        let [n, t] = batch.ids.dims();
+        let device = batch.ids.device();
+        let positions = Tensor::<1, Int>::arange(0..t as i64, &device).reshape([1, t]).repeat_dim(0, n);
+        let e = &self.embeddings;
+        let x = e.word_embeddings.forward(batch.ids.clone())
+            + e.position_embeddings.forward(positions)
+            + e.token_type_embeddings.forward(batch.type_ids.clone());
+        let mut x = e.layer_norm.forward(x);
+        // Padding gets a large negative score before the softmax.
+        let bias = (batch.mask.clone() - 1.0).mul_scalar(1e9).reshape([n, 1, 1, t]);
+        for layer in &self.encoder.layer {
+            x = layer.forward(x, bias.clone(), self.heads);
+        }
+        x
+    }
+}
+
+impl Layer {
+    fn forward(&self, x: Tensor<3>, bias: Tensor<4>, heads: usize) -> Tensor<3> {
+        let [n, t, h] = x.dims();
+        let d = h / heads;
+        let split = |y: Tensor<3>| y.reshape([n, t, heads, d]).swap_dims(1, 2);
+        let a = &self.attention.self_attention;
+        let q = split(a.query.forward(x.clone()));
+        let k = split(a.key.forward(x.clone()));
+        let v = split(a.value.forward(x.clone()));
+        let scores = q.matmul(k.swap_dims(2, 3)).div_scalar((d as f64).sqrt()) + bias;
+        let context = softmax(scores, 3).matmul(v).swap_dims(1, 2).reshape([n, t, h]);
+        let out = &self.attention.output;
+        let x = out.layer_norm.forward(out.dense.forward(context) + x);
+        let inner = gelu(self.intermediate.dense.forward(x.clone()));
+        self.output.layer_norm.forward(self.output.dense.forward(inner) + x)
+    }
+}
+
+impl Pooler {
+    pub fn new(config: &BertConfig, device: &Device) -> Pooler {
+        Pooler { dense: linear(config.hidden_size, config.hidden_size, device) }
+    }
+
+    /// `tanh(W · h[CLS] + b)`, `[batch, hidden]`.
+    pub fn forward(&self, hidden: Tensor<3>) -> Tensor<2> {
+        let [n, _, h] = hidden.dims();
+        let cls = hidden.slice([0..n, 0..1]).reshape([n, h]);
+        self.dense.forward(cls).tanh()
+    }
+}

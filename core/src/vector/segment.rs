@@ -1,0 +1,222 @@
+//! A vector segment file (`vec-NNNNNN.qvec`): the chunk vectors of a set
+//! of document contents, keyed by content hash like qmd's `content_vectors`
+//! (identical files share vectors; a rename re-embeds nothing).
+//!
+//! ```text
+//! "QMDVEC01"  dim u32  docs u32  rows u32
+//! docs × (hash: 64 ASCII bytes, first_row u32, rows u32)   contents, by hash
+//! rows × (pos u32, scale f32)          chunk char offset, int8 scale
+//! rows × dim i8                        codes: scanned for every query
+//! rows × dim f32                       exact vectors: read for rescoring
+//! ```
+//! Everything up to the f32 block is loaded at open; the f32 rows are read
+//! one at a time, only for candidates. A content with no text has zero rows
+//! (so it is not pending again). Written once, named by the manifest only
+//! after it is complete, like text segments.
+
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use super::quantize::quantize;
+use crate::directory::Directory;
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"QMDVEC01";
+const HEADER: usize = 8 + 12;
+const HASH_LEN: usize = 64;
+const DOC_ENTRY: usize = HASH_LEN + 8;
+const ROW_ENTRY: usize = 8;
+
+/// qmd's error when the model's dimension differs from the index's.
+pub fn dimension_mismatch(existing: usize, produced: usize) -> Error {
+    Error::invalid(format!(
+        "Embedding dimension mismatch: existing vectors are {existing}d but the current model produces {produced}d. Run 'qmd embed -f' to re-embed with the new model."
+    ))
+}
+
+/// A vector segment as the manifest lists it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct VectorSegmentMeta {
+    pub file: String,
+    pub docs: u32,
+    pub rows: u32,
+}
+
+/// One embedded chunk of a document content.
+pub struct ChunkVector {
+    /// Character offset of the chunk in the body.
+    pub pos: u32,
+    pub vector: Vec<f32>,
+}
+
+#[derive(Default)]
+pub struct VectorSegmentBuilder {
+    dim: usize,
+    docs: Vec<(String, u32, u32)>,
+    rows: Vec<(u32, f32)>,
+    codes: Vec<i8>,
+    floats: Vec<f32>,
+}
+
+impl VectorSegmentBuilder {
+    pub fn new(dim: usize) -> Self {
+        VectorSegmentBuilder { dim, ..Default::default() }
+    }
+
+    pub fn add(&mut self, hash: &str, chunks: &[ChunkVector]) -> Result<()> {
+        if hash.len() != HASH_LEN {
+            return Err(Error::invalid(format!("content hash must be {HASH_LEN} hex characters: {hash}")));
+        }
+        if let Some(chunk) = chunks.iter().find(|c| c.vector.len() != self.dim) {
+            return Err(dimension_mismatch(self.dim, chunk.vector.len()));
+        }
+        self.docs.push((hash.to_string(), self.rows.len() as u32, chunks.len() as u32));
+        for chunk in chunks {
+            let (codes, scale) = quantize(&chunk.vector);
+            self.rows.push((chunk.pos, scale));
+            self.codes.extend(codes);
+            self.floats.extend(&chunk.vector);
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    pub fn finish(self, file: &str) -> (Vec<u8>, VectorSegmentMeta) {
+        let rows = self.rows.len();
+        let mut out = Vec::with_capacity(HEADER + self.docs.len() * DOC_ENTRY + rows * (ROW_ENTRY + self.dim * 5));
+        out.extend(MAGIC);
+        for n in [self.dim, self.docs.len(), rows] {
+            out.extend((n as u32).to_le_bytes());
+        }
+        for (hash, first, n) in &self.docs {
+            out.extend(hash.as_bytes());
+            out.extend(first.to_le_bytes());
+            out.extend(n.to_le_bytes());
+        }
+        for (pos, scale) in &self.rows {
+            out.extend(pos.to_le_bytes());
+            out.extend(scale.to_le_bytes());
+        }
+        out.extend(self.codes.iter().map(|c| *c as u8));
+        for f in &self.floats {
+            out.extend(f.to_le_bytes());
+        }
+        let meta = VectorSegmentMeta { file: file.to_string(), docs: self.docs.len() as u32, rows: rows as u32 };
+        (out, meta)
+    }
+}
+
+/// One content's rows in a segment.
+#[derive(Clone, Debug)]
+pub struct ContentRows {
+    pub hash: String,
+    pub first: u32,
+    pub rows: u32,
+}
+
+/// An open vector segment: tables and int8 codes in memory.
+pub struct VectorSegment {
+    dir: Rc<dyn Directory>,
+    pub meta: VectorSegmentMeta,
+    pub dim: usize,
+    pub contents: Vec<ContentRows>,
+    pub positions: Vec<u32>,
+    pub scales: Vec<f32>,
+    pub codes: Vec<i8>,
+    floats_at: u64,
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+impl VectorSegment {
+    pub fn open(dir: Rc<dyn Directory>, meta: VectorSegmentMeta, dim: usize) -> Result<VectorSegment> {
+        let corrupt = |why: &str| Error::corrupt(&meta.file, why.to_string());
+        let (docs, rows) = (meta.docs as usize, meta.rows as usize);
+        let tables = HEADER + docs * DOC_ENTRY + rows * ROW_ENTRY;
+        let bytes = dir.read_range(&meta.file, 0, tables + rows * dim)?;
+        if bytes.len() != tables + rows * dim || &bytes[..8] != MAGIC {
+            return Err(corrupt("not a vector segment, or truncated"));
+        }
+        if [u32_at(&bytes, 8) as usize, u32_at(&bytes, 12) as usize, u32_at(&bytes, 16) as usize] != [dim, docs, rows]
+        {
+            return Err(corrupt("header does not match the manifest"));
+        }
+        let mut contents = Vec::with_capacity(docs);
+        for d in 0..docs {
+            let at = HEADER + d * DOC_ENTRY;
+            let hash = std::str::from_utf8(&bytes[at..at + HASH_LEN]).map_err(|_| corrupt("bad content hash"))?;
+            let (first, n) = (u32_at(&bytes, at + HASH_LEN), u32_at(&bytes, at + HASH_LEN + 4));
+            if first as usize + n as usize > rows {
+                return Err(corrupt("row range out of bounds"));
+            }
+            contents.push(ContentRows { hash: hash.to_string(), first, rows: n });
+        }
+        let row_table = HEADER + docs * DOC_ENTRY;
+        let positions = (0..rows).map(|r| u32_at(&bytes, row_table + r * ROW_ENTRY)).collect();
+        let scales =
+            (0..rows).map(|r| f32::from_bits(u32_at(&bytes, row_table + r * ROW_ENTRY + 4))).collect();
+        let codes = bytes[tables..].iter().map(|b| *b as i8).collect();
+        Ok(VectorSegment { dir, meta, dim, contents, positions, scales, codes, floats_at: (tables + rows * dim) as u64 })
+    }
+
+    pub fn codes(&self, row: usize) -> &[i8] {
+        &self.codes[row * self.dim..(row + 1) * self.dim]
+    }
+
+    /// The exact vector of a row (read from the file).
+    pub fn exact(&self, row: usize) -> Result<Vec<f32>> {
+        let bytes = self.dir.read_range(&self.meta.file, self.floats_at + (row * self.dim * 4) as u64, self.dim * 4)?;
+        if bytes.len() != self.dim * 4 {
+            return Err(Error::corrupt(&self.meta.file, "truncated vector"));
+        }
+        Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect())
+    }
+
+    /// All rows of one content, exact (for merging).
+    pub fn content_vectors(&self, content: &ContentRows) -> Result<Vec<ChunkVector>> {
+        (content.first..content.first + content.rows)
+            .map(|r| Ok(ChunkVector { pos: self.positions[r as usize], vector: self.exact(r as usize)? }))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RamDirectory;
+
+    #[test]
+    fn round_trip() {
+        let dir: Rc<dyn Directory> = Rc::new(RamDirectory::new());
+        let mut builder = VectorSegmentBuilder::new(3);
+        let h = |c: char| c.to_string().repeat(64);
+        builder.add(&h('a'), &[ChunkVector { pos: 0, vector: vec![1.0, 0.0, 0.0] }]).unwrap();
+        builder.add(&h('b'), &[]).unwrap();
+        builder
+            .add(
+                &h('c'),
+                &[
+                    ChunkVector { pos: 0, vector: vec![0.0, 0.6, 0.8] },
+                    ChunkVector { pos: 700, vector: vec![0.0, -1.0, 0.0] },
+                ],
+            )
+            .unwrap();
+        let err = builder.add(&h('d'), &[ChunkVector { pos: 0, vector: vec![1.0] }]).unwrap_err();
+        assert!(err.to_string().contains("Embedding dimension mismatch: existing vectors are 3d"), "{err}");
+        let (bytes, meta) = builder.finish("vec-000001.qvec");
+        dir.write(&meta.file, &bytes).unwrap();
+        let segment = VectorSegment::open(dir.clone(), meta.clone(), 3).unwrap();
+        assert_eq!(segment.contents.len(), 3, "the refused content is not added");
+        assert_eq!(segment.contents[2].rows, 2);
+        assert_eq!(segment.positions, vec![0, 0, 700]);
+        assert_eq!(segment.exact(1).unwrap(), vec![0.0, 0.6, 0.8]);
+        assert_eq!(segment.codes(2), &[0, -127, 0]);
+        assert!(VectorSegment::open(dir, meta, 4).is_err(), "wrong dimension is refused");
+    }
+}

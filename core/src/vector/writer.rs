@@ -1,0 +1,109 @@
+//! Committing vectors: a new vector segment (or removals), then the
+//! manifest by atomic replace, exactly as text commits do. Segments are
+//! merged like a binary counter (the newest two whenever the newer is at
+//! least half the older), so an embed run of many small batches rewrites
+//! each vector O(log n) times; merges drop vectors of contents no live
+//! document has any more.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
+use super::VectorManifest;
+use crate::directory::Directory;
+use crate::error::Result;
+use crate::index::{Index, Manifest};
+
+/// What a vector commit changes.
+pub enum VectorChange {
+    /// New contents' vectors, from the named model.
+    Add { model: String, fingerprint: String, builder: VectorSegmentBuilder, dimension: usize },
+    /// Drops every vector (`embed -f`).
+    ClearAll,
+    /// Drops the vectors of these contents (`embed -f -c name`).
+    Remove(HashSet<String>),
+}
+
+/// Applies `change` on top of `index` (which must be the current
+/// generation, opened under the index write lock).
+pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
+    let dir = index.directory();
+    let old = &index.manifest;
+    let mut next = old.clone();
+    next.generation += 1;
+    next.previous_files = old.files();
+    let live: HashSet<&str> = index.catalog()?.iter().map(|e| e.record.hash.as_str()).collect();
+    match change {
+        VectorChange::ClearAll => next.vectors = None,
+        VectorChange::Remove(hashes) => {
+            if let Some(vectors) = next.vectors.take() {
+                let keep = |hash: &str| !hashes.contains(hash) && live.contains(hash);
+                let all: Vec<usize> = (0..vectors.segments.len()).collect();
+                next.vectors = Some(rewrite(&dir, &mut next, vectors, &all, &keep)?);
+            }
+        }
+        VectorChange::Add { model, fingerprint, builder, dimension } => {
+            let mut vectors = match next.vectors.take() {
+                Some(v) => {
+                    v.check_model(&model, dimension, &fingerprint)?;
+                    v
+                }
+                None => VectorManifest { model, dimension: dimension as u32, fingerprint, segments: Vec::new() },
+            };
+            if !builder.is_empty() {
+                let meta = write(dir.as_ref(), &mut next, builder)?;
+                vectors.segments.push(meta);
+            }
+            while let [.., older, newer] = vectors.segments.as_slice() {
+                if newer.docs * 2 < older.docs {
+                    break;
+                }
+                let n = vectors.segments.len();
+                vectors = rewrite(&dir, &mut next, vectors, &[n - 2, n - 1], &|h| live.contains(h))?;
+            }
+            next.vectors = Some(vectors);
+        }
+    }
+    next.store(dir.as_ref())?;
+    crate::index::collect_garbage(dir.as_ref(), &next);
+    Ok(())
+}
+
+fn write(dir: &dyn Directory, manifest: &mut Manifest, builder: VectorSegmentBuilder) -> Result<VectorSegmentMeta> {
+    let file = format!("vec-{:06}.qvec", manifest.next_segment);
+    manifest.next_segment += 1;
+    let (bytes, meta) = builder.finish(&file);
+    dir.write(&file, &bytes)?;
+    Ok(meta)
+}
+
+/// Replaces the `picked` segments by one holding the contents `keep` accepts.
+fn rewrite(
+    dir: &Rc<dyn Directory>,
+    manifest: &mut Manifest,
+    mut vectors: VectorManifest,
+    picked: &[usize],
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<VectorManifest> {
+    let dim = vectors.dimension as usize;
+    let mut builder = VectorSegmentBuilder::new(dim);
+    for &i in picked {
+        let segment = VectorSegment::open(dir.clone(), vectors.segments[i].clone(), dim)?;
+        for content in segment.contents.iter().filter(|c| keep(&c.hash)) {
+            builder.add(&content.hash, &segment.content_vectors(content)?)?;
+        }
+    }
+    let mut kept = Vec::new();
+    for (i, meta) in vectors.segments.drain(..).enumerate() {
+        if !picked.contains(&i) {
+            kept.push(meta);
+        }
+    }
+    vectors.segments = kept;
+    if !builder.is_empty() {
+        let at = picked.first().copied().unwrap_or(0).min(vectors.segments.len());
+        let meta = write(dir.as_ref(), manifest, builder)?;
+        vectors.segments.insert(at, meta);
+    }
+    Ok(vectors)
+}
