@@ -281,3 +281,190 @@ fn exclusive_hashes(index: &Index, in_scope: &dyn Fn(&str) -> bool) -> Result<Ha
         .map(|e| e.record.hash.clone())
         .collect())
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::api::{QueryRequest, SearchOptions};
+    use crate::directory::RamDirectory;
+    use crate::source::MemorySource;
+
+    /// A stand-in embedder for engine logic (real models are tested in
+    /// `tests/tests/models.rs`): words hashed into 32 buckets, normalised;
+    /// one token per word.
+    pub(crate) struct WordHash {
+        pub model: String,
+        pub max_tokens: usize,
+        pub calls: Cell<usize>,
+    }
+
+    impl WordHash {
+        pub(crate) fn new(max_tokens: usize) -> Self {
+            WordHash { model: "test/word-hash".into(), max_tokens, calls: Cell::new(0) }
+        }
+    }
+
+    impl Inference for WordHash {
+        fn embedder(&self) -> Result<EmbedderInfo> {
+            Ok(EmbedderInfo {
+                model: self.model.clone(),
+                dimension: 32,
+                max_tokens: self.max_tokens,
+                query_prompt: String::new(),
+                document_prompt: String::new(),
+            })
+        }
+        fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+            self.calls.set(self.calls.get() + 1);
+            Ok(texts
+                .iter()
+                .map(|t| {
+                    let mut v = vec![0f32; 32];
+                    let words: Vec<String> = t.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect();
+                    for w in &words {
+                        let h = content_hash(w.as_bytes());
+                        v[usize::from_str_radix(&h[..2], 16).unwrap() % 32] += 1.0;
+                    }
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+                    Embedding { vector: v.iter().map(|x| x / norm).collect(), tokens: t.split_whitespace().count() as u32 }
+                })
+                .collect())
+        }
+        fn reranker(&self) -> Option<String> {
+            None
+        }
+        fn rerank(&self, _: &str, _: &[String]) -> Result<Vec<f32>> {
+            unreachable!()
+        }
+    }
+
+    pub(crate) fn engine() -> Engine {
+        let mut notes = MemorySource::new();
+        notes.insert("/n", "raft.md", "# Raft\n\nLeader election and log replication keep replicas consistent.", 0);
+        notes.insert("/n", "bread.md", "# Bread\n\nFlour, water, salt, yeast and patience make sourdough.", 0);
+        notes.insert("/m", "copy.md", "# Bread\n\nFlour, water, salt, yeast and patience make sourdough.", 0);
+        let long: String = (0..60).map(|i| format!("paragraph {i} talks about gardening tomatoes\n\n")).collect();
+        notes.insert("/m", "garden.md", long.as_str(), 0);
+        let engine =
+            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
+        engine.collection_add("/n", Some("n"), None).unwrap();
+        engine.collection_add("/m", Some("m"), None).unwrap();
+        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        engine
+    }
+
+    fn rows(engine: &Engine) -> u64 {
+        engine.index().unwrap().manifest.vectors.as_ref().map_or(0, |v| v.rows())
+    }
+
+    #[test]
+    fn embeds_every_content_once_and_resumes() {
+        let engine = engine();
+        let model = WordHash::new(64);
+        let report = engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        // copy.md shares bread.md's content: 3 contents for 4 documents.
+        assert_eq!((report.pending, report.docs), (3, 3));
+        assert!(report.chunks > 4, "the long document has several chunks");
+        assert_eq!(rows(&engine), report.chunks);
+        let again = engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        assert_eq!((again.pending, again.chunks), (0, 0));
+
+        // Vector search finds meaning and maps shared contents to each document.
+        let options = SearchOptions { limit: 5, ..Default::default() };
+        let hits = engine.vsearch_with("sourdough flour yeast patience salt water", &options, &model).unwrap();
+        let paths: Vec<&str> = hits.iter().take(2).map(|h| h.path.as_str()).collect();
+        assert!(paths.contains(&"bread.md") && paths.contains(&"copy.md"), "{hits:#?}");
+        let scoped = SearchOptions { collections: vec!["n".into()], ..options };
+        assert!(engine.vsearch_with("sourdough flour", &scoped, &model).unwrap().iter().all(|h| h.collection == "n"));
+    }
+
+    #[test]
+    fn an_interrupted_run_keeps_finished_batches_and_adds_no_duplicates() {
+        let engine = engine();
+        let model = WordHash::new(64);
+        let options = EmbedOptions { max_docs_per_batch: 1, ..Default::default() };
+        let mut job = engine.embed_start(model.embedder().unwrap(), &options).unwrap();
+        let embedded = || engine.index().unwrap().vectors().unwrap().map_or(0, |set| set.hashes().len());
+        // Two batches (one content each) committed, the third handed out
+        // and never answered: the process died.
+        loop {
+            let texts = engine.embed_next(&mut job).unwrap().unwrap();
+            if embedded() == 2 {
+                break;
+            }
+            engine.embed_supply(&mut job, model.embed(&texts).unwrap()).unwrap();
+        }
+        drop(job);
+        assert_eq!(embedded(), 2);
+        let rest = engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        assert_eq!(rest.pending, 1);
+        let full = engine.embed_with(&model, &EmbedOptions { force: true, ..Default::default() }, &mut |_, _, _| {});
+        let full = full.unwrap();
+        assert!(full.cleared);
+        assert_eq!(rows(&engine), full.chunks, "same rows as a clean run: no duplicates");
+        let set = engine.index().unwrap();
+        let set = set.vectors().unwrap().unwrap();
+        let mut hashes: Vec<&str> = set.segments.iter().flat_map(|s| s.contents.iter().map(|c| c.hash.as_str())).collect();
+        let n = hashes.len();
+        hashes.dedup();
+        assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn long_chunks_are_split_to_fit_the_window() {
+        let engine = engine();
+        // A 12-token window: chunks of 10 tokens, first pass 30 chars.
+        let model = WordHash::new(12);
+        let report = engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        assert!(report.chunks > 20);
+        let set = engine.index().unwrap();
+        let set = set.vectors().unwrap().unwrap();
+        assert!(set.segments.iter().all(|s| s.positions.windows(2).all(|w| w[0] != w[1] || w[0] == 0)));
+    }
+
+    #[test]
+    fn another_model_is_refused_with_the_fix() {
+        let engine = engine();
+        engine.embed_with(&WordHash::new(64), &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        let mut other = WordHash::new(64);
+        other.model = "other/model".into();
+        let err = engine.embed_with(&other, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap_err();
+        assert!(err.message.contains("Run 'qmd embed -f'"), "{}", err.message);
+        let err = engine.vsearch_with("bread", &SearchOptions::default(), &other).unwrap_err();
+        assert!(err.message.starts_with("Embedding model changed"), "{}", err.message);
+        // -f re-embeds with the new model.
+        engine.embed_with(&other, &EmbedOptions { force: true, ..Default::default() }, &mut |_, _, _| {}).unwrap();
+        assert_eq!(engine.index().unwrap().manifest.vectors.as_ref().unwrap().model, "other/model");
+        // A scoped force keeps contents another collection shares.
+        let scoped = EmbedOptions { force: true, collection: Some("n".into()), ..Default::default() };
+        let report = engine.embed_with(&other, &scoped, &mut |_, _, _| {}).unwrap();
+        assert_eq!(report.pending, 1, "raft; bread is shared with m");
+        let err = engine.embed_with(&other, &EmbedOptions { collection: Some("x".into()), ..Default::default() }, &mut |_, _, _| {});
+        assert_eq!(err.unwrap_err().message, "Collection not found: x");
+    }
+
+    #[test]
+    fn hybrid_query_adds_vector_lists() {
+        let engine = engine();
+        let model = WordHash::new(64);
+        engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        let request = QueryRequest { query: Some("vec: sourdough yeast".into()), parse_document: true, ..Default::default() };
+        let result = engine.query_with(&request, Some(&model)).unwrap();
+        assert_eq!(result.lists.len(), 1);
+        assert_eq!((result.lists[0].source.as_str(), result.lists[0].weight), ("vec", 2.0));
+        assert!(["bread.md", "copy.md"].contains(&result.hits[0].hit.path.as_str()));
+        // A plain query: BM25 probe + fallback lex, then original/hyde/vec vector lists.
+        let plain = QueryRequest { query: Some("tomatoes".into()), parse_document: true, ..Default::default() };
+        let result = engine.query_with(&plain, Some(&model)).unwrap();
+        let kinds: Vec<(&str, &str, f64)> =
+            result.lists.iter().map(|l| (l.source.as_str(), l.query_type.as_str(), l.weight)).collect();
+        assert!(kinds.contains(&("vec", "original", 2.0)), "{kinds:?}");
+        assert_eq!(result.hits[0].hit.path, "garden.md");
+        // Without models the same query skips vectors, with a note.
+        let result = engine.query(&plain).unwrap();
+        assert!(result.lists.iter().all(|l| l.source == "fts"));
+    }
+}
