@@ -201,6 +201,9 @@ pub struct IndexStatus {
     pub total_documents: u32,
     pub needs_embedding: u32,
     pub has_vector_index: bool,
+    /// Chunk vectors stored, and the model that made them.
+    pub vectors: u64,
+    pub embed_model: Option<String>,
     pub index_bytes: u64,
     pub segments: u32,
     pub generation: u64,

@@ -4,6 +4,7 @@ mod cli;
 mod component;
 mod lock;
 mod mcp;
+mod models;
 mod paths;
 
 use std::process::ExitCode;

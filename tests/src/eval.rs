@@ -1,4 +1,5 @@
-//! Retrieval-quality evaluation of the engine's BM25 search.
+//! Retrieval-quality evaluation of the engine: BM25 search, vector search
+//! and the hybrid query (see [`Mode`]).
 //!
 //! - BEIR collections (SciFact, NFCorpus; see `/work/shared/eval/README.md`):
 //!   each document becomes `<_id>.md` = `# {title}\n\n{text}` in one
@@ -16,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use qmd_core::{Engine, MemorySource, RamDirectory, SearchOptions};
+use qmd_core::inference::Inference;
+use qmd_core::{Engine, MemorySource, QueryRequest, RamDirectory, SearchHit, SearchOptions};
 use serde::Deserialize;
 
 /// Default root of the BEIR data sets (override: `QMD_BEIR_ROOT`).
@@ -194,14 +196,69 @@ pub struct BeirMetrics {
     pub elapsed: Duration,
 }
 
+/// How a run retrieves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `search`: BM25 only.
+    Bm25,
+    /// The query's embedding against the chunk vectors (no expansion).
+    Vector,
+    /// `query --no-rerank`: BM25 probe, fallback expansion, BM25 and vector
+    /// lists fused with RRF.
+    Hybrid,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bm25 => "bm25",
+            Mode::Vector => "vector",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// The top `limit` documents for `text` in `mode` (`models` needed for
+/// vector and hybrid).
+pub fn retrieve(engine: &Engine, mode: Mode, models: Option<&dyn Inference>, text: &str, limit: usize) -> Vec<SearchHit> {
+    let options = SearchOptions { limit, ..SearchOptions::default() };
+    let result = match mode {
+        Mode::Bm25 => engine.search(text, &options),
+        Mode::Vector => {
+            let models = models.expect("vector mode needs models");
+            let info = models.embedder().expect("embedder");
+            let query = format!("{}{text}", info.query_prompt);
+            let vector = models.embed(&[query]).expect("embed the query").remove(0).vector;
+            engine.vector_search(&info, &[vector], text, &options)
+        }
+        Mode::Hybrid => {
+            let request = QueryRequest {
+                query: Some(text.to_string()),
+                parse_document: false,
+                options,
+                candidate_limit: limit,
+                rerank: false,
+                ..QueryRequest::default()
+            };
+            engine.query_with(&request, models).map(|r| r.hits.into_iter().map(|h| h.hit).collect())
+        }
+    };
+    result.unwrap_or_else(|e| panic!("{} {text:?}: {e:?}", mode.name()))
+}
+
 /// Runs every query of `qrels` (top 100) and averages nDCG@10 / Recall@100.
-pub fn evaluate_beir(engine: &Engine, queries: &HashMap<String, String>, qrels: &Qrels) -> BeirMetrics {
+pub fn evaluate_beir(
+    engine: &Engine,
+    mode: Mode,
+    models: Option<&dyn Inference>,
+    queries: &HashMap<String, String>,
+    qrels: &Qrels,
+) -> BeirMetrics {
     let start = Instant::now();
-    let options = SearchOptions { limit: 100, ..SearchOptions::default() };
     let (mut ndcg, mut recall) = (0.0, 0.0);
     for (qid, judged) in qrels {
         let text = queries.get(qid).unwrap_or_else(|| panic!("query {qid} missing from queries.jsonl"));
-        let hits = engine.search(text, &options).unwrap_or_else(|e| panic!("search {text:?}: {e:?}"));
+        let hits = retrieve(engine, mode, models, text, 100);
         let ranked: Vec<&str> = hits.iter().map(|h| h.path.strip_suffix(".md").unwrap_or(&h.path)).collect();
         ndcg += ndcg_at(&ranked, judged, 10);
         recall += recall_at(&ranked, judged, 100);
@@ -249,12 +306,11 @@ impl QmdEval {
     }
 
     /// Hit@1/3/5 per difficulty (in first-seen order) and overall.
-    pub fn evaluate(&self) -> QmdMetrics {
-        let options = SearchOptions { limit: 5, ..SearchOptions::default() };
+    pub fn evaluate(&self, mode: Mode, models: Option<&dyn Inference>) -> QmdMetrics {
         let mut rows: Vec<QmdRow> = Vec::new();
         let mut misses = Vec::new();
         for q in &self.queries {
-            let hits = self.engine.search(&q.query, &options).unwrap_or_else(|e| panic!("search {:?}: {e:?}", q.query));
+            let hits = retrieve(&self.engine, mode, models, &q.query, 5);
             let expected = q.expected.to_lowercase();
             let rank = hits.iter().position(|h| h.path.to_lowercase().contains(&expected));
             for label in [q.difficulty.as_str(), "overall"] {
@@ -288,7 +344,7 @@ impl QmdEval {
             row.hit3 /= n;
             row.hit5 /= n;
         }
-        QmdMetrics { rows, misses }
+        QmdMetrics { mode, rows, misses }
     }
 }
 
@@ -303,6 +359,7 @@ pub struct QmdRow {
 
 #[derive(Clone, Debug)]
 pub struct QmdMetrics {
+    pub mode: Mode,
     pub rows: Vec<QmdRow>,
     /// Queries whose expected file is not in the top 3.
     pub misses: Vec<String>,
@@ -316,7 +373,7 @@ impl QmdMetrics {
     /// The Hit@k table next to qmd 2.8.3's Hit@3.
     pub fn table(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "qmd eval set (BM25, search limit 5)");
+        let _ = writeln!(s, "qmd eval set ({}, limit 5)", self.mode.name());
         let _ = writeln!(
             s,
             "  {:<10} {:>3}  {:>6} {:>6} {:>6}  {:>14}",
@@ -390,4 +447,26 @@ mod tests {
         assert_eq!(recall_at(&["x", "b"], &j, 100), 0.5);
         assert_eq!(recall_at(&["x", "b"], &j, 1), 0.0);
     }
+}
+
+/// Embeds every document of `engine` (progress on stderr); returns the
+/// chunk count.
+pub fn embed_all(engine: &Engine, models: &dyn Inference) -> u64 {
+    let start = Instant::now();
+    let mut last = Instant::now();
+    let report = engine
+        .embed_with(models, &qmd_core::EmbedOptions::default(), &mut |_, done, total| {
+            if last.elapsed().as_secs() >= 10 {
+                last = Instant::now();
+                eprintln!("  embedded {:.0}% of {} MB", done as f64 * 100.0 / total.max(1) as f64, total >> 20);
+            }
+        })
+        .expect("embed");
+    eprintln!(
+        "  {} chunks of {} documents embedded in {:.1}s",
+        report.chunks,
+        report.docs,
+        start.elapsed().as_secs_f64()
+    );
+    report.chunks
 }

@@ -1,3 +1,4 @@
 //! Cross-crate tests and the retrieval evaluation of the qmd engine.
 
 pub mod eval;
+pub mod models;

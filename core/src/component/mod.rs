@@ -5,6 +5,8 @@
 #![allow(clippy::too_many_arguments)]
 
 mod fs;
+#[cfg(not(feature = "plugin"))]
+mod models;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -212,6 +214,8 @@ impl Guest for Component {
             total_documents: s.total_documents,
             needs_embedding: s.needs_embedding,
             has_vector_index: s.has_vector_index,
+            vectors: s.vectors,
+            embed_model: s.embed_model,
             index_bytes: s.index_bytes,
             segments: s.segments,
             generation: s.generation,
@@ -246,7 +250,11 @@ impl Guest for Component {
             candidate_limit: r.candidate_limit as usize,
             rerank: r.rerank,
         };
-        Ok(query_result(engine().query(&request)?))
+        #[cfg(not(feature = "plugin"))]
+        let models: Option<&dyn crate::inference::Inference> = Some(&models::HostModels);
+        #[cfg(feature = "plugin")]
+        let models = None;
+        Ok(query_result(engine().query_with(&request, models)?))
     }
 
     fn get(r: wit::GetRequest) -> Result<wit::Document, wit::GetError> {

@@ -237,11 +237,21 @@ impl Engine {
                 include_by_default: c.include_by_default,
             })
             .collect();
+        // Documents whose content has no vectors (all of them before `embed`).
+        let (needs_embedding, vectors, embed_model) = match index.vectors()? {
+            None => (total, 0, None),
+            Some(set) => {
+                let have = set.hashes();
+                let pending = index.catalog()?.iter().filter(|e| !have.contains(e.record.hash.as_str())).count();
+                (pending as u32, set.manifest.rows(), Some(set.manifest.model.clone()))
+            }
+        };
         Ok(IndexStatus {
             total_documents: total,
-            // No embeddings exist yet: every document still needs them.
-            needs_embedding: total,
-            has_vector_index: false,
+            needs_embedding,
+            has_vector_index: vectors > 0,
+            vectors,
+            embed_model,
             index_bytes: index.size_bytes(),
             segments: index.segments.len() as u32,
             generation: index.manifest.generation,

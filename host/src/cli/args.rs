@@ -10,6 +10,9 @@ pub struct Cli {
     /// Use a named index (its own config and index files).
     #[arg(long, global = true)]
     pub index: Option<String>,
+    /// Run models on the CPU (sets QMD_FORCE_CPU=1).
+    #[arg(long, global = true)]
+    pub no_gpu: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -32,6 +35,13 @@ pub enum Command {
     },
     /// Keyword (BM25) search.
     Search(SearchArgs),
+    /// Vector search (needs `qmd embed`); min score defaults to 0.3.
+    #[command(alias = "vector-search")]
+    Vsearch(SearchArgs),
+    /// Embed document chunks for vector search (resumable).
+    Embed(EmbedArgs),
+    /// Download the embedding and rerank models from Hugging Face.
+    Pull(PullArgs),
     /// Hybrid search: a plain query (expanded) or a query document of
     /// `lex:`/`vec:`/`hyde:`/`intent:` lines, fused with RRF.
     #[command(alias = "deep-search")]
@@ -146,8 +156,9 @@ pub struct SearchArgs {
     /// Return every match.
     #[arg(long)]
     pub all: bool,
-    #[arg(long, default_value_t = 0.0)]
-    pub min_score: f64,
+    /// Minimum score (default 0; 0.3 for vsearch).
+    #[arg(long)]
+    pub min_score: Option<f64>,
     /// Whole documents instead of snippets.
     #[arg(long)]
     pub full: bool,
@@ -234,4 +245,27 @@ pub struct MultiGetArgs {
     pub no_line_numbers: bool,
     #[command(flatten)]
     pub output: OutputFlags,
+}
+
+#[derive(Args)]
+pub struct EmbedArgs {
+    /// Drop existing vectors and embed everything again.
+    #[arg(short = 'f', long)]
+    pub force: bool,
+    /// Only this collection.
+    #[arg(short = 'c', long = "collection")]
+    pub collection: Option<String>,
+    /// Documents per committed batch.
+    #[arg(long, default_value_t = 64)]
+    pub max_docs_per_batch: u32,
+    /// Input megabytes per committed batch.
+    #[arg(long, default_value_t = 64)]
+    pub max_batch_mb: u64,
+}
+
+#[derive(Args)]
+pub struct PullArgs {
+    /// Download again even when the cached files match.
+    #[arg(long)]
+    pub refresh: bool,
 }

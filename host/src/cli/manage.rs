@@ -255,7 +255,10 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     println!("Size:  {}\n", human_size(s.index_bytes));
     println!("Documents");
     println!("  Total:    {} files indexed", s.total_documents);
-    println!("  Vectors:  0 embedded");
+    println!("  Vectors:  {} embedded", s.vectors);
+    if s.needs_embedding > 0 {
+        println!("  Pending:  {} need embedding (run 'qmd embed')", s.needs_embedding);
+    }
     println!("  Segments: {} (generation {})", s.segments, s.generation);
     if let Some(latest) = s.collections.iter().filter_map(|c| c.last_updated).max() {
         println!("  Updated:  {}", ago(latest, now));
@@ -283,5 +286,74 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     if let Some(global) = &s.global_context {
         println!("\nGlobal context: {global}");
     }
+    println!("\nModels");
+    let (embed, rerank) = (crate::models::ModelSource::embed(), crate::models::ModelSource::rerank());
+    for (role, source) in [("Embedding", &embed), ("Reranking", &rerank)] {
+        let state = if source.is_present() { "" } else { " (not downloaded: run 'qmd pull')" };
+        let link = if source.remote { format!("https://huggingface.co/{}", source.id) } else { source.id.clone() };
+        println!("  {role}: {link}{state}");
+    }
+    if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
+        println!("  Vectors in the index are from {model}: run 'qmd embed -f' to re-embed.");
+    }
+    println!("  Device:    CPU (burn flex){}", if crate::models::force_cpu() { ", forced by QMD_FORCE_CPU" } else { "" });
     Ok(ExitCode::SUCCESS)
+}
+
+/// qmd `embed`: vectors for every content without them, in committed
+/// batches (an interrupted run resumes where it stopped).
+pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode> {
+    let options = crate::component::bindings::EmbedOptions {
+        force: args.force,
+        collection: args.collection,
+        max_docs_per_batch: args.max_docs_per_batch.max(1),
+        max_batch_bytes: args.max_batch_mb.max(1) << 20,
+    };
+    if args.force {
+        println!("Force re-indexing: clearing all vectors...");
+    }
+    let source = crate::models::ModelSource::embed();
+    println!("Model: {}\n", source.id);
+    let started = std::time::Instant::now();
+    let report = session.call(true, Vec::new(), embed_progress(), |store, engine| {
+        engine_result(engine.qmd_engine_vectors().call_embed(store, &options))
+    })?;
+    if report.pending == 0 {
+        println!("✓ All content hashes already have embeddings.");
+    } else if report.chunks == 0 {
+        println!("✓ No non-empty documents to embed.");
+    } else {
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "✓ Done! Embedded {} chunks from {} documents in {:.1}s ({:.0} chunks/s)",
+            report.chunks,
+            report.docs,
+            secs,
+            report.chunks as f64 / secs.max(1e-9)
+        );
+        if report.resplit > 0 {
+            println!("  {} chunks were split again to fit the model's window", report.resplit);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// qmd's embed progress: input bytes, throughput and ETA (terminals only).
+fn embed_progress() -> Option<crate::component::ProgressFn> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("[{bar:30}] {percent:>3}% input · {bytes}/{total_bytes} · {bytes_per_sec} · ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    Some(Box::new(move |_phase: &str, done: u64, total: u64| {
+        bar.set_length(total);
+        bar.set_position(done);
+        if done >= total {
+            bar.finish_and_clear();
+        }
+    }))
 }

@@ -81,6 +81,10 @@ pub fn run() -> Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
+    if cli.no_gpu {
+        // SAFETY: set before any thread is started.
+        unsafe { std::env::set_var("QMD_FORCE_CPU", "1") };
+    }
     let session = Session::new(cli.index.as_deref())?;
     match cli.command {
         Command::Collection(cmd) => manage::collection(&session, cmd),
@@ -89,6 +93,9 @@ pub fn run() -> Result<ExitCode> {
         Command::Update { .. } => manage::update(&session, Vec::new()),
         Command::Status => manage::status(&session),
         Command::Search(args) => search(&session, args),
+        Command::Vsearch(args) => vsearch(&session, args),
+        Command::Embed(args) => manage::embed(&session, args),
+        Command::Pull(args) => crate::models::pull::run(args.refresh),
         Command::Query(args) => query(&session, args),
         Command::Get(args) => get(&session, args),
         Command::MultiGet(args) => multi_get(&session, args),
@@ -124,7 +131,7 @@ fn display_path(source: &str) -> String {
 }
 
 /// Result limit and engine options shared by `search` and `query`.
-fn search_options(args: &SearchArgs, format: Format, all_limit: u32) -> bindings::SearchOptions {
+fn search_options(args: &SearchArgs, format: Format, all_limit: u32, min_score: f64) -> bindings::SearchOptions {
     let limit = if args.all {
         all_limit
     } else {
@@ -133,13 +140,13 @@ fn search_options(args: &SearchArgs, format: Format, all_limit: u32) -> bindings
     bindings::SearchOptions {
         collections: args.collections.clone(),
         limit,
-        min_score: args.min_score,
+        min_score: args.min_score.unwrap_or(min_score),
         snippet_max_len: if format == Format::Json { 300 } else { 500 },
         full: args.full,
     }
 }
 
-fn print_hits(mut hits: Vec<bindings::SearchHit>, args: &SearchArgs, format: Format) -> Result<()> {
+fn print_hits(mut hits: Vec<bindings::SearchHit>, args: &SearchArgs, format: Format, min_score: f64) -> Result<()> {
     if args.output.full_path {
         for hit in &mut hits {
             hit.source_path = display_path(&hit.source_path);
@@ -149,7 +156,7 @@ fn print_hits(mut hits: Vec<bindings::SearchHit>, args: &SearchArgs, format: For
         full: args.full,
         line_numbers: args.line_numbers,
         full_path: args.output.full_path,
-        min_score_filtered: hits.is_empty() && args.min_score > 0.0,
+        min_score_filtered: hits.is_empty() && min_score > 0.0,
     };
     print(&output::render_search(&hits, format, &view, &style()))
 }
@@ -157,9 +164,19 @@ fn print_hits(mut hits: Vec<bindings::SearchHit>, args: &SearchArgs, format: For
 fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
     let format = args.output.format()?;
     let query = args.query.join(" ");
-    let options = search_options(&args, format, 100_000);
+    let options = search_options(&args, format, 100_000, 0.0);
     let hits = session.read(|store, engine| engine_result(engine.call_search(store, &query, &options)))?;
-    print_hits(hits, &args, format)?;
+    print_hits(hits, &args, format, options.min_score)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn vsearch(session: &Session, args: SearchArgs) -> Result<ExitCode> {
+    let format = args.output.format()?;
+    let query = args.query.join(" ");
+    let options = search_options(&args, format, 500, 0.3);
+    let hits = session
+        .read(|store, engine| engine_result(engine.qmd_engine_vectors().call_vsearch(store, &query, &options)))?;
+    print_hits(hits, &args, format, options.min_score)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -169,7 +186,7 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
         query: Some(args.search.query.join(" ")),
         parse_document: true,
         searches: Vec::new(),
-        options: search_options(&args.search, format, 500),
+        options: search_options(&args.search, format, 500, 0.0),
         intent: args.intent,
         candidate_limit: args.candidate_limit,
         rerank: !args.no_rerank,
@@ -178,7 +195,8 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
     if args.explain {
         eprint!("{}", output::render_explain(&result));
     }
-    print_hits(result.hits.into_iter().map(|h| h.hit).collect(), &args.search, format)?;
+    let min_score = request.options.min_score;
+    print_hits(result.hits.into_iter().map(|h| h.hit).collect(), &args.search, format, min_score)?;
     Ok(ExitCode::SUCCESS)
 }
 

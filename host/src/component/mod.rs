@@ -5,10 +5,14 @@ pub mod bindings;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
+use bindings::qmd::engine::inference::{EmbedderInfo, Embedding};
+
+use crate::models::Models;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 static COMPONENT: &[u8] = include_bytes!(env!("QMD_COMPONENT_PATH"));
@@ -21,6 +25,7 @@ pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
     progress: Option<ProgressFn>,
+    models: Arc<Models>,
 }
 
 impl WasiView for HostState {
@@ -39,6 +44,32 @@ impl bindings::qmd::engine::host::Host for HostState {
 
 impl bindings::qmd::engine::types::Host for HostState {}
 
+impl bindings::qmd::engine::inference::Host for HostState {
+    fn embedder(&mut self) -> Result<EmbedderInfo, String> {
+        let d = self.models.embedder()?;
+        Ok(EmbedderInfo {
+            model: d.model,
+            dimension: d.dimension,
+            max_tokens: d.max_tokens,
+            query_prompt: d.query_prompt,
+            document_prompt: d.document_prompt,
+        })
+    }
+
+    fn embed(&mut self, texts: Vec<String>) -> Result<Vec<Embedding>, String> {
+        let out = self.models.embed(&texts)?;
+        Ok(out.into_iter().map(|(vector, tokens)| Embedding { vector, tokens }).collect())
+    }
+
+    fn reranker(&mut self) -> Option<String> {
+        self.models.reranker()
+    }
+
+    fn rerank(&mut self, query: String, documents: Vec<String>) -> Result<Vec<f32>, String> {
+        self.models.rerank(&query, &documents)
+    }
+}
+
 /// What one call may touch.
 pub struct Grants {
     pub index_dir: PathBuf,
@@ -54,6 +85,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<HostState>,
     component: Component,
+    models: Arc<Models>,
 }
 
 impl Runtime {
@@ -64,7 +96,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
         bindings::Engine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
-        Ok(Runtime { engine, linker, component })
+        Ok(Runtime { engine, linker, component, models: Arc::new(Models::from_env()) })
     }
 
     /// A fresh instance with the given grants.
@@ -92,7 +124,8 @@ impl Runtime {
                 eprintln!("Warning: cannot open collection root {}: {e}", root.display());
             }
         }
-        let state = HostState { wasi: wasi.build(), table: ResourceTable::new(), progress };
+        let state =
+            HostState { wasi: wasi.build(), table: ResourceTable::new(), progress, models: self.models.clone() };
         let mut store = Store::new(&self.engine, state);
         let instance =
             bindings::Engine::instantiate(&mut store, &self.component, &self.linker).map_err(anyhow::Error::from)?;

@@ -1,10 +1,16 @@
-//! Retrieval eval of the engine's BM25 search.
+//! Retrieval eval of the engine: BM25, vector and hybrid (`query
+//! --no-rerank`) retrieval.
 //!
 //! ```text
 //! cargo run --release -p qmd-tests --bin qmd-eval -- [scifact|nfcorpus|qmd-eval|all]
+//!     [--mode bm25|vector|hybrid|all] [--model DIR]
 //!     [--split test|train|dev] [--k1 X] [--b Y] [--prefix-weight Z]
 //!     [--min-prefix-len N] [--max-expansions N]
 //! ```
+//!
+//! Vector and hybrid modes embed the corpus first with the model in `--model`
+//! (default: the test model of `scripts/test-weights.sh`, all-MiniLM-L6-v2),
+//! on burn's CPU backend.
 //!
 //! Each parameter also takes a comma list (`--k1 0.9,1.2 --b 0.4,0.75`):
 //! the grid of all combinations is evaluated on one index per data set,
@@ -13,9 +19,11 @@
 use std::time::Instant;
 
 use qmd_core::search::lex::Bm25Params;
-use qmd_tests::eval::{BeirDataset, QmdEval, beir_table};
+use qmd_core::inference::Inference;
+use qmd_tests::eval::{BeirDataset, Mode, QmdEval, beir_table, embed_all};
+use qmd_tests::models::{NativeEmbedder, test_model_dir};
 
-const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--split test|train|dev] \
+const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--mode bm25|vector|hybrid|all] [--model DIR] [--split test|train|dev] \
 [--k1 X[,X..]] [--b Y[,Y..]] [--prefix-weight Z[,Z..]] [--min-prefix-len N[,N..]] [--max-expansions N[,N..]]";
 
 fn list<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Vec<T> {
@@ -34,9 +42,21 @@ fn main() {
     let mut split = "test".to_string();
     let (mut k1s, mut bs, mut pws) = (vec![defaults.k1], vec![defaults.b], vec![defaults.prefix_weight]);
     let (mut mpls, mut mxs) = (vec![defaults.min_prefix_len], vec![defaults.max_expansions]);
+    let mut modes = vec![Mode::Bm25];
+    let mut model_dir = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--mode" => {
+                modes = match args.next().as_deref() {
+                    Some("bm25") => vec![Mode::Bm25],
+                    Some("vector") => vec![Mode::Vector],
+                    Some("hybrid") => vec![Mode::Hybrid],
+                    Some("all") => vec![Mode::Bm25, Mode::Vector, Mode::Hybrid],
+                    _ => fail("--mode needs bm25, vector, hybrid or all"),
+                }
+            }
+            "--model" => model_dir = Some(args.next().unwrap_or_else(|| fail("--model needs a directory"))),
             "--split" => split = args.next().unwrap_or_else(|| fail("--split needs a value")),
             "--k1" => k1s = list(&arg, args.next()),
             "--b" => bs = list(&arg, args.next()),
@@ -79,13 +99,24 @@ fn main() {
         println!("BM25 params: {}\n", describe(&grid[0]));
     }
 
+    let needs_models = modes.iter().any(|m| *m != Mode::Bm25);
+    let embedder = needs_models.then(|| {
+        let dir = model_dir.map_or_else(test_model_dir, std::path::PathBuf::from);
+        eprintln!("model: {}", dir.display());
+        NativeEmbedder::load(&dir)
+    });
+    let models = embedder.as_ref().map(|e| e as &dyn Inference);
+
     let mut rows = Vec::new();
     for name in datasets {
         if name == "qmd-eval" {
             let mut set = QmdEval::default_set();
-            for params in &grid {
+            if let Some(models) = models {
+                embed_all(&set.engine, models);
+            }
+            for (params, &mode) in grid.iter().flat_map(|p| modes.iter().map(move |m| (p, m))) {
                 set.engine.bm25 = params.clone();
-                let m = set.evaluate();
+                let m = set.evaluate(mode, models);
                 if grid.len() == 1 {
                     println!("{}", m.table());
                     for miss in &m.misses {
@@ -94,8 +125,9 @@ fn main() {
                     println!();
                 } else {
                     println!(
-                        "{}  qmd-eval Hit@3 easy={:.3} overall={:.3}",
+                        "{}  qmd-eval {} Hit@3 easy={:.3} overall={:.3}",
                         describe(params),
+                        mode.name(),
                         m.hit3("easy"),
                         m.hit3("overall")
                     );
@@ -113,15 +145,19 @@ fn main() {
         let mut engine = data.engine();
         let load = start.elapsed();
         eprintln!("{name}: {} docs loaded and indexed in {:.2}s", data.corpus.len(), load.as_secs_f64());
-        for params in &grid {
+        if let Some(models) = models {
+            embed_all(&engine, models);
+        }
+        for (params, &mode) in grid.iter().flat_map(|p| modes.iter().map(move |m| (p, m))) {
             engine.bm25 = params.clone();
-            let m = qmd_tests::eval::evaluate_beir(&engine, &data.queries, &qrels);
+            let m = qmd_tests::eval::evaluate_beir(&engine, mode, models, &data.queries, &qrels);
             if grid.len() == 1 {
-                rows.push((name.to_string(), split.clone(), m));
+                rows.push((mode, name.to_string(), split.clone(), m));
             } else {
                 println!(
-                    "{}  {name}/{split} nDCG@10={:.4} R@100={:.4} ({:.1}s)",
+                    "{}  {name}/{split} {} nDCG@10={:.4} R@100={:.4} ({:.1}s)",
                     describe(params),
+                    mode.name(),
                     m.ndcg10,
                     m.recall100,
                     m.elapsed.as_secs_f64()
@@ -129,8 +165,12 @@ fn main() {
             }
         }
     }
-    if !rows.is_empty() {
-        println!("BEIR (BM25; published numbers are for the test split)");
-        print!("{}", beir_table(&rows));
+    for mode in modes {
+        let rows: Vec<_> =
+            rows.iter().filter(|r| r.0 == mode).map(|(_, name, split, m)| (name.clone(), split.clone(), m.clone())).collect();
+        if !rows.is_empty() {
+            println!("BEIR ({}; published numbers are BM25's, for the test split)", mode.name());
+            print!("{}", beir_table(&rows));
+        }
     }
 }

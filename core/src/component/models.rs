@@ -1,0 +1,70 @@
+//! The host's `inference` import as the engine's [`Inference`], and the
+//! exports that need it (`embed`, `vsearch`). Only in the `engine` world:
+//! plugin hosts offer no models, and `query` there runs keyword-only.
+
+use super::qmd::engine::inference as host;
+use super::{R, engine, hit, options, wit};
+use crate::error::{Error, ErrorKind, Result};
+use crate::inference::{EmbedderInfo, Embedding, Inference};
+
+pub struct HostModels;
+
+fn model_error(message: String) -> Error {
+    Error::new(ErrorKind::InvalidArgument, message)
+}
+
+impl Inference for HostModels {
+    fn embedder(&self) -> Result<EmbedderInfo> {
+        let info = host::embedder().map_err(model_error)?;
+        Ok(EmbedderInfo {
+            model: info.model,
+            dimension: info.dimension as usize,
+            max_tokens: info.max_tokens as usize,
+            query_prompt: info.query_prompt,
+            document_prompt: info.document_prompt,
+        })
+    }
+
+    fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let out = host::embed(texts).map_err(model_error)?;
+        Ok(out.into_iter().map(|e| Embedding { vector: e.vector, tokens: e.tokens }).collect())
+    }
+
+    fn reranker(&self) -> Option<String> {
+        host::reranker()
+    }
+
+    fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>> {
+        host::rerank(query, documents).map_err(model_error)
+    }
+}
+
+impl super::exports::qmd::engine::vectors::Guest for super::Component {
+    fn embed(options: wit::EmbedOptions) -> R<wit::EmbedReport> {
+        embed(options)
+    }
+
+    fn vsearch(query: String, o: wit::SearchOptions) -> R<Vec<wit::SearchHit>> {
+        Ok(engine().vsearch_with(&query, &options(o), &HostModels)?.into_iter().map(hit).collect())
+    }
+}
+
+fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {
+    let options = crate::EmbedOptions {
+        force: o.force,
+        collection: o.collection,
+        max_docs_per_batch: o.max_docs_per_batch as usize,
+        max_batch_bytes: o.max_batch_bytes,
+    };
+    let mut progress = |phase: &str, done: u64, total: u64| super::qmd::engine::host::progress(phase, done, total);
+    let r = engine().embed_with(&HostModels, &options, &mut progress)?;
+    Ok(wit::EmbedReport {
+        pending: r.pending,
+        docs: r.docs,
+        chunks: r.chunks,
+        resplit: r.resplit,
+        bytes: r.bytes,
+        total_bytes: r.total_bytes,
+        cleared: r.cleared,
+    })
+}

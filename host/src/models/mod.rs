@@ -1,0 +1,155 @@
+//! The models behind the component's `inference` import, run natively with
+//! burn. Which models: `QMD_EMBED_MODEL` / `QMD_RERANK_MODEL` (a Hugging
+//! Face repo id, or a local directory in the repo's layout), else qmd-wasm's
+//! defaults. Repos are read from the model cache that `qmd pull` fills.
+//! Models load on first use and stay loaded for the process (the MCP
+//! server keeps them warm).
+
+pub mod pull;
+mod slot;
+
+use std::path::PathBuf;
+
+use qmd_core::model::{CrossEncoder, Device, SentenceEncoder};
+
+use crate::paths;
+use slot::Slot;
+
+pub const DEFAULT_EMBED_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
+pub const DEFAULT_RERANK_MODEL: &str = "cross-encoder/ms-marco-MiniLM-L-6-v2";
+
+/// The files `qmd pull` fetches for a model (the optional ones may be
+/// missing from a repo).
+pub const REQUIRED_FILES: [&str; 3] = qmd_core::model::ModelFiles::REQUIRED;
+pub const OPTIONAL_FILES: [&str; 4] = qmd_core::model::ModelFiles::OPTIONAL;
+
+/// A model as configured: the name the user gave and where its files are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSource {
+    pub id: String,
+    pub dir: PathBuf,
+    /// A Hugging Face repo (downloadable), not a local directory.
+    pub remote: bool,
+}
+
+/// `~/.cache/qmd/models`.
+pub fn models_dir() -> PathBuf {
+    paths::cache_dir().join("models")
+}
+
+impl ModelSource {
+    /// A local directory (absolute, `./…`, `~/…`, or existing) or a
+    /// Hugging Face repo id (`owner/name`).
+    pub fn resolve(spec: &str) -> ModelSource {
+        let spec = spec.trim();
+        let looks_local = spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
+        if looks_local || (!spec.contains('/') && std::path::Path::new(spec).is_dir()) {
+            let dir = paths::absolute(spec);
+            return ModelSource { id: dir.to_string_lossy().into_owned(), dir, remote: false };
+        }
+        let repo = spec.trim_start_matches("hf:").trim_start_matches("https://huggingface.co/");
+        ModelSource { id: repo.to_string(), dir: models_dir().join(repo), remote: true }
+    }
+
+    fn from_env(var: &str, default: &str) -> ModelSource {
+        let spec = std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+        ModelSource::resolve(spec.as_deref().unwrap_or(default))
+    }
+
+    pub fn embed() -> ModelSource {
+        Self::from_env("QMD_EMBED_MODEL", DEFAULT_EMBED_MODEL)
+    }
+
+    pub fn rerank() -> ModelSource {
+        Self::from_env("QMD_RERANK_MODEL", DEFAULT_RERANK_MODEL)
+    }
+
+    /// Whether the required files are all there.
+    pub fn is_present(&self) -> bool {
+        REQUIRED_FILES.iter().all(|f| self.dir.join(f).is_file())
+    }
+
+    /// The user-facing reason a model cannot be used.
+    pub fn missing_message(&self, role: &str) -> String {
+        if self.remote {
+            format!(
+                "{role} model {} is not downloaded (looked in {}). Run 'qmd pull', or point QMD_{}_MODEL at a local model directory.",
+                self.id,
+                self.dir.display(),
+                role.to_uppercase()
+            )
+        } else {
+            format!("{role} model directory {} lacks config.json, tokenizer.json or model.safetensors", self.dir.display())
+        }
+    }
+}
+
+/// Whether the user asked for the CPU (`--no-gpu` sets it): any value but
+/// qmd's off-words.
+pub fn force_cpu() -> bool {
+    std::env::var("QMD_FORCE_CPU")
+        .is_ok_and(|v| !matches!(v.trim().to_lowercase().as_str(), "" | "false" | "off" | "none" | "disable" | "disabled" | "0"))
+}
+
+/// The burn device models run on. This build has burn's CPU backend; the
+/// wgpu backend is the `gpu` feature's (not built by default).
+pub fn device() -> Device {
+    let _ = force_cpu();
+    Device::flex()
+}
+
+/// The process's models, shared by every component instance.
+pub struct Models {
+    embed: Slot<SentenceEncoder>,
+    rerank: Slot<CrossEncoder>,
+}
+
+/// What an `embedder` call tells the engine.
+pub struct EmbedderDescription {
+    pub model: String,
+    pub dimension: u32,
+    pub max_tokens: u32,
+    pub query_prompt: String,
+    pub document_prompt: String,
+}
+
+impl Models {
+    pub fn from_env() -> Models {
+        Models { embed: Slot::new(ModelSource::embed(), "embedding"), rerank: Slot::new(ModelSource::rerank(), "rerank") }
+    }
+
+    pub fn embedder(&self) -> Result<EmbedderDescription, String> {
+        self.embed.with(|encoder, source| {
+            let settings = encoder.settings();
+            Ok(EmbedderDescription {
+                model: source.id.clone(),
+                dimension: encoder.dimension() as u32,
+                max_tokens: encoder.tokenizer().max_tokens() as u32,
+                query_prompt: settings.query_prompt.clone(),
+                document_prompt: settings.document_prompt.clone(),
+            })
+        })
+    }
+
+    /// Unit vectors and untruncated token counts.
+    pub fn embed(&self, texts: &[String]) -> Result<Vec<(Vec<f32>, u32)>, String> {
+        self.embed.with(|encoder, _| {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let vectors = encoder.embed(&refs).map_err(|e| e.message)?;
+            let tokens = encoder.tokenizer().count(&refs).map_err(|e| e.message)?;
+            Ok(vectors.into_iter().zip(tokens.into_iter().map(|t| t as u32)).collect())
+        })
+    }
+
+    /// The reranker's id if it is there and loads.
+    pub fn reranker(&self) -> Option<String> {
+        self.rerank.with(|_, source| Ok(source.id.clone())).ok()
+    }
+
+    pub fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>, String> {
+        self.rerank.with(|reranker, _| {
+            let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
+            reranker.score(query, &refs).map_err(|e| e.message)
+        })
+    }
+}
