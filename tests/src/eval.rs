@@ -220,7 +220,13 @@ impl Mode {
 
 /// The top `limit` documents for `text` in `mode` (`models` needed for
 /// vector and hybrid).
-pub fn retrieve(engine: &Engine, mode: Mode, models: Option<&dyn Inference>, text: &str, limit: usize) -> Vec<SearchHit> {
+pub fn retrieve(
+    engine: &Engine,
+    mode: Mode,
+    models: Option<&dyn Inference>,
+    text: &str,
+    limit: usize,
+) -> Vec<SearchHit> {
     let options = SearchOptions { limit, ..SearchOptions::default() };
     let result = match mode {
         Mode::Bm25 => engine.search(text, &options),

@@ -67,7 +67,8 @@ fn texts() -> Vec<String> {
         ".".into(),
         "a".into(),
         "How do I configure rate limiting in an API gateway?".into(),
-        "The CAP theorem says a distributed store cannot be consistent, available and partition tolerant at once.".into(),
+        "The CAP theorem says a distributed store cannot be consistent, available and partition tolerant at once."
+            .into(),
         "# Project Launch Memo\n\n- budget: $2.4M\n- owner: Dana\n\n## Risks\nSupply chain delays.".into(),
         "fn main() {\n    println!(\"{}\", (1..=10).map(|x| x * x).sum::<u32>());\n}".into(),
         "Café crème brûlée à la façon de Zoë — naïve résumé".into(),
@@ -126,10 +127,7 @@ fn minilm_embeddings_match_numpy_reference() {
 fn cross_encoder_matches_numpy_reference() {
     let dir = tempfile::tempdir().unwrap();
     let tokenizer = model_dir().join("tokenizer.json");
-    reference(
-        &["write-reranker", dir.path().to_str().unwrap(), tokenizer.to_str().unwrap()],
-        &serde_json::json!(null),
-    );
+    reference(&["write-reranker", dir.path().to_str().unwrap(), tokenizer.to_str().unwrap()], &serde_json::json!(null));
     let reranker = CrossEncoder::load(files(dir.path()), &Device::flex()).unwrap();
     let query = "how does raft elect a leader";
     let documents = texts();
@@ -158,4 +156,3 @@ fn a_checkpoint_missing_parameters_is_refused() {
     let err = CrossEncoder::load(broken, &Device::flex()).err().expect("must fail");
     assert!(err.to_string().contains("missing"), "{err}");
 }
-

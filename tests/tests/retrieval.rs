@@ -67,8 +67,7 @@ fn qmd_eval_set_hybrid_hit_at_3() {
     let models = NativeEmbedder::load(&test_model_dir());
     let set = QmdEval::default_set();
     assert!(embed_all(&set.engine, &models) > 6);
-    let [bm25, vector, hybrid] =
-        [Mode::Bm25, Mode::Vector, Mode::Hybrid].map(|mode| set.evaluate(mode, Some(&models)));
+    let [bm25, vector, hybrid] = [Mode::Bm25, Mode::Vector, Mode::Hybrid].map(|mode| set.evaluate(mode, Some(&models)));
     for m in [&bm25, &vector, &hybrid] {
         println!("{}", m.table());
     }

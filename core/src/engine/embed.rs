@@ -117,8 +117,11 @@ impl Engine {
             }
             None => HashSet::new(),
         };
-        let mut entries: Vec<_> =
-            index.catalog()?.iter().filter(|e| in_scope(&e.record.collection) && !have.contains(&e.record.hash)).collect();
+        let mut entries: Vec<_> = index
+            .catalog()?
+            .iter()
+            .filter(|e| in_scope(&e.record.collection) && !have.contains(&e.record.hash))
+            .collect();
         entries.sort_by(|a, b| (&a.record.collection, &a.record.path).cmp(&(&b.record.collection, &b.record.path)));
         let mut seen = HashSet::new();
         let mut pending = VecDeque::new();
@@ -161,7 +164,8 @@ impl Engine {
                 .collect();
             if !missing.is_empty() {
                 let prompt = &job.embedder.document_prompt;
-                let texts = missing.iter().map(|&(c, i)| format!("{prompt}{}", job.batch[c].chunks[i].chunk.text)).collect();
+                let texts =
+                    missing.iter().map(|&(c, i)| format!("{prompt}{}", job.batch[c].chunks[i].chunk.text)).collect();
                 job.asked = missing;
                 return Ok(Some(texts));
             }
@@ -323,13 +327,20 @@ pub(crate) mod tests {
                 .iter()
                 .map(|t| {
                     let mut v = vec![0f32; 32];
-                    let words: Vec<String> = t.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect();
+                    let words: Vec<String> = t
+                        .split(|c: char| !c.is_alphanumeric())
+                        .filter(|w| w.len() > 2)
+                        .map(str::to_lowercase)
+                        .collect();
                     for w in &words {
                         let h = content_hash(w.as_bytes());
                         v[usize::from_str_radix(&h[..2], 16).unwrap() % 32] += 1.0;
                     }
                     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
-                    Embedding { vector: v.iter().map(|x| x / norm).collect(), tokens: t.split_whitespace().count() as u32 }
+                    Embedding {
+                        vector: v.iter().map(|x| x / norm).collect(),
+                        tokens: t.split_whitespace().count() as u32,
+                    }
                 })
                 .collect())
         }
@@ -407,7 +418,8 @@ pub(crate) mod tests {
         assert_eq!(rows(&engine), full.chunks, "same rows as a clean run: no duplicates");
         let set = engine.index().unwrap();
         let set = set.vectors().unwrap().unwrap();
-        let mut hashes: Vec<&str> = set.segments.iter().flat_map(|s| s.contents.iter().map(|c| c.hash.as_str())).collect();
+        let mut hashes: Vec<&str> =
+            set.segments.iter().flat_map(|s| s.contents.iter().map(|c| c.hash.as_str())).collect();
         let n = hashes.len();
         hashes.dedup();
         assert_eq!(n, 3);
@@ -442,7 +454,11 @@ pub(crate) mod tests {
         let scoped = EmbedOptions { force: true, collection: Some("n".into()), ..Default::default() };
         let report = engine.embed_with(&other, &scoped, &mut |_, _, _| {}).unwrap();
         assert_eq!(report.pending, 1, "raft; bread is shared with m");
-        let err = engine.embed_with(&other, &EmbedOptions { collection: Some("x".into()), ..Default::default() }, &mut |_, _, _| {});
+        let err = engine.embed_with(
+            &other,
+            &EmbedOptions { collection: Some("x".into()), ..Default::default() },
+            &mut |_, _, _| {},
+        );
         assert_eq!(err.unwrap_err().message, "Collection not found: x");
     }
 
@@ -451,7 +467,8 @@ pub(crate) mod tests {
         let engine = engine();
         let model = WordHash::new(64);
         engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
-        let request = QueryRequest { query: Some("vec: sourdough yeast".into()), parse_document: true, ..Default::default() };
+        let request =
+            QueryRequest { query: Some("vec: sourdough yeast".into()), parse_document: true, ..Default::default() };
         let result = engine.query_with(&request, Some(&model)).unwrap();
         assert_eq!(result.lists.len(), 1);
         assert_eq!((result.lists[0].source.as_str(), result.lists[0].weight), ("vec", 2.0));

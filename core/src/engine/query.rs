@@ -302,7 +302,12 @@ impl Engine {
             vector_searches.push(original);
             for search in result.expansion.iter().filter(|s| s.kind != SearchType::Lex) {
                 let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
-                vector_searches.push(VectorSearch { query_type, text: search.query.clone(), collection: None, weight: 1.0 });
+                vector_searches.push(VectorSearch {
+                    query_type,
+                    text: search.query.clone(),
+                    collection: None,
+                    weight: 1.0,
+                });
             }
         } else {
             // Each (search, collection) pair is its own list; the first list
@@ -324,7 +329,12 @@ impl Engine {
                 let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
                 for collection in &named {
                     let collection = collection.cloned();
-                    vector_searches.push(VectorSearch { query_type, text: search.query.clone(), collection, weight: 1.0 });
+                    vector_searches.push(VectorSearch {
+                        query_type,
+                        text: search.query.clone(),
+                        collection,
+                        weight: 1.0,
+                    });
                 }
             }
         }
@@ -334,7 +344,9 @@ impl Engine {
         let mut embedder = None;
         if !vector_searches.is_empty() {
             match (&models.embedder, index.vectors()?) {
-                (_, None) => result.notes.push("no vector index: vec/hyde searches were skipped (run 'qmd embed')".into()),
+                (_, None) => {
+                    result.notes.push("no vector index: vec/hyde searches were skipped (run 'qmd embed')".into())
+                }
                 (None, Some(_)) => result.notes.push("no embedding model: vec/hyde searches were skipped".into()),
                 (Some(info), Some(_)) => match usable_vectors(&index, info) {
                     Ok(_) => embedder = Some(info.clone()),

@@ -66,7 +66,12 @@ impl Engine {
     /// qmd `vsearch`: the query (and the fallback `hyde` text) embedded and
     /// searched; each document keeps its best score. Default `min_score`
     /// for vsearch is 0.3 (the caller sets it).
-    pub fn vsearch_with(&self, query: &str, options: &SearchOptions, inference: &dyn Inference) -> Result<Vec<SearchHit>> {
+    pub fn vsearch_with(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+        inference: &dyn Inference,
+    ) -> Result<Vec<SearchHit>> {
         let embedder = inference.embedder()?;
         let texts: Vec<String> =
             [query.to_string(), fallback_hyde(query)].iter().map(|t| format!("{}{t}", embedder.query_prompt)).collect();

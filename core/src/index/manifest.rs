@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::directory::Directory;
-use crate::vector::VectorManifest;
 use crate::error::{Error, ErrorKind, Result};
+use crate::vector::VectorManifest;
 
 pub const MANIFEST: &str = "manifest.json";
 /// Bumped whenever a segment or manifest layout changes incompatibly.

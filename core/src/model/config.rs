@@ -145,8 +145,8 @@ impl SentenceSettings {
     ) -> Result<SentenceSettings> {
         let mut settings = SentenceSettings::default();
         if let Some(json) = sentence_bert {
-            let file: BertSettingsFile = serde_json::from_slice(json)
-                .map_err(|e| Error::invalid(format!("sentence_bert_config.json: {e}")))?;
+            let file: BertSettingsFile =
+                serde_json::from_slice(json).map_err(|e| Error::invalid(format!("sentence_bert_config.json: {e}")))?;
             settings.max_seq_length = file.max_seq_length;
         }
         if let Some(json) = sentence_transformers {

@@ -3,12 +3,12 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::ModelFiles;
 use super::batch::{length_sorted_batches, rows, token_batch};
 use super::bert::Bert;
 use super::config::{BertConfig, Pooling, SentenceSettings};
 use super::load::load_safetensors;
 use super::tokenize::TextTokenizer;
-use super::ModelFiles;
 use crate::error::Result;
 
 pub struct SentenceEncoder {
@@ -29,12 +29,20 @@ impl SentenceEncoder {
             files.sentence_transformers.as_deref(),
             files.modules.as_deref(),
         )?;
-        let max_tokens = settings.max_seq_length.unwrap_or(config.max_position_embeddings).min(config.max_position_embeddings);
+        let max_tokens =
+            settings.max_seq_length.unwrap_or(config.max_position_embeddings).min(config.max_position_embeddings);
         let tokenizer = TextTokenizer::parse(&files.tokenizer, max_tokens)?;
         let mut bert = Bert::new(&config, device);
         // Plain BertModel checkpoints have no prefix; some carry `bert.`.
         load_safetensors(&mut bert, files.weights, &[(r"^bert\.", "")])?;
-        Ok(SentenceEncoder { bert, tokenizer, pooling, settings, dimension: config.hidden_size, device: device.clone() })
+        Ok(SentenceEncoder {
+            bert,
+            tokenizer,
+            pooling,
+            settings,
+            dimension: config.hidden_size,
+            device: device.clone(),
+        })
     }
 
     pub fn dimension(&self) -> usize {

@@ -21,7 +21,10 @@ pub fn load_safetensors<M: Module>(module: &mut M, bytes: Vec<u8>, renames: &[(&
     let result = module.load_from(&mut store).map_err(|e| Error::invalid(format!("model.safetensors: {e}")))?;
     if !result.errors.is_empty() {
         let first = result.errors.iter().map(|e| format!("{e:?}")).next().unwrap_or_default();
-        return Err(Error::invalid(format!("model.safetensors: {} tensors could not be loaded: {first}", result.errors.len())));
+        return Err(Error::invalid(format!(
+            "model.safetensors: {} tensors could not be loaded: {first}",
+            result.errors.len()
+        )));
     }
     if let Some((path, _)) = result.missing.first() {
         return Err(Error::invalid(format!(

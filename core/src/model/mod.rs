@@ -13,6 +13,7 @@ mod load;
 mod reranker;
 mod tokenize;
 
+pub use burn;
 pub use burn::tensor::Device;
 pub use encoder::SentenceEncoder;
 pub use reranker::CrossEncoder;
@@ -38,20 +39,13 @@ pub struct ModelFiles {
 impl ModelFiles {
     /// The repository paths, in the order of the fields above.
     pub const REQUIRED: [&'static str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
-    pub const OPTIONAL: [&'static str; 4] = [
-        "1_Pooling/config.json",
-        "sentence_bert_config.json",
-        "config_sentence_transformers.json",
-        "modules.json",
-    ];
+    pub const OPTIONAL: [&'static str; 4] =
+        ["1_Pooling/config.json", "sentence_bert_config.json", "config_sentence_transformers.json", "modules.json"];
 
     /// Builds from a reader of repository paths (`Ok(None)` = absent).
-    pub fn read_with(
-        mut read: impl FnMut(&str) -> crate::Result<Option<Vec<u8>>>,
-    ) -> crate::Result<ModelFiles> {
-        let mut required = |name: &str| {
-            read(name)?.ok_or_else(|| crate::Error::not_found(format!("model file {name} is missing")))
-        };
+    pub fn read_with(mut read: impl FnMut(&str) -> crate::Result<Option<Vec<u8>>>) -> crate::Result<ModelFiles> {
+        let mut required =
+            |name: &str| read(name)?.ok_or_else(|| crate::Error::not_found(format!("model file {name} is missing")));
         let (config, tokenizer, weights) =
             (required("config.json")?, required("tokenizer.json")?, required("model.safetensors")?);
         Ok(ModelFiles {

@@ -7,12 +7,12 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::Device;
 use burn::tensor::activation::sigmoid;
 
+use super::ModelFiles;
 use super::batch::{length_sorted_batches, rows, token_batch};
 use super::bert::{Bert, Pooler};
 use super::config::BertConfig;
 use super::load::load_safetensors;
 use super::tokenize::TextTokenizer;
-use super::ModelFiles;
 use crate::error::{Error, Result};
 
 #[derive(Module, Debug)]

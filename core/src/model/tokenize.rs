@@ -45,8 +45,7 @@ impl TextTokenizer {
 
     /// Encodes (query, document) pairs, truncated to the window.
     pub fn encode_pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<Encoding>> {
-        let inputs: Vec<EncodeInput> =
-            documents.iter().map(|d| EncodeInput::Dual(query.into(), (*d).into())).collect();
+        let inputs: Vec<EncodeInput> = documents.iter().map(|d| EncodeInput::Dual(query.into(), (*d).into())).collect();
         self.inner.encode_batch(inputs, true).map_err(tokenizer_error)
     }
 

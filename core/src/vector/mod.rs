@@ -4,8 +4,8 @@
 
 mod quantize;
 mod search;
-mod writer;
 pub mod segment;
+mod writer;
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -13,8 +13,8 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 pub use search::{VectorMatch, search};
-pub use writer::{VectorChange, commit_vectors};
 pub use segment::{ChunkVector, VectorSegment, VectorSegmentBuilder, VectorSegmentMeta, dimension_mismatch};
+pub use writer::{VectorChange, commit_vectors};
 
 use crate::directory::Directory;
 use crate::error::{Error, Result};

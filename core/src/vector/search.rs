@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
-use super::quantize::{dot_f32, dot_i8, quantize};
 use super::VectorSet;
+use super::quantize::{dot_f32, dot_i8, quantize};
 use crate::error::Result;
 
 /// Candidates rescored exactly, per result asked for.
@@ -25,7 +25,12 @@ pub struct VectorMatch {
 
 /// The `limit` contents nearest to `query` (a unit vector), among those
 /// `allowed` accepts.
-pub fn search(set: &VectorSet, query: &[f32], allowed: &dyn Fn(&str) -> bool, limit: usize) -> Result<Vec<VectorMatch>> {
+pub fn search(
+    set: &VectorSet,
+    query: &[f32],
+    allowed: &dyn Fn(&str) -> bool,
+    limit: usize,
+) -> Result<Vec<VectorMatch>> {
     let (query_codes, query_scale) = quantize(query);
     // (approximate score, segment, content index), best chunk per content.
     let mut approx: Vec<(f32, usize, usize)> = Vec::new();
@@ -49,8 +54,8 @@ pub fn search(set: &VectorSet, query: &[f32], allowed: &dyn Fn(&str) -> bool, li
     for (_, s, c) in approx {
         let segment = &set.segments[s];
         let content = &segment.contents[c];
-        for r in content.first..content.first + content.rows {
-            let score = dot_f32(&segment.exact(r as usize)?, query);
+        for (r, vector) in (content.first..).zip(segment.exact(content)?) {
+            let score = dot_f32(&vector, query);
             let entry = exact.entry(content.hash.as_str()).or_insert(VectorMatch {
                 hash: content.hash.clone(),
                 score: f32::MIN,

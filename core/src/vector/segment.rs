@@ -143,8 +143,7 @@ impl VectorSegment {
         if bytes.len() != tables + rows * dim || &bytes[..8] != MAGIC {
             return Err(corrupt("not a vector segment, or truncated"));
         }
-        if [u32_at(&bytes, 8) as usize, u32_at(&bytes, 12) as usize, u32_at(&bytes, 16) as usize] != [dim, docs, rows]
-        {
+        if [u32_at(&bytes, 8) as usize, u32_at(&bytes, 12) as usize, u32_at(&bytes, 16) as usize] != [dim, docs, rows] {
             return Err(corrupt("header does not match the manifest"));
         }
         let mut contents = Vec::with_capacity(docs);
@@ -159,30 +158,43 @@ impl VectorSegment {
         }
         let row_table = HEADER + docs * DOC_ENTRY;
         let positions = (0..rows).map(|r| u32_at(&bytes, row_table + r * ROW_ENTRY)).collect();
-        let scales =
-            (0..rows).map(|r| f32::from_bits(u32_at(&bytes, row_table + r * ROW_ENTRY + 4))).collect();
+        let scales = (0..rows).map(|r| f32::from_bits(u32_at(&bytes, row_table + r * ROW_ENTRY + 4))).collect();
         let codes = bytes[tables..].iter().map(|b| *b as i8).collect();
-        Ok(VectorSegment { dir, meta, dim, contents, positions, scales, codes, floats_at: (tables + rows * dim) as u64 })
+        Ok(VectorSegment {
+            dir,
+            meta,
+            dim,
+            contents,
+            positions,
+            scales,
+            codes,
+            floats_at: (tables + rows * dim) as u64,
+        })
     }
 
     pub fn codes(&self, row: usize) -> &[i8] {
         &self.codes[row * self.dim..(row + 1) * self.dim]
     }
 
-    /// The exact vector of a row (read from the file).
-    pub fn exact(&self, row: usize) -> Result<Vec<f32>> {
-        let bytes = self.dir.read_range(&self.meta.file, self.floats_at + (row * self.dim * 4) as u64, self.dim * 4)?;
-        if bytes.len() != self.dim * 4 {
+    /// The exact vectors of one content's rows: one read, as its rows are
+    /// contiguous in the file.
+    pub fn exact(&self, content: &ContentRows) -> Result<Vec<Vec<f32>>> {
+        let (first, rows) = (content.first as usize, content.rows as usize);
+        let len = rows * self.dim * 4;
+        let bytes = self.dir.read_range(&self.meta.file, self.floats_at + (first * self.dim * 4) as u64, len)?;
+        if bytes.len() != len {
             return Err(Error::corrupt(&self.meta.file, "truncated vector"));
         }
-        Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect())
+        let floats: Vec<f32> =
+            bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+        Ok(floats.chunks(self.dim.max(1)).map(<[f32]>::to_vec).collect())
     }
 
     /// All rows of one content, exact (for merging).
     pub fn content_vectors(&self, content: &ContentRows) -> Result<Vec<ChunkVector>> {
-        (content.first..content.first + content.rows)
-            .map(|r| Ok(ChunkVector { pos: self.positions[r as usize], vector: self.exact(r as usize)? }))
-            .collect()
+        let vectors = self.exact(content)?;
+        let positions = &self.positions[content.first as usize..(content.first + content.rows) as usize];
+        Ok(positions.iter().zip(vectors).map(|(&pos, vector)| ChunkVector { pos, vector }).collect())
     }
 }
 
@@ -215,7 +227,7 @@ mod tests {
         assert_eq!(segment.contents.len(), 3, "the refused content is not added");
         assert_eq!(segment.contents[2].rows, 2);
         assert_eq!(segment.positions, vec![0, 0, 700]);
-        assert_eq!(segment.exact(1).unwrap(), vec![0.0, 0.6, 0.8]);
+        assert_eq!(segment.exact(&segment.contents[2]).unwrap()[0], vec![0.0, 0.6, 0.8]);
         assert_eq!(segment.codes(2), &[0, -127, 0]);
         assert!(VectorSegment::open(dir, meta, 4).is_err(), "wrong dimension is refused");
     }

@@ -1,15 +1,15 @@
 //! Committing vectors: a new vector segment (or removals), then the
 //! manifest by atomic replace, exactly as text commits do. Segments are
 //! merged like a binary counter (the newest two whenever the newer is at
-//! least half the older), so an embed run of many small batches rewrites
-//! each vector O(log n) times; merges drop vectors of contents no live
-//! document has any more.
+//! least as large as the older), so an embed run of many small batches
+//! rewrites each vector O(log n) times; merges drop vectors of contents no
+//! live document has any more.
 
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
 use super::VectorManifest;
+use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
 use crate::directory::Directory;
 use crate::error::Result;
 use crate::index::{Index, Manifest};
@@ -55,7 +55,7 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
                 vectors.segments.push(meta);
             }
             while let [.., older, newer] = vectors.segments.as_slice() {
-                if newer.docs * 2 < older.docs {
+                if newer.docs < older.docs {
                     break;
                 }
                 let n = vectors.segments.len();

@@ -296,7 +296,10 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
         println!("  Vectors in the index are from {model}: run 'qmd embed -f' to re-embed.");
     }
-    println!("  Device:    CPU (burn flex){}", if crate::models::force_cpu() { ", forced by QMD_FORCE_CPU" } else { "" });
+    println!(
+        "  Device:    CPU (burn flex){}",
+        if crate::models::force_cpu() { ", forced by QMD_FORCE_CPU" } else { "" }
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -345,9 +348,11 @@ fn embed_progress() -> Option<crate::component::ProgressFn> {
     }
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("[{bar:30}] {percent:>3}% input · {bytes}/{total_bytes} · {bytes_per_sec} · ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "[{bar:30}] {percent:>3}% input · {bytes}/{total_bytes} · {bytes_per_sec} · ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     Some(Box::new(move |_phase: &str, done: u64, total: u64| {
         bar.set_length(total);

@@ -42,7 +42,8 @@ impl ModelSource {
     /// Hugging Face repo id (`owner/name`).
     pub fn resolve(spec: &str) -> ModelSource {
         let spec = spec.trim();
-        let looks_local = spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
+        let looks_local =
+            spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
         if looks_local || (!spec.contains('/') && std::path::Path::new(spec).is_dir()) {
             let dir = paths::absolute(spec);
             return ModelSource { id: dir.to_string_lossy().into_owned(), dir, remote: false };
@@ -79,7 +80,10 @@ impl ModelSource {
                 role.to_uppercase()
             )
         } else {
-            format!("{role} model directory {} lacks config.json, tokenizer.json or model.safetensors", self.dir.display())
+            format!(
+                "{role} model directory {} lacks config.json, tokenizer.json or model.safetensors",
+                self.dir.display()
+            )
         }
     }
 }
@@ -87,8 +91,9 @@ impl ModelSource {
 /// Whether the user asked for the CPU (`--no-gpu` sets it): any value but
 /// qmd's off-words.
 pub fn force_cpu() -> bool {
-    std::env::var("QMD_FORCE_CPU")
-        .is_ok_and(|v| !matches!(v.trim().to_lowercase().as_str(), "" | "false" | "off" | "none" | "disable" | "disabled" | "0"))
+    std::env::var("QMD_FORCE_CPU").is_ok_and(|v| {
+        !matches!(v.trim().to_lowercase().as_str(), "" | "false" | "off" | "none" | "disable" | "disabled" | "0")
+    })
 }
 
 /// The burn device models run on. This build has burn's CPU backend; the
@@ -115,7 +120,10 @@ pub struct EmbedderDescription {
 
 impl Models {
     pub fn from_env() -> Models {
-        Models { embed: Slot::new(ModelSource::embed(), "embedding"), rerank: Slot::new(ModelSource::rerank(), "rerank") }
+        Models {
+            embed: Slot::new(ModelSource::embed(), "embedding"),
+            rerank: Slot::new(ModelSource::rerank(), "rerank"),
+        }
     }
 
     pub fn embedder(&self) -> Result<EmbedderDescription, String> {

@@ -1,7 +1,236 @@
-//! `qmd pull`: fetch the models (placeholder until the download lands).
+//! `qmd pull`: downloads the configured models from Hugging Face (or
+//! `$HF_ENDPOINT`, a mirror in the hub's URL layout) into the model cache.
+//!
+//! Per file: a HEAD gives the ETag, compared with the `<file>.etag` sidecar
+//! of the last download; a changed, missing or `--refresh`ed file is fetched
+//! into `<file>.part`, resuming a partial one with a `Range` request, checked
+//! against the ETag when the hub gives a SHA-256 (LFS files), and only then
+//! renamed into place. A model is never half-replaced: readers see the old
+//! file or the new one.
 
+use std::fs::{self, File, OpenOptions};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-pub fn run(_refresh: bool) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("qmd pull is not implemented yet")
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use sha2::{Digest, Sha256};
+
+use super::{ModelSource, OPTIONAL_FILES, REQUIRED_FILES};
+
+/// The hub: `$HF_ENDPOINT` (mirrors) or huggingface.co.
+fn endpoint() -> String {
+    std::env::var("HF_ENDPOINT")
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "https://huggingface.co".into())
+        .trim_end_matches('/')
+        .to_string()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_connect(Some(Duration::from_secs(20)))
+        .timeout_recv_body(Some(Duration::from_secs(120)))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+pub fn run(refresh: bool) -> Result<ExitCode> {
+    let agent = agent();
+    for (role, source) in [("embedding", ModelSource::embed()), ("rerank", ModelSource::rerank())] {
+        if !source.remote {
+            println!("- {role}: {} (local directory, not downloaded)", source.id);
+            continue;
+        }
+        for (file, required) in
+            REQUIRED_FILES.iter().map(|f| (*f, true)).chain(OPTIONAL_FILES.iter().map(|f| (*f, false)))
+        {
+            match pull_file(&agent, &source, file, refresh)? {
+                Pulled::Absent if required => bail!("{}: {file} is not in the repository", source.id),
+                Pulled::Absent => {}
+                Pulled::File { path, size, fresh } => println!(
+                    "- {}/{file} -> {} ({}, {})",
+                    source.id,
+                    path.display(),
+                    human(size),
+                    if fresh { "downloaded" } else { "cached/checked" }
+                ),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+enum Pulled {
+    File {
+        path: PathBuf,
+        size: u64,
+        fresh: bool,
+    },
+    /// The repository has no such (optional) file.
+    Absent,
+}
+
+fn pull_file(agent: &ureq::Agent, source: &ModelSource, file: &str, refresh: bool) -> Result<Pulled> {
+    let url = format!("{}/{}/resolve/main/{file}", endpoint(), source.id);
+    let path = source.dir.join(file);
+    let etag_path = sidecar(&path, "etag");
+    let head = agent.head(&url).call().with_context(|| format!("cannot reach {url}"))?;
+    match head.status().as_u16() {
+        200 => {}
+        404 => return Ok(Pulled::Absent),
+        401 | 403 => bail!("{url}: access denied ({}); is the repository gated or private?", head.status()),
+        code => bail!("{url}: HTTP {code}"),
+    }
+    let etag = etag_of(head.headers());
+    let cached = fs::read_to_string(&etag_path).ok();
+    if !refresh && path.is_file() && etag.is_some() && cached.as_deref() == etag.as_deref() {
+        return Ok(Pulled::File { size: fs::metadata(&path)?.len(), path, fresh: false });
+    }
+    fs::create_dir_all(path.parent().expect("file in a directory"))?;
+    let part = sidecar(&path, "part");
+    // A partial download of another version must not be resumed.
+    let part_etag = sidecar(&path, "part.etag");
+    if refresh || fs::read_to_string(&part_etag).ok() != etag {
+        let _ = fs::remove_file(&part);
+    }
+    if let Some(etag) = &etag {
+        fs::write(&part_etag, etag)?;
+    }
+    download(agent, &url, &part, file)?;
+    if let Some(expected) = etag.as_deref().filter(|e| is_sha256(e)) {
+        let actual = sha256_file(&part)?;
+        if actual != expected {
+            let _ = fs::remove_file(&part);
+            bail!(
+                "{url}: checksum mismatch (expected sha256 {expected}, got {actual}); the download was discarded, run 'qmd pull' again"
+            );
+        }
+    }
+    check_not_html(&part, &url)?;
+    fs::rename(&part, &path)?;
+    let _ = fs::remove_file(&part_etag);
+    match &etag {
+        Some(etag) => fs::write(&etag_path, etag)?,
+        None => {
+            let _ = fs::remove_file(&etag_path);
+        }
+    }
+    Ok(Pulled::File { size: fs::metadata(&path)?.len(), path, fresh: true })
+}
+
+/// GETs `url` into `part`, resuming from its current length.
+fn download(agent: &ureq::Agent, url: &str, part: &Path, label: &str) -> Result<()> {
+    let have = fs::metadata(part).map_or(0, |m| m.len());
+    let mut request = agent.get(url);
+    if have > 0 {
+        request = request.header("Range", format!("bytes={have}-"));
+    }
+    let response = request.call().with_context(|| format!("cannot download {url}"))?;
+    let (append, start) = match response.status().as_u16() {
+        206 => (true, have),
+        200 => (false, 0),
+        // The part is already whole.
+        416 if have > 0 => return Ok(()),
+        code => bail!("{url}: HTTP {code}"),
+    };
+    let length = response.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let mut out = OpenOptions::new().create(true).write(true).append(append).truncate(!append).open(part)?;
+    let bar = progress(label, length.map(|l| l + start), start);
+    let mut body = response.into_body().into_reader();
+    let mut buffer = vec![0u8; 1 << 16];
+    let mut written = start;
+    loop {
+        let n = body
+            .read(&mut buffer)
+            .with_context(|| format!("download of {url} was interrupted; run 'qmd pull' again to resume"))?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buffer[..n])?;
+        written += n as u64;
+        if let Some(bar) = &bar {
+            bar.set_position(written);
+        }
+    }
+    out.sync_all()?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if let Some(total) = length.map(|l| l + start)
+        && written != total
+    {
+        bail!("download of {url} ended early ({written} of {total} bytes); run 'qmd pull' again to resume");
+    }
+    Ok(())
+}
+
+fn progress(label: &str, total: Option<u64>, start: u64) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(total.unwrap_or(0));
+    bar.set_style(
+        ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_message(label.to_string());
+    bar.set_position(start);
+    Some(bar)
+}
+
+fn sidecar(path: &Path, ext: &str) -> PathBuf {
+    let mut name = path.file_name().expect("file name").to_os_string();
+    name.push(format!(".{ext}"));
+    path.with_file_name(name)
+}
+
+/// The ETag to compare: the hub's `X-Linked-Etag` (LFS sha256) when present,
+/// else `ETag`, without quotes or the weak marker.
+fn etag_of(headers: &ureq::http::HeaderMap) -> Option<String> {
+    let raw = headers.get("x-linked-etag").or_else(|| headers.get("etag"))?.to_str().ok()?;
+    Some(raw.trim().trim_start_matches("W/").trim_matches('"').to_string()).filter(|e| !e.is_empty())
+}
+
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A captive portal or a mirror's error page is not a model.
+fn check_not_html(path: &Path, url: &str) -> Result<()> {
+    let mut head = [0u8; 64];
+    let n = File::open(path)?.read(&mut head)?;
+    let start = String::from_utf8_lossy(&head[..n]).trim_start().to_lowercase();
+    if start.starts_with("<!doctype html") || start.starts_with("<html") {
+        let _ = fs::remove_file(path);
+        bail!("Downloaded model file is an HTML page, not a model: {url}. If you use a mirror, check HF_ENDPOINT.");
+    }
+    Ok(())
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
 }

@@ -18,8 +18,8 @@
 
 use std::time::Instant;
 
-use qmd_core::search::lex::Bm25Params;
 use qmd_core::inference::Inference;
+use qmd_core::search::lex::Bm25Params;
 use qmd_tests::eval::{BeirDataset, Mode, QmdEval, beir_table, embed_all};
 use qmd_tests::models::{NativeEmbedder, test_model_dir};
 
@@ -166,8 +166,11 @@ fn main() {
         }
     }
     for mode in modes {
-        let rows: Vec<_> =
-            rows.iter().filter(|r| r.0 == mode).map(|(_, name, split, m)| (name.clone(), split.clone(), m.clone())).collect();
+        let rows: Vec<_> = rows
+            .iter()
+            .filter(|r| r.0 == mode)
+            .map(|(_, name, split, m)| (name.clone(), split.clone(), m.clone()))
+            .collect();
         if !rows.is_empty() {
             println!("BEIR ({}; published numbers are BM25's, for the test split)", mode.name());
             print!("{}", beir_table(&rows));

@@ -152,7 +152,13 @@ impl Env {
 
     /// Runs `qmd args…` in `cwd`.
     pub fn qmd_in(&self, cwd: &Path, args: &[&str]) -> Output {
-        let out = Command::new(qmd_bin())
+        self.qmd_with(cwd, args, &[])
+    }
+
+    /// The `qmd` command as the tests run it, not yet started.
+    pub fn command(&self, cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
+        let mut command = Command::new(qmd_bin());
+        command
             .args(args)
             .current_dir(cwd)
             .env_remove("INDEX_PATH")
@@ -161,8 +167,13 @@ impl Env {
             .env("XDG_CACHE_HOME", self.cache_home())
             .env("XDG_CONFIG_HOME", self.config_home())
             .env("NO_COLOR", "1")
-            .output()
-            .expect("run qmd");
+            .envs(envs.iter().copied());
+        command
+    }
+
+    /// Runs `qmd args…` in `cwd` with extra environment variables.
+    pub fn qmd_with(&self, cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        let out = self.command(cwd, args, envs).output().expect("run qmd");
         Output {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),

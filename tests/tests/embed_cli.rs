@@ -1,0 +1,274 @@
+//! `qmd embed`, `vsearch`, `query` and `pull` end to end, with the real
+//! all-MiniLM-L6-v2 weights (`scripts/test-weights.sh`) on the CPU, and a
+//! local server in the Hugging Face hub's URL layout for `pull`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Env, Output};
+use qmd_tests::models::test_model_dir;
+
+fn model_env() -> (String, String) {
+    ("QMD_EMBED_MODEL".into(), test_model_dir().to_string_lossy().into_owned())
+}
+
+fn run(env: &Env, args: &[&str]) -> Output {
+    let (k, v) = model_env();
+    env.qmd_with(env.root(), args, &[(&k, &v)])
+}
+
+fn vectors(env: &Env) -> u64 {
+    let status = run(env, &["status"]).success().stdout;
+    let line = status.lines().find(|l| l.trim_start().starts_with("Vectors:")).expect("Vectors line");
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn embed_then_vector_and_hybrid_search() {
+    let env = Env::new();
+    env.write("notes/raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n");
+    env.write("notes/bread.md", "# Sourdough\n\nMix flour, water and a starter; let the dough rise overnight.\n");
+    env.write("notes/tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n");
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let out = run(&env, &["vsearch", "baking bread at home"]).success();
+    assert!(out.stdout.contains("No results"), "no vectors yet: {}", out.stdout);
+    let out = run(&env, &["embed"]).success();
+    assert!(out.stdout.contains("Embedded 3 chunks from 3 documents"), "{}", out.stdout);
+    assert_eq!(vectors(&env), 3);
+    let again = run(&env, &["embed"]).success();
+    assert!(again.stdout.contains("All content hashes already have embeddings"), "{}", again.stdout);
+
+    // Meaning without shared words.
+    let out = run(&env, &["vsearch", "--json", "baking bread at home"]).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/bread.md", "{}", out.stdout);
+    let out = run(&env, &["vsearch", "--json", "what makes the sea rise", "--min-score", "0.2"]).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/tides.md");
+    assert!(hits.iter().all(|h| h["score"].as_f64().unwrap() >= 0.2));
+
+    // The hybrid query fuses BM25 and vector lists.
+    let out = run(&env, &["query", "--explain", "--json", "who replicates the log"]).success();
+    assert!(out.stderr.contains("vec original"), "{}", out.stderr);
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/raft.md");
+    let out = run(&env, &["query", "--json", "vec: ocean and moon"]).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/tides.md");
+
+    // A changed document needs embedding again; an unchanged one does not.
+    env.write("notes/raft.md", "# Raft\n\nLeaders, terms and log replication, now with snapshots.\n");
+    env.ok(&["update"]);
+    assert!(run(&env, &["status"]).success().stdout.contains("Pending:  1 need embedding"));
+    let out = run(&env, &["embed"]).success();
+    assert!(out.stdout.contains("from 1 documents"), "{}", out.stdout);
+
+    // Another model's vectors are refused with the fix.
+    let other = env.path("other-model");
+    common::copy_dir(&test_model_dir(), &other);
+    let other = other.to_string_lossy().into_owned();
+    let out = env.qmd_with(env.root(), &["vsearch", "bread"], &[("QMD_EMBED_MODEL", &other)]).failure();
+    assert!(out.stderr.contains("Run 'qmd embed -f'"), "{}", out.stderr);
+    // Without the model, embed names the fix.
+    let out = env.qmd_with(env.root(), &["embed"], &[("QMD_EMBED_MODEL", "acme/absent")]).failure();
+    assert!(out.stderr.contains("is not downloaded") && out.stderr.contains("qmd pull"), "{}", out.stderr);
+}
+
+#[test]
+fn embed_killed_midway_resumes_without_duplicates() {
+    let env = Env::new();
+    let topics = ["harbor", "glacier", "violin", "orchard", "comet", "falcon", "canyon", "lantern"];
+    for i in 0..160 {
+        let t = topics[i % topics.len()];
+        env.write(
+            &format!("notes/{i:03}.md"),
+            &format!("# Note {i}\n\nNote number {i} is about the {t} and item {}.\n", i * 7919),
+        );
+    }
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let (k, v) = model_env();
+    let mut child = env
+        .command(env.root(), &["embed", "--max-docs-per-batch", "8"], &[(&k, &v)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let index = env.cache_home().join("qmd/index.qmdx");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Kill once some batches are committed.
+    loop {
+        let committed = std::fs::read_dir(&index)
+            .map_or(0, |d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("vec-")).count());
+        if committed >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "embed made no progress");
+        assert!(child.try_wait().unwrap().is_none(), "embed finished before it could be killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = vectors(&env);
+    assert!(before >= 8 && before < 160, "{before} vectors after the kill");
+    let out = run(&env, &["embed"]).success();
+    let resumed = 160 - before;
+    assert!(out.stdout.contains(&format!("from {resumed} documents")), "only the rest is embedded: {}", out.stdout);
+    assert_eq!(vectors(&env), 160, "one vector per one-chunk document: none duplicated or missing");
+    assert!(run(&env, &["status"]).success().stdout.lines().all(|l| !l.contains("Pending:")));
+}
+
+/// A tiny hub: `/{repo}/resolve/main/{file}` with ETag = sha256 and Range
+/// support; it can cut the first download of a file short.
+struct Hub {
+    files: Mutex<HashMap<String, Vec<u8>>>,
+    /// Sends at most this many bytes of the next GET of this path, then hangs up.
+    cut: Mutex<Option<(String, usize)>>,
+    /// ETag to announce instead of the real one (to test the checksum).
+    fake_etag: Mutex<Option<String>>,
+    log: Mutex<Vec<String>>,
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    qmd_core::document::content_hash(bytes)
+}
+
+impl Hub {
+    fn start(files: HashMap<String, Vec<u8>>) -> (Arc<Hub>, String) {
+        let hub = Arc::new(Hub {
+            files: Mutex::new(files),
+            cut: Mutex::new(None),
+            fake_etag: Mutex::new(None),
+            log: Mutex::new(Vec::new()),
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let served = hub.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let hub = served.clone();
+                std::thread::spawn(move || hub.serve(stream));
+            }
+        });
+        (hub, url)
+    }
+
+    fn serve(&self, mut stream: TcpStream) {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let mut parts = line.split_whitespace();
+            let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+            let mut range = None;
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                if header.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = header.to_lowercase().strip_prefix("range: bytes=") {
+                    range = v.trim().trim_end_matches('-').parse::<usize>().ok();
+                }
+            }
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{method} {path} {}", range.map_or(String::new(), |r| format!("from {r}"))));
+            let body = self.files.lock().unwrap().get(&path).cloned();
+            let Some(body) = body else {
+                let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n");
+                continue;
+            };
+            let etag = self.fake_etag.lock().unwrap().clone().unwrap_or_else(|| sha256(&body));
+            let start = range.unwrap_or(0).min(body.len());
+            let status = if range.is_some() { "206 Partial Content" } else { "200 OK" };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\netag: \"{etag}\"\r\naccept-ranges: bytes\r\n\r\n",
+                body.len() - start
+            );
+            stream.write_all(head.as_bytes()).unwrap();
+            if method == "GET" {
+                let mut cut = self.cut.lock().unwrap();
+                if let Some((p, n)) = cut.as_ref().filter(|(p, _)| *p == path) {
+                    let _ = p;
+                    let _ = stream.write_all(&body[start..start + n]);
+                    *cut = None;
+                    return; // hang up mid-body
+                }
+                stream.write_all(&body[start..]).unwrap();
+            }
+        }
+    }
+
+    fn gets(&self) -> Vec<String> {
+        self.log.lock().unwrap().iter().filter(|l| l.starts_with("GET")).cloned().collect()
+    }
+}
+
+#[test]
+fn pull_downloads_resumes_and_checks() {
+    let weights: Vec<u8> = (0..3_000_000u32).map(|i| (i * 2_654_435_761 >> 13) as u8).collect();
+    let files: HashMap<String, Vec<u8>> = [
+        ("/acme/mini/resolve/main/config.json", b"{\"model_type\":\"bert\"}".to_vec()),
+        ("/acme/mini/resolve/main/tokenizer.json", b"{}".to_vec()),
+        ("/acme/mini/resolve/main/model.safetensors", weights.clone()),
+        ("/acme/mini/resolve/main/1_Pooling/config.json", b"{\"pooling_mode_mean_tokens\":true}".to_vec()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let (hub, url) = Hub::start(files);
+    let env = Env::new();
+    let local_reranker = env.path("reranker").to_string_lossy().into_owned();
+    let envs = [("HF_ENDPOINT", url.as_str()), ("QMD_EMBED_MODEL", "acme/mini"), ("QMD_RERANK_MODEL", &local_reranker)];
+    let pull = |extra: &[&str]| {
+        let mut args = vec!["pull"];
+        args.extend(extra);
+        env.qmd_with(env.root(), &args, &envs)
+    };
+    let dir = env.cache_home().join("qmd/models/acme/mini");
+
+    // The first download is cut after 1 MB: pull fails and keeps the part.
+    *hub.cut.lock().unwrap() = Some(("/acme/mini/resolve/main/model.safetensors".into(), 1_000_000));
+    let out = pull(&[]).failure();
+    assert!(out.stderr.contains("run 'qmd pull' again"), "{}", out.stderr);
+    assert!(!dir.join("model.safetensors").exists(), "never half-written into place");
+    assert_eq!(std::fs::metadata(dir.join("model.safetensors.part")).unwrap().len(), 1_000_000);
+
+    // The next pull resumes from byte 1 000 000 and verifies the sha256.
+    let out = pull(&[]).success();
+    assert!(hub.gets().iter().any(|g| g.contains("model.safetensors from 1000000")), "{:?}", hub.gets());
+    assert_eq!(std::fs::read(dir.join("model.safetensors")).unwrap(), weights);
+    assert!(
+        out.stdout.contains("acme/mini/model.safetensors ->") && out.stdout.contains("downloaded"),
+        "{}",
+        out.stdout
+    );
+    assert!(dir.join("1_Pooling/config.json").is_file(), "optional files that exist are fetched");
+    assert!(out.stdout.contains("local directory"), "local models are not downloaded: {}", out.stdout);
+
+    // Unchanged on the hub: only HEAD requests.
+    let before = hub.gets().len();
+    let out = pull(&[]).success();
+    assert_eq!(hub.gets().len(), before, "nothing downloaded again");
+    assert!(out.stdout.contains("cached/checked"));
+
+    // A changed file is fetched again; --refresh fetches everything.
+    hub.files.lock().unwrap().insert("/acme/mini/resolve/main/tokenizer.json".into(), b"{\"v\":2}".to_vec());
+    pull(&[]).success();
+    assert_eq!(std::fs::read(dir.join("tokenizer.json")).unwrap(), b"{\"v\":2}");
+    assert_eq!(hub.gets().len(), before + 1);
+
+    // A checksum mismatch discards the download and keeps the old file.
+    *hub.fake_etag.lock().unwrap() = Some("0".repeat(64));
+    let out = pull(&["--refresh"]).failure();
+    assert!(out.stderr.contains("checksum mismatch"), "{}", out.stderr);
+    assert_eq!(std::fs::read(dir.join("config.json")).unwrap(), b"{\"model_type\":\"bert\"}");
+}
