@@ -427,6 +427,28 @@ pub fn beir_table(rows: &[(String, String, BeirMetrics)]) -> String {
     s
 }
 
+/// Embeds every document of `engine` (progress on stderr); returns the
+/// chunk count.
+pub fn embed_all(engine: &Engine, models: &dyn Inference) -> u64 {
+    let start = Instant::now();
+    let mut last = Instant::now();
+    let report = engine
+        .embed_with(models, &qmd_core::EmbedOptions::default(), &mut |_, done, total| {
+            if last.elapsed().as_secs() >= 10 {
+                last = Instant::now();
+                eprintln!("  embedded {:.0}% of {} MB", done as f64 * 100.0 / total.max(1) as f64, total >> 20);
+            }
+        })
+        .expect("embed");
+    eprintln!(
+        "  {} chunks of {} documents embedded in {:.1}s",
+        report.chunks,
+        report.docs,
+        start.elapsed().as_secs_f64()
+    );
+    report.chunks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,26 +475,4 @@ mod tests {
         assert_eq!(recall_at(&["x", "b"], &j, 100), 0.5);
         assert_eq!(recall_at(&["x", "b"], &j, 1), 0.0);
     }
-}
-
-/// Embeds every document of `engine` (progress on stderr); returns the
-/// chunk count.
-pub fn embed_all(engine: &Engine, models: &dyn Inference) -> u64 {
-    let start = Instant::now();
-    let mut last = Instant::now();
-    let report = engine
-        .embed_with(models, &qmd_core::EmbedOptions::default(), &mut |_, done, total| {
-            if last.elapsed().as_secs() >= 10 {
-                last = Instant::now();
-                eprintln!("  embedded {:.0}% of {} MB", done as f64 * 100.0 / total.max(1) as f64, total >> 20);
-            }
-        })
-        .expect("embed");
-    eprintln!(
-        "  {} chunks of {} documents embedded in {:.1}s",
-        report.chunks,
-        report.docs,
-        start.elapsed().as_secs_f64()
-    );
-    report.chunks
 }

@@ -114,7 +114,7 @@ fn embed_killed_midway_resumes_without_duplicates() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = vectors(&env);
-    assert!(before >= 8 && before < 160, "{before} vectors after the kill");
+    assert!((8..160).contains(&before), "{before} vectors after the kill");
     let out = run(&env, &["embed"]).success();
     let resumed = 160 - before;
     assert!(out.stdout.contains(&format!("from {resumed} documents")), "only the rest is embedded: {}", out.stdout);
@@ -214,7 +214,7 @@ impl Hub {
 
 #[test]
 fn pull_downloads_resumes_and_checks() {
-    let weights: Vec<u8> = (0..3_000_000u32).map(|i| (i * 2_654_435_761 >> 13) as u8).collect();
+    let weights: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let files: HashMap<String, Vec<u8>> = [
         ("/acme/mini/resolve/main/config.json", b"{\"model_type\":\"bert\"}".to_vec()),
         ("/acme/mini/resolve/main/tokenizer.json", b"{}".to_vec()),

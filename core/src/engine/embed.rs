@@ -326,7 +326,7 @@ pub(crate) mod tests {
             Ok(texts
                 .iter()
                 .map(|t| {
-                    let mut v = vec![0f32; 32];
+                    let mut v = [0f32; 32];
                     let words: Vec<String> = t
                         .split(|c: char| !c.is_alphanumeric())
                         .filter(|w| w.len() > 2)

@@ -60,7 +60,7 @@ impl BertConfig {
         if config.position_embedding_type.as_deref().is_some_and(|p| p != "absolute") {
             return Err(Error::invalid("config.json: only absolute position embeddings are supported"));
         }
-        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0 || !config.hidden_size.is_multiple_of(config.num_attention_heads) {
             return Err(Error::invalid("config.json: hidden_size must be a multiple of num_attention_heads"));
         }
         Ok(config)
