@@ -303,11 +303,14 @@ pub(crate) mod tests {
         pub model: String,
         pub max_tokens: usize,
         pub calls: Cell<usize>,
+        /// None: no reranker; Some(true): scores by word overlap;
+        /// Some(false): a reranker that fails.
+        pub reranker: Option<bool>,
     }
 
     impl WordHash {
         pub(crate) fn new(max_tokens: usize) -> Self {
-            WordHash { model: "test/word-hash".into(), max_tokens, calls: Cell::new(0) }
+            WordHash { model: "test/word-hash".into(), max_tokens, calls: Cell::new(0), reranker: None }
         }
     }
 
@@ -345,10 +348,20 @@ pub(crate) mod tests {
                 .collect())
         }
         fn reranker(&self) -> Option<String> {
-            None
+            self.reranker.map(|_| "test/overlap".into())
         }
-        fn rerank(&self, _: &str, _: &[String]) -> Result<Vec<f32>> {
-            unreachable!()
+        fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>> {
+            if self.reranker != Some(true) {
+                return Err(Error::invalid("reranker crashed"));
+            }
+            let q: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+            Ok(documents
+                .iter()
+                .map(|d| {
+                    let d = d.to_lowercase();
+                    q.iter().filter(|w| d.contains(w.as_str())).count() as f32 / q.len().max(1) as f32
+                })
+                .collect())
         }
     }
 
@@ -483,5 +496,48 @@ pub(crate) mod tests {
         // Without models the same query skips vectors, with a note.
         let result = engine.query(&plain).unwrap();
         assert!(result.lists.iter().all(|l| l.source == "fts"));
+    }
+
+    #[test]
+    fn rerank_scores_blend_with_the_fused_position() {
+        let engine = engine();
+        let mut model = WordHash::new(64);
+        model.reranker = Some(true);
+        engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        let request = QueryRequest {
+            query: Some("lex: flour water\nlex: tomatoes".into()),
+            parse_document: true,
+            rerank: true,
+            ..Default::default()
+        };
+        // Step by step, as an asynchronous caller would.
+        let models =
+            crate::engine::QueryModels { embedder: Some(model.embedder().unwrap()), reranker: model.reranker() };
+        let (mut job, step) = engine.query_start(&request, models).unwrap();
+        let crate::QueryStep::Rerank { query, documents } = step else {
+            panic!("expected a rerank step, got {step:?}")
+        };
+        assert_eq!(query, "flour water");
+        // bread.md and copy.md have the same chunk: scored once.
+        assert_eq!(documents.len(), 2, "{documents:?}");
+        let scores = model.rerank(&query, &documents).unwrap();
+        assert_eq!(engine.query_answer_scores(&mut job, scores).unwrap(), crate::QueryStep::Done);
+        let result = job.into_result();
+        for hit in &result.hits {
+            let rerank = hit.rerank_score.expect("reranked");
+            let w = hit.blend_weight;
+            let expected = w / f64::from(hit.rrf_rank) + (1.0 - w) * rerank;
+            assert!((hit.hit.score - expected).abs() < 1e-12);
+        }
+        assert!(result.hits.windows(2).all(|p| p[0].hit.score >= p[1].hit.score));
+        // A reranker that fails: qmd's 0.5 for every document, with a warning.
+        model.reranker = Some(false);
+        let result = engine.query_with(&request, Some(&model)).unwrap();
+        assert!(result.hits.iter().all(|h| h.rerank_score == Some(0.5)));
+        assert!(result.notes.iter().any(|n| n.starts_with("Reranker unavailable")));
+        // --no-rerank: position only, weight 1.
+        let plain = QueryRequest { rerank: false, ..request };
+        let result = engine.query_with(&plain, Some(&model)).unwrap();
+        assert!(result.hits.iter().all(|h| h.rerank_score.is_none() && h.blend_weight == 1.0));
     }
 }
