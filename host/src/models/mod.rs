@@ -96,10 +96,9 @@ pub fn force_cpu() -> bool {
     })
 }
 
-/// The burn device models run on. This build has burn's CPU backend; the
-/// wgpu backend is the `gpu` feature's (not built by default).
+/// The burn device models run on: burn's CPU backend on every core. (The
+/// wgpu backend, chosen unless `force_cpu`, is not built yet.)
 pub fn device() -> Device {
-    let _ = force_cpu();
     Device::flex()
 }
 
