@@ -24,6 +24,18 @@ pub struct EmbedderInfo {
     pub document_prompt: String,
 }
 
+impl EmbedderInfo {
+    /// A query as the model expects it (its query prompt first).
+    pub fn query_text(&self, text: &str) -> String {
+        format!("{}{text}", self.query_prompt)
+    }
+
+    /// A document chunk as the model expects it.
+    pub fn document_text(&self, text: &str) -> String {
+        format!("{}{text}", self.document_prompt)
+    }
+}
+
 /// One embedded text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Embedding {

@@ -233,8 +233,7 @@ pub fn retrieve(
         Mode::Vector => {
             let models = models.expect("vector mode needs models");
             let info = models.embedder().expect("embedder");
-            let query = format!("{}{text}", info.query_prompt);
-            let vector = models.embed(&[query]).expect("embed the query").remove(0).vector;
+            let vector = models.embed(&[info.query_text(text)]).expect("embed the query").remove(0).vector;
             engine.vector_search(&info, &[vector], text, &options)
         }
         Mode::Hybrid => {

@@ -8,16 +8,19 @@ use qmd_core::inference::{EmbedderInfo, Embedding, Inference};
 use qmd_core::model::{Device, ModelFiles, SentenceEncoder};
 use qmd_core::{Error, Result};
 
+/// Runs one of the project's `scripts/` that set something up once and
+/// print its path (`test-weights.sh`, `python-env.sh`); returns the path.
+pub fn script_path(name: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name);
+    let out = Command::new("bash").arg(&script).output().unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(out.status.success(), "{name} failed: {}", String::from_utf8_lossy(&out.stderr));
+    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8 path").trim())
+}
+
 /// The test model's directory: `$QMD_TEST_MODEL_DIR`, else what
 /// `scripts/test-weights.sh` fetches (once) and prints.
 pub fn test_model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("QMD_TEST_MODEL_DIR") {
-        return PathBuf::from(dir);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/test-weights.sh");
-    let out = Command::new("bash").arg(script).output().expect("run scripts/test-weights.sh");
-    assert!(out.status.success(), "test-weights.sh failed: {}", String::from_utf8_lossy(&out.stderr));
-    PathBuf::from(String::from_utf8(out.stdout).expect("utf-8 path").trim())
+    std::env::var_os("QMD_TEST_MODEL_DIR").map_or_else(|| script_path("test-weights.sh"), PathBuf::from)
 }
 
 pub fn model_files(dir: &Path) -> ModelFiles {
@@ -44,21 +47,11 @@ impl NativeEmbedder {
 
 impl Inference for NativeEmbedder {
     fn embedder(&self) -> Result<EmbedderInfo> {
-        let settings = self.encoder.settings();
-        Ok(EmbedderInfo {
-            model: self.id.clone(),
-            dimension: self.encoder.dimension(),
-            max_tokens: self.encoder.tokenizer().max_tokens(),
-            query_prompt: settings.query_prompt.clone(),
-            document_prompt: settings.document_prompt.clone(),
-        })
+        Ok(self.encoder.describe(&self.id))
     }
 
     fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = self.encoder.embed(&refs)?;
-        let tokens = self.encoder.tokenizer().count(&refs)?;
-        Ok(vectors.into_iter().zip(tokens).map(|(vector, t)| Embedding { vector, tokens: t as u32 }).collect())
+        self.encoder.embed_counted(texts)
     }
 
     fn reranker(&self) -> Option<String> {

@@ -7,21 +7,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use qmd_core::model::{CrossEncoder, Device, ModelFiles, SentenceEncoder};
+use qmd_core::model::{CrossEncoder, Device, SentenceEncoder};
+use qmd_tests::models::{model_files, script_path, test_model_dir};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// Runs a project script and returns the path it prints.
-fn script_path(name: &str) -> PathBuf {
-    let out = Command::new("bash").arg(repo().join("scripts").join(name)).output().unwrap();
-    assert!(out.status.success(), "{name} failed: {}", String::from_utf8_lossy(&out.stderr));
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn model_dir() -> PathBuf {
-    std::env::var_os("QMD_TEST_MODEL_DIR").map_or_else(|| script_path("test-weights.sh"), PathBuf::from)
 }
 
 fn reference(args: &[&str], input: &serde_json::Value) -> serde_json::Value {
@@ -37,15 +27,6 @@ fn reference(args: &[&str], input: &serde_json::Value) -> serde_json::Value {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "reference.py {args:?} failed");
     serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn files(dir: &Path) -> ModelFiles {
-    ModelFiles::read_with(|name| match std::fs::read(dir.join(name)) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => panic!("{name}: {e}"),
-    })
-    .unwrap()
 }
 
 fn cosine(a: &[f32], b: &[f64]) -> f64 {
@@ -92,8 +73,8 @@ fn texts() -> Vec<String> {
 
 #[test]
 fn minilm_embeddings_match_numpy_reference() {
-    let dir = model_dir();
-    let encoder = SentenceEncoder::load(files(&dir), &Device::flex()).unwrap();
+    let dir = test_model_dir();
+    let encoder = SentenceEncoder::load(model_files(&dir), &Device::flex()).unwrap();
     assert_eq!(encoder.dimension(), 384);
     assert_eq!(encoder.tokenizer().max_tokens(), 256, "max_seq_length from sentence_bert_config.json");
     let texts = texts();
@@ -126,9 +107,9 @@ fn minilm_embeddings_match_numpy_reference() {
 #[test]
 fn cross_encoder_matches_numpy_reference() {
     let dir = tempfile::tempdir().unwrap();
-    let tokenizer = model_dir().join("tokenizer.json");
+    let tokenizer = test_model_dir().join("tokenizer.json");
     reference(&["write-reranker", dir.path().to_str().unwrap(), tokenizer.to_str().unwrap()], &serde_json::json!(null));
-    let reranker = CrossEncoder::load(files(dir.path()), &Device::flex()).unwrap();
+    let reranker = CrossEncoder::load(model_files(dir.path()), &Device::flex()).unwrap();
     let query = "how does raft elect a leader";
     let documents = texts();
     let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
@@ -147,8 +128,8 @@ fn cross_encoder_matches_numpy_reference() {
 
 #[test]
 fn a_checkpoint_missing_parameters_is_refused() {
-    let dir = model_dir();
-    let mut broken = files(&dir);
+    let dir = test_model_dir();
+    let mut broken = model_files(&dir);
     // A reranker needs a classifier head, which a plain encoder lacks.
     broken.config = br#"{"model_type":"bert","hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,
         "intermediate_size":1536,"max_position_embeddings":512,"vocab_size":30522}"#

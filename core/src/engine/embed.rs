@@ -83,8 +83,12 @@ pub struct EmbedJob {
 pub fn embed_fingerprint(embedder: &EmbedderInfo) -> String {
     let chunking = TokenChunking::for_window(embedder.max_tokens);
     let lines = format!(
-        "model:{}\nquery:{}__qmd_embedding_query_probe__\ndoc:{}__qmd_embedding_document_probe__\nchunk_tokens:{}\nchunk_overlap_tokens:{}",
-        embedder.model, embedder.query_prompt, embedder.document_prompt, chunking.size, chunking.overlap
+        "model:{}\nquery:{}\ndoc:{}\nchunk_tokens:{}\nchunk_overlap_tokens:{}",
+        embedder.model,
+        embedder.query_text("__qmd_embedding_query_probe__"),
+        embedder.document_text("__qmd_embedding_document_probe__"),
+        chunking.size,
+        chunking.overlap
     );
     content_hash(lines.as_bytes())[..6].to_string()
 }
@@ -127,7 +131,9 @@ impl Engine {
         let mut pending = VecDeque::new();
         for entry in entries {
             if seen.insert(entry.record.hash.clone()) {
-                let bytes = index.segments[entry.address.segment].body(&entry.record)?.len() as u64;
+                // The file's size: what progress and batch limits count,
+                // without decoding every pending body up front.
+                let bytes = entry.record.size;
                 report.total_bytes += bytes;
                 pending.push_back(Pending { hash: entry.record.hash.clone(), address: entry.address, bytes });
             }
@@ -163,9 +169,10 @@ impl Engine {
                 .take(TEXTS_PER_CALL)
                 .collect();
             if !missing.is_empty() {
-                let prompt = &job.embedder.document_prompt;
-                let texts =
-                    missing.iter().map(|&(c, i)| format!("{prompt}{}", job.batch[c].chunks[i].chunk.text)).collect();
+                let texts = missing
+                    .iter()
+                    .map(|&(c, i)| job.embedder.document_text(&job.batch[c].chunks[i].chunk.text))
+                    .collect();
                 job.asked = missing;
                 return Ok(Some(texts));
             }

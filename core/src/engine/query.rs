@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use super::Engine;
 use super::read::{Found, SnippetFocus};
-use super::vsearch::{usable_vectors, vector_list};
+use super::vsearch::{DocsByHash, usable_vectors, vector_list};
 use crate::api::*;
 use crate::chunk::{Chunk, chunk_document};
 use crate::collection::Config;
@@ -205,6 +205,8 @@ pub struct QueryJob {
     ranked: Vec<RankedList<DocAddress>>,
     vector_searches: Vec<VectorSearch>,
     embedder: Option<EmbedderInfo>,
+    /// Each vector search's text in the [`QueryStep::Embed`] batch.
+    embed_slots: Vec<usize>,
     reranker: bool,
     candidates: Vec<Candidate>,
     /// Distinct chunk texts sent to the reranker, per candidate.
@@ -364,6 +366,7 @@ impl Engine {
             vector_searches,
             reranker: models.reranker.is_some(),
             embedder,
+            embed_slots: Vec::new(),
             candidates: Vec::new(),
             rerank_slots: Vec::new(),
             rerank_scores: None,
@@ -374,10 +377,12 @@ impl Engine {
             // One batch for every vector search (identical texts embed once).
             let mut texts: Vec<String> = Vec::new();
             for search in &job.vector_searches {
-                let text = format!("{}{}", info.query_prompt, search.text);
-                if !texts.contains(&text) {
+                let text = info.query_text(&search.text);
+                let slot = texts.iter().position(|t| *t == text).unwrap_or_else(|| {
                     texts.push(text);
-                }
+                    texts.len() - 1
+                });
+                job.embed_slots.push(slot);
             }
             job.step = Pending::Vectors;
             return Ok((job, QueryStep::Embed(texts)));
@@ -392,23 +397,16 @@ impl Engine {
         if job.step != Pending::Vectors {
             return Err(Error::invalid("this query is not waiting for vectors"));
         }
+        let distinct = job.embed_slots.iter().max().map_or(0, |m| m + 1);
+        if vectors.len() != distinct {
+            return Err(Error::invalid(format!("expected {distinct} query vectors, got {}", vectors.len())));
+        }
         let info = job.embedder.clone().expect("vectors asked only with an embedder");
-        let set = usable_vectors(&job.index, &info)?.expect("vectors checked at start");
-        let mut texts: Vec<String> = Vec::new();
-        for search in &job.vector_searches {
-            let text = format!("{}{}", info.query_prompt, search.text);
-            if !texts.contains(&text) {
-                texts.push(text);
-            }
-        }
-        if vectors.len() != texts.len() {
-            return Err(Error::invalid(format!("expected {} query vectors, got {}", texts.len(), vectors.len())));
-        }
-        for search in &job.vector_searches {
-            let text = format!("{}{}", info.query_prompt, search.text);
-            let vector = &vectors[texts.iter().position(|t| *t == text).expect("embedded above")];
-            let within = search.collection.as_ref().map_or(&job.scope[..], std::slice::from_ref);
-            let hits = vector_list(&job.index, set, vector, within, LIST_LIMIT)?;
+        let index = job.index.clone();
+        let set = usable_vectors(&index, &info)?.expect("vectors checked at start");
+        let docs = DocsByHash::new(&index, &job.scope)?;
+        for (search, &slot) in job.vector_searches.iter().zip(&job.embed_slots) {
+            let hits = vector_list(set, &docs, &vectors[slot], search.collection.as_deref(), LIST_LIMIT)?;
             if hits.is_empty() {
                 continue;
             }

@@ -36,25 +36,43 @@ pub(super) fn usable_vectors<'a>(index: &'a Index, embedder: &EmbedderInfo) -> R
     Ok(Some(set))
 }
 
-/// Searches `vector` among contents that live documents in `scope` have.
+/// The live documents of a scope by content hash, built once per search
+/// and shared by all its vector lists.
+pub(super) struct DocsByHash<'a>(HashMap<&'a str, Vec<(DocAddress, &'a str)>>);
+
+impl<'a> DocsByHash<'a> {
+    pub fn new(index: &'a Index, scope: &[String]) -> Result<DocsByHash<'a>> {
+        let scope: HashSet<&str> = scope.iter().map(String::as_str).collect();
+        let mut docs: HashMap<&str, Vec<(DocAddress, &str)>> = HashMap::new();
+        for entry in index.catalog()? {
+            let collection = entry.record.collection.as_str();
+            if scope.contains(collection) {
+                docs.entry(entry.record.hash.as_str()).or_default().push((entry.address, collection));
+            }
+        }
+        Ok(DocsByHash(docs))
+    }
+
+    /// The documents with `hash`, only those in `collection` when given.
+    fn of<'s>(&'s self, hash: &str, collection: Option<&'s str>) -> impl Iterator<Item = DocAddress> + 's {
+        let docs = self.0.get(hash).map_or(&[][..], Vec::as_slice);
+        docs.iter().filter(move |(_, c)| collection.is_none_or(|w| w == *c)).map(|(address, _)| *address)
+    }
+}
+
+/// Searches `vector` among contents that documents of `docs` (in
+/// `collection`, when given) have.
 pub(super) fn vector_list(
-    index: &Index,
     set: &VectorSet,
+    docs: &DocsByHash<'_>,
     vector: &[f32],
-    scope: &[String],
+    collection: Option<&str>,
     limit: usize,
 ) -> Result<Vec<VectorHit>> {
-    let scope: HashSet<&str> = scope.iter().map(String::as_str).collect();
-    let mut docs: HashMap<&str, Vec<DocAddress>> = HashMap::new();
-    for entry in index.catalog()? {
-        if scope.contains(entry.record.collection.as_str()) {
-            docs.entry(entry.record.hash.as_str()).or_default().push(entry.address);
-        }
-    }
-    let matches = search(set, vector, &|hash| docs.contains_key(hash), limit)?;
+    let matches = search(set, vector, &|hash| docs.of(hash, collection).next().is_some(), limit)?;
     let mut hits = Vec::new();
     for m in matches {
-        for &address in &docs[m.hash.as_str()] {
+        for address in docs.of(&m.hash, collection) {
             hits.push(VectorHit { address, score: f64::from(m.score), pos: m.pos as usize });
         }
     }
@@ -73,8 +91,7 @@ impl Engine {
         inference: &dyn Inference,
     ) -> Result<Vec<SearchHit>> {
         let embedder = inference.embedder()?;
-        let texts: Vec<String> =
-            [query.to_string(), fallback_hyde(query)].iter().map(|t| format!("{}{t}", embedder.query_prompt)).collect();
+        let texts = vec![embedder.query_text(query), embedder.query_text(&fallback_hyde(query))];
         let index = self.index()?;
         if index.vectors()?.is_none() {
             return Ok(Vec::new());
@@ -96,12 +113,13 @@ impl Engine {
         let scope = self.scope(&config, &options.collections)?;
         let index = self.index()?;
         let Some(set) = usable_vectors(&index, embedder)? else { return Ok(Vec::new()) };
+        let docs = DocsByHash::new(&index, &scope)?;
         let mut best: HashMap<DocAddress, VectorHit> = HashMap::new();
         for vector in vectors {
             if vector.len() != embedder.dimension {
                 return Err(Error::invalid("query vector has the wrong dimension"));
             }
-            for hit in vector_list(&index, set, vector, &scope, options.limit)? {
+            for hit in vector_list(set, &docs, vector, None, options.limit)? {
                 if best.get(&hit.address).is_none_or(|b| hit.score > b.score) {
                     best.insert(hit.address, hit);
                 }

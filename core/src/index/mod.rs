@@ -18,8 +18,8 @@ use std::rc::Rc;
 pub use manifest::{Manifest, SegmentMeta};
 use segment::reader::cached;
 pub use segment::{DocRecord, SegmentReader};
-pub(crate) use writer::collect_garbage;
 pub use writer::{CommitStats, IndexWriter};
+pub(crate) use writer::{next_generation, publish};
 
 use crate::directory::Directory;
 use crate::error::Result;

@@ -67,10 +67,7 @@ impl<'a> IndexWriter<'a> {
 
     pub fn commit(self) -> Result<CommitStats> {
         let dir = self.index.directory();
-        let old = &self.index.manifest;
-        let mut next = old.clone();
-        next.generation += 1;
-        next.previous_files = old.files();
+        let mut next = next_generation(&self.index.manifest);
         for (name, time) in self.last_update {
             next.last_update.insert(name, time);
         }
@@ -103,10 +100,26 @@ impl<'a> IndexWriter<'a> {
         }
 
         let merged = merge(&dir, &mut next)?;
-        next.store(dir.as_ref())?;
-        collect_garbage(dir.as_ref(), &next);
+        publish(dir.as_ref(), &next)?;
         Ok(CommitStats { generation: next.generation, segments_merged: merged })
     }
+}
+
+/// The manifest a commit starts from: the next generation, remembering the
+/// current files so readers of this one can finish.
+pub(crate) fn next_generation(old: &Manifest) -> Manifest {
+    let mut next = old.clone();
+    next.generation += 1;
+    next.previous_files = old.files();
+    next
+}
+
+/// Makes `next` the current generation (atomic manifest replace), then
+/// removes files no longer named.
+pub(crate) fn publish(dir: &dyn Directory, next: &Manifest) -> Result<()> {
+    next.store(dir)?;
+    collect_garbage(dir, next);
+    Ok(())
 }
 
 fn write_segment(dir: &dyn Directory, manifest: &mut Manifest, builder: SegmentBuilder) -> Result<SegmentMeta> {
@@ -159,7 +172,7 @@ fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
 /// Deletes index files that neither this generation nor the previous one
 /// names (leftovers of replaced generations or of a crashed update).
 /// Failures are ignored: a stray file costs space, not correctness.
-pub(crate) fn collect_garbage(dir: &dyn Directory, manifest: &Manifest) {
+fn collect_garbage(dir: &dyn Directory, manifest: &Manifest) {
     let keep: BTreeSet<String> = manifest.files().into_iter().chain(manifest.previous_files.iter().cloned()).collect();
     let Ok(files) = dir.list() else { return };
     for file in files {

@@ -10,6 +10,7 @@ use super::config::{BertConfig, Pooling, SentenceSettings};
 use super::load::load_safetensors;
 use super::tokenize::TextTokenizer;
 use crate::error::Result;
+use crate::inference::{EmbedderInfo, Embedding};
 
 pub struct SentenceEncoder {
     bert: Bert,
@@ -53,8 +54,25 @@ impl SentenceEncoder {
         &self.tokenizer
     }
 
-    pub fn settings(&self) -> &SentenceSettings {
-        &self.settings
+    /// The model as the engine sees it, recorded under `model` (its repo id
+    /// or directory).
+    pub fn describe(&self, model: &str) -> EmbedderInfo {
+        EmbedderInfo {
+            model: model.to_string(),
+            dimension: self.dimension,
+            max_tokens: self.tokenizer.max_tokens(),
+            query_prompt: self.settings.query_prompt.clone(),
+            document_prompt: self.settings.document_prompt.clone(),
+        }
+    }
+
+    /// [`embed`](Self::embed) plus each text's untruncated token count,
+    /// which the engine's chunker needs to see a chunk past the window.
+    pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = self.embed(&refs)?;
+        let tokens = self.tokenizer.count(&refs)?;
+        Ok(vectors.into_iter().zip(tokens).map(|(vector, t)| Embedding { vector, tokens: t as u32 }).collect())
     }
 
     /// One unit vector per text, in input order. Texts longer than the

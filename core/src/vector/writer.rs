@@ -5,6 +5,7 @@
 //! rewrites each vector O(log n) times; merges drop vectors of contents no
 //! live document has any more.
 
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::rc::Rc;
 
@@ -12,7 +13,8 @@ use super::VectorManifest;
 use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
 use crate::directory::Directory;
 use crate::error::Result;
-use crate::index::{Index, Manifest};
+use crate::index::segment::reader::cached;
+use crate::index::{Index, Manifest, next_generation, publish};
 
 /// What a vector commit changes.
 pub enum VectorChange {
@@ -28,15 +30,16 @@ pub enum VectorChange {
 /// generation, opened under the index write lock).
 pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
     let dir = index.directory();
-    let old = &index.manifest;
-    let mut next = old.clone();
-    next.generation += 1;
-    next.previous_files = old.files();
-    let live: HashSet<&str> = index.catalog()?.iter().map(|e| e.record.hash.as_str()).collect();
+    let mut next = next_generation(&index.manifest);
+    // Hashes of live documents, for merges only: most commits need none.
+    let live_cell = OnceCell::new();
+    let live =
+        || cached(&live_cell, || Ok(index.catalog()?.iter().map(|e| e.record.hash.as_str()).collect::<HashSet<_>>()));
     match change {
         VectorChange::ClearAll => next.vectors = None,
         VectorChange::Remove(hashes) => {
             if let Some(vectors) = next.vectors.take() {
+                let live = live()?;
                 let keep = |hash: &str| !hashes.contains(hash) && live.contains(hash);
                 let all: Vec<usize> = (0..vectors.segments.len()).collect();
                 next.vectors = Some(rewrite(&dir, &mut next, vectors, &all, &keep)?);
@@ -59,14 +62,13 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
                     break;
                 }
                 let n = vectors.segments.len();
+                let live = live()?;
                 vectors = rewrite(&dir, &mut next, vectors, &[n - 2, n - 1], &|h| live.contains(h))?;
             }
             next.vectors = Some(vectors);
         }
     }
-    next.store(dir.as_ref())?;
-    crate::index::collect_garbage(dir.as_ref(), &next);
-    Ok(())
+    publish(dir.as_ref(), &next)
 }
 
 fn write(dir: &dyn Directory, manifest: &mut Manifest, builder: VectorSegmentBuilder) -> Result<VectorSegmentMeta> {

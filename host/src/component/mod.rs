@@ -11,9 +11,9 @@ use anyhow::{Context, Result};
 use bindings::qmd::engine::inference::{EmbedderInfo, Embedding};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::models::Models;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 static COMPONENT: &[u8] = include_bytes!(env!("QMD_COMPONENT_PATH"));
 const COMPONENT_HASH: &str = env!("QMD_COMPONENT_HASH");
@@ -46,19 +46,19 @@ impl bindings::qmd::engine::types::Host for HostState {}
 
 impl bindings::qmd::engine::inference::Host for HostState {
     fn embedder(&mut self) -> Result<EmbedderInfo, String> {
-        let d = self.models.embedder()?;
+        let info = self.models.embedder()?;
         Ok(EmbedderInfo {
-            model: d.model,
-            dimension: d.dimension,
-            max_tokens: d.max_tokens,
-            query_prompt: d.query_prompt,
-            document_prompt: d.document_prompt,
+            model: info.model,
+            dimension: info.dimension as u32,
+            max_tokens: info.max_tokens as u32,
+            query_prompt: info.query_prompt,
+            document_prompt: info.document_prompt,
         })
     }
 
     fn embed(&mut self, texts: Vec<String>) -> Result<Vec<Embedding>, String> {
         let out = self.models.embed(&texts)?;
-        Ok(out.into_iter().map(|(vector, tokens)| Embedding { vector, tokens }).collect())
+        Ok(out.into_iter().map(|e| Embedding { vector: e.vector, tokens: e.tokens }).collect())
     }
 
     fn reranker(&mut self) -> Option<String> {

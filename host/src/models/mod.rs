@@ -10,6 +10,7 @@ mod slot;
 
 use std::path::PathBuf;
 
+use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{CrossEncoder, Device, SentenceEncoder};
 
 use crate::paths;
@@ -108,15 +109,6 @@ pub struct Models {
     rerank: Slot<CrossEncoder>,
 }
 
-/// What an `embedder` call tells the engine.
-pub struct EmbedderDescription {
-    pub model: String,
-    pub dimension: u32,
-    pub max_tokens: u32,
-    pub query_prompt: String,
-    pub document_prompt: String,
-}
-
 impl Models {
     pub fn from_env() -> Models {
         Models {
@@ -125,27 +117,13 @@ impl Models {
         }
     }
 
-    pub fn embedder(&self) -> Result<EmbedderDescription, String> {
-        self.embed.with(|encoder, source| {
-            let settings = encoder.settings();
-            Ok(EmbedderDescription {
-                model: source.id.clone(),
-                dimension: encoder.dimension() as u32,
-                max_tokens: encoder.tokenizer().max_tokens() as u32,
-                query_prompt: settings.query_prompt.clone(),
-                document_prompt: settings.document_prompt.clone(),
-            })
-        })
+    pub fn embedder(&self) -> Result<EmbedderInfo, String> {
+        self.embed.with(|encoder, source| Ok(encoder.describe(&source.id)))
     }
 
     /// Unit vectors and untruncated token counts.
-    pub fn embed(&self, texts: &[String]) -> Result<Vec<(Vec<f32>, u32)>, String> {
-        self.embed.with(|encoder, _| {
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = encoder.embed(&refs).map_err(|e| e.message)?;
-            let tokens = encoder.tokenizer().count(&refs).map_err(|e| e.message)?;
-            Ok(vectors.into_iter().zip(tokens.into_iter().map(|t| t as u32)).collect())
-        })
+    pub fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>, String> {
+        self.embed.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message))
     }
 
     /// The reranker's id if it is there and loads.
