@@ -6,6 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # One shared target dir outside the clone, so reruns (and CI) reuse builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
+# Mesa's software Vulkan for the wgpu model tests where there is no GPU.
+bash scripts/setup-system.sh
+# Mesa complains on every device open without a runtime dir.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+    XDG_RUNTIME_DIR="$(mktemp -d)"
+    export XDG_RUNTIME_DIR
+fi
 cargo build --release --locked -p qmd
 cargo test --release --locked --workspace
 # The MCP server through the official Python MCP SDK (stdio and HTTP).

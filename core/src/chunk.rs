@@ -41,7 +41,53 @@ pub struct TokenChunking {
 }
 
 /// qmd's first-pass estimate: 3 chars per token, cheap and conservative.
-const CHARS_PER_TOKEN: usize = 3;
+pub const CHARS_PER_TOKEN: f64 = 3.0;
+
+/// The chars-per-token density an embedding run has measured so far.
+///
+/// Dense text (scientific abstracts, code) has fewer than 3 chars per
+/// token, so at qmd's fixed estimate most of its chunks overflow the window
+/// and are embedded twice (truncated, then re-split). The first pass
+/// instead uses a low percentile of the densities the tokenizer reported
+/// for recent chunks, never above qmd's 3: prose keeps qmd's chunks, dense
+/// text gets chunks that fit the first time.
+#[derive(Clone, Debug, Default)]
+pub struct TokenDensity {
+    /// Recent chars/token samples, oldest first.
+    samples: std::collections::VecDeque<f64>,
+}
+
+/// Samples kept: enough for a stable percentile, recent enough to follow
+/// a change of corpus between collections.
+const DENSITY_SAMPLES: usize = 512;
+/// Fewer samples than this say too little: keep qmd's estimate.
+const DENSITY_MIN_SAMPLES: usize = 16;
+/// Chunks longer than this many tokens measure density well.
+const DENSITY_MIN_TOKENS: usize = 32;
+
+impl TokenDensity {
+    /// Records a chunk of `chars` chars the tokenizer counted as `tokens`.
+    pub fn record(&mut self, chars: usize, tokens: usize) {
+        if tokens < DENSITY_MIN_TOKENS {
+            return;
+        }
+        if self.samples.len() == DENSITY_SAMPLES {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(chars as f64 / tokens as f64);
+    }
+
+    /// Chars per token for the first pass: the 10th percentile of the
+    /// samples (so about nine chunks in ten fit), at most qmd's 3.
+    pub fn chars_per_token(&self) -> f64 {
+        if self.samples.len() < DENSITY_MIN_SAMPLES {
+            return CHARS_PER_TOKEN;
+        }
+        let mut sorted: Vec<f64> = self.samples.iter().copied().collect();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 10].clamp(1.0, CHARS_PER_TOKEN)
+    }
+}
 
 impl TokenChunking {
     pub fn for_window(max_tokens: usize) -> TokenChunking {
@@ -49,10 +95,10 @@ impl TokenChunking {
         TokenChunking { size, overlap: size * 15 / 100, window: size * 2 / 9 }
     }
 
-    /// The first pass, in chars.
-    pub fn first_pass(&self, content: &str) -> Vec<Chunk> {
-        let c = CHARS_PER_TOKEN;
-        chunk_with(content, self.size * c, self.overlap * c, self.window * c)
+    /// The first pass, in chars, at `chars_per_token`.
+    pub fn first_pass(&self, content: &str, chars_per_token: f64) -> Vec<Chunk> {
+        let chars = |tokens: usize| (tokens as f64 * chars_per_token).floor() as usize;
+        chunk_with(content, chars(self.size).max(1), chars(self.overlap), chars(self.window))
     }
 
     /// Re-splits a chunk the tokenizer measured at `tokens` (> `size`), at
@@ -228,6 +274,40 @@ mod tests {
         assert_eq!(scores("a\n---\nb"), vec![(1, 60), (5, 1)]);
         assert_eq!(scores("a\n- x\n12. y"), vec![(1, 5), (5, 5)]);
         assert_eq!(scores("a\n```\nb"), vec![(1, 80), (5, 1)]);
+    }
+
+    #[test]
+    fn density_starts_at_qmds_estimate_and_follows_dense_text_down() {
+        let mut density = TokenDensity::default();
+        assert_eq!(density.chars_per_token(), CHARS_PER_TOKEN);
+        for _ in 0..15 {
+            density.record(500, 250);
+        }
+        assert_eq!(density.chars_per_token(), CHARS_PER_TOKEN, "too few samples to trust");
+        density.record(10, 5); // too short to measure: ignored
+        assert_eq!(density.chars_per_token(), CHARS_PER_TOKEN);
+        density.record(500, 250);
+        assert_eq!(density.chars_per_token(), 2.0);
+        // Prose at 4.5 chars/token never raises it above qmd's 3.
+        for _ in 0..DENSITY_SAMPLES {
+            density.record(900, 200);
+        }
+        assert_eq!(density.chars_per_token(), CHARS_PER_TOKEN);
+        // The low percentile: one dense chunk in twenty does not move it,
+        // one in five does.
+        for i in 0..DENSITY_SAMPLES {
+            density.record(if i % 5 == 0 { 400 } else { 900 }, 200);
+        }
+        assert_eq!(density.chars_per_token(), 2.0);
+    }
+
+    #[test]
+    fn first_pass_sizes_follow_the_density() {
+        let chunking = TokenChunking::for_window(256);
+        let doc = "word ".repeat(1000);
+        let at = |cpt: f64| chunking.first_pass(&doc, cpt)[0].text.chars().count();
+        assert!(at(3.0) <= 254 * 3 && at(3.0) > 254 * 2);
+        assert!(at(2.0) <= 254 * 2 && at(2.0) > 254);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qmd_core::inference::{EmbedderInfo, Embedding, Inference};
-use qmd_core::model::{Device, ModelFiles, SentenceEncoder};
+use qmd_core::model::{Device, DeviceChoice, ModelDevice, ModelFiles, SentenceEncoder};
 use qmd_core::{Error, Result};
 
 /// Runs one of the project's `scripts/` that set something up once and
@@ -21,6 +21,18 @@ pub fn script_path(name: &str) -> PathBuf {
 /// `scripts/test-weights.sh` fetches (once) and prints.
 pub fn test_model_dir() -> PathBuf {
     std::env::var_os("QMD_TEST_MODEL_DIR").map_or_else(|| script_path("test-weights.sh"), PathBuf::from)
+}
+
+/// The process's wgpu device (burn sets its runtime up once per
+/// process): a hardware GPU if there is one, else Mesa's lavapipe.
+pub fn gpu_device() -> &'static ModelDevice {
+    static DEVICE: std::sync::OnceLock<ModelDevice> = std::sync::OnceLock::new();
+    DEVICE.get_or_init(|| {
+        let device = ModelDevice::select(DeviceChoice::Gpu)
+            .unwrap_or_else(|e| panic!("{}: run scripts/setup-system.sh (Mesa's Vulkan drivers)", e.message));
+        eprintln!("models on {}", device.description);
+        device
+    })
 }
 
 pub fn model_files(dir: &Path) -> ModelFiles {

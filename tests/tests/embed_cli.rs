@@ -272,3 +272,57 @@ fn pull_downloads_resumes_and_checks() {
     assert!(out.stderr.contains("checksum mismatch"), "{}", out.stderr);
     assert_eq!(std::fs::read(dir.join("config.json")).unwrap(), b"{\"model_type\":\"bert\"}");
 }
+
+/// Appends `models:` to the index's config (qmd's `models.<role>`).
+fn configure_models(env: &Env, models: &str) {
+    let config = env.config_home().join("qmd/index.yml");
+    let text = std::fs::read_to_string(&config).expect("index.yml written by collection add");
+    let text = text.split("models:\n").next().unwrap();
+    std::fs::write(&config, format!("{text}models:\n{models}")).unwrap();
+}
+
+#[test]
+fn models_come_from_index_yml_and_run_on_the_chosen_device() {
+    let env = Env::new();
+    env.write("notes/raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n");
+    env.write("notes/tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n");
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let model = test_model_dir().to_string_lossy().into_owned();
+    configure_models(&env, &format!("  embed: {model}\n"));
+    // index.yml wins over the environment (qmd's order).
+    let absent = ("QMD_EMBED_MODEL", "acme/absent");
+    let qmd = |args: &[&str], device: &str| env.qmd_with(env.root(), args, &[absent, ("QMD_DEVICE", device)]);
+
+    let status = qmd(&["status"], "gpu").success().stdout;
+    assert!(status.contains(&format!("Embedding: {model}")), "{status}");
+    assert!(status.contains("Device:    GPU: "), "a wgpu adapter (lavapipe without a GPU): {status}");
+    let cpu = env.qmd_with(env.root(), &["--no-gpu", "status"], &[("QMD_DEVICE", "gpu")]).success().stdout;
+    assert!(cpu.contains("Device:    CPU (burn flex), forced by QMD_FORCE_CPU"), "{cpu}");
+
+    // Vectors embedded on the GPU backend, searched on the CPU one and on
+    // the GPU again: the same documents at the same scores.
+    let out = qmd(&["embed"], "gpu").success();
+    assert!(out.stdout.contains("Embedded 2 chunks from 2 documents"), "{}", out.stdout);
+    let search = |device: &str| {
+        let out = qmd(&["vsearch", "--json", "--min-score", "0", "what makes the sea rise"], device).success();
+        let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+        hits.iter().map(|h| (h["file"].as_str().unwrap().to_string(), h["score"].as_f64().unwrap())).collect::<Vec<_>>()
+    };
+    let (on_gpu, on_cpu) = (search("gpu"), search("cpu"));
+    assert_eq!(on_gpu[0].0, "qmd://notes/tides.md");
+    assert_eq!(on_gpu.len(), on_cpu.len());
+    for (g, c) in on_gpu.iter().zip(&on_cpu) {
+        assert_eq!(g.0, c.0);
+        assert!((g.1 - c.1).abs() < 1e-3, "{on_gpu:?} vs {on_cpu:?}");
+    }
+
+    // A device name that means nothing is named in the error.
+    let out = qmd(&["embed", "-f"], "tpu").failure();
+    assert!(out.stderr.contains("QMD_DEVICE: unknown device \"tpu\""), "{}", out.stderr);
+    // qmd's GGUF model URIs are refused with what to use instead.
+    // (checked before anything is downloaded).
+    configure_models(&env, "  rerank: hf:someone/repo/reranker-q8_0.gguf\n");
+    let out = qmd(&["pull"], "cpu").failure();
+    assert!(out.stderr.contains("is a GGUF (llama.cpp) file"), "{}", out.stderr);
+    assert!(out.stderr.contains("cross-encoder/ms-marco-MiniLM-L-6-v2"), "{}", out.stderr);
+}

@@ -1,14 +1,16 @@
 //! The burn models against an independent NumPy reference
 //! (`tests/models/reference.py`): all-MiniLM-L6-v2 embeddings (real
 //! weights from `scripts/test-weights.sh`) and a small random
-//! cross-encoder the reference writes, on burn's CPU backend.
+//! cross-encoder the reference writes, on burn's CPU backend and on its
+//! wgpu backend (Mesa's software Vulkan, lavapipe, where no GPU is:
+//! `scripts/setup-system.sh` installs it).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use qmd_core::model::{CrossEncoder, Device, SentenceEncoder};
-use qmd_tests::models::{model_files, script_path, test_model_dir};
+use qmd_tests::models::{gpu_device, model_files, script_path, test_model_dir};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -72,9 +74,28 @@ fn texts() -> Vec<String> {
 }
 
 #[test]
-fn minilm_embeddings_match_numpy_reference() {
+fn minilm_embeddings_match_numpy_reference_on_cpu() {
+    minilm_embeddings_match_numpy_reference(&Device::flex());
+}
+
+#[test]
+fn minilm_embeddings_match_numpy_reference_on_wgpu() {
+    minilm_embeddings_match_numpy_reference(&gpu_device().device);
+}
+
+#[test]
+fn cross_encoder_matches_numpy_reference_on_cpu() {
+    cross_encoder_matches_numpy_reference(&Device::flex());
+}
+
+#[test]
+fn cross_encoder_matches_numpy_reference_on_wgpu() {
+    cross_encoder_matches_numpy_reference(&gpu_device().device);
+}
+
+fn minilm_embeddings_match_numpy_reference(device: &Device) {
     let dir = test_model_dir();
-    let encoder = SentenceEncoder::load(model_files(&dir), &Device::flex()).unwrap();
+    let encoder = SentenceEncoder::load(model_files(&dir), device).unwrap();
     assert_eq!(encoder.dimension(), 384);
     assert_eq!(encoder.tokenizer().max_tokens(), 256, "max_seq_length from sentence_bert_config.json");
     let texts = texts();
@@ -93,7 +114,7 @@ fn minilm_embeddings_match_numpy_reference() {
             worst = (c, i);
         }
     }
-    eprintln!("worst cosine {:.7} (text {})", worst.0, worst.1);
+    eprintln!("{device:?}: worst cosine {:.7} (text {})", worst.0, worst.1);
     assert!(worst.0 >= 0.9999, "text {} cosine {} < 0.9999: {:?}", worst.1, worst.0, texts[worst.1]);
     // Batched and alone give the same vector (padding must not leak).
     let alone = encoder.embed(&[refs[5]]).unwrap();
@@ -104,12 +125,11 @@ fn minilm_embeddings_match_numpy_reference() {
     assert!(dot(&v[0], &ours[4]) > dot(&v[1], &ours[4]) + 0.3);
 }
 
-#[test]
-fn cross_encoder_matches_numpy_reference() {
+fn cross_encoder_matches_numpy_reference(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
     let tokenizer = test_model_dir().join("tokenizer.json");
     reference(&["write-reranker", dir.path().to_str().unwrap(), tokenizer.to_str().unwrap()], &serde_json::json!(null));
-    let reranker = CrossEncoder::load(model_files(dir.path()), &Device::flex()).unwrap();
+    let reranker = CrossEncoder::load(model_files(dir.path()), device).unwrap();
     let query = "how does raft elect a leader";
     let documents = texts();
     let refs: Vec<&str> = documents.iter().map(String::as_str).collect();

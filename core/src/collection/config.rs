@@ -145,6 +145,16 @@ impl Config {
         serde_norway::to_string(&Value::Mapping(root)).unwrap_or_default()
     }
 
+    /// `models.<role>` (`embed`, `rerank`, `generate`): a model id or a
+    /// local path, which wins over `QMD_<ROLE>_MODEL` (qmd's order). Kept
+    /// with the other uninterpreted keys, so it is written back as read.
+    pub fn model(&self, role: &str) -> Option<String> {
+        match self.extra.get("models")? {
+            Value::Mapping(models) => models.get(role).and_then(string).filter(|m| !m.trim().is_empty()),
+            _ => None,
+        }
+    }
+
     pub fn collection(&self, name: &str) -> Option<&Collection> {
         self.collections.iter().find(|c| c.name == name)
     }
@@ -203,6 +213,9 @@ collections:
         let again = Config::parse(&config.to_yaml()).unwrap();
         assert_eq!(again, config);
         assert!(config.to_yaml().contains("embed: hf:someone/model.gguf"));
+        assert_eq!(config.model("embed").as_deref(), Some("hf:someone/model.gguf"));
+        assert_eq!(config.model("rerank"), None);
+        assert_eq!(Config::parse("models: oops").unwrap().model("embed"), None, "not a mapping: ignored");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use super::Engine;
-use crate::chunk::{Chunk, TokenChunking};
+use crate::chunk::{Chunk, TokenChunking, TokenDensity};
 use crate::document::content_hash;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
@@ -70,6 +70,7 @@ pub struct EmbedJob {
     embedder: EmbedderInfo,
     fingerprint: String,
     chunking: TokenChunking,
+    density: TokenDensity,
     pending: VecDeque<Pending>,
     batch: Vec<WorkContent>,
     /// (content, chunk) of each text handed out and not yet answered.
@@ -141,6 +142,7 @@ impl Engine {
         report.pending = pending.len() as u64;
         Ok(EmbedJob {
             chunking: TokenChunking::for_window(embedder.max_tokens),
+            density: TokenDensity::default(),
             embedder,
             fingerprint,
             pending,
@@ -198,7 +200,9 @@ impl Engine {
             if embedding.vector.len() != job.embedder.dimension {
                 return Err(crate::vector::dimension_mismatch(job.embedder.dimension, embedding.vector.len()));
             }
-            if embedding.tokens as usize > job.chunking.size && job.batch[c].chunks[i].chunk.text.chars().count() > 1 {
+            let chars = job.batch[c].chunks[i].chunk.text.chars().count();
+            job.density.record(chars, embedding.tokens as usize);
+            if embedding.tokens as usize > job.chunking.size && chars > 1 {
                 resplit.push((c, i, embedding.tokens));
             }
             job.batch[c].chunks[i].vector = Some(embedding.vector);
@@ -243,7 +247,11 @@ impl Engine {
             let next = job.pending.pop_front().expect("front exists");
             bytes += next.bytes;
             let body = body_at(&index, next.address)?;
-            let chunks = if body.trim().is_empty() { Vec::new() } else { job.chunking.first_pass(&body) };
+            let chunks = if body.trim().is_empty() {
+                Vec::new()
+            } else {
+                job.chunking.first_pass(&body, job.density.chars_per_token())
+            };
             job.batch.push(WorkContent {
                 hash: next.hash,
                 chunks: chunks.into_iter().map(|chunk| WorkChunk { chunk, vector: None }).collect(),
@@ -455,6 +463,29 @@ pub(crate) mod tests {
         let set = engine.index().unwrap();
         let set = set.vectors().unwrap().unwrap();
         assert!(set.segments.iter().all(|s| s.positions.windows(2).all(|w| w[0] != w[1] || w[0] == 0)));
+    }
+
+    #[test]
+    fn dense_text_is_chunked_at_its_measured_density() {
+        // 2 chars per token ("x " per word): at qmd's fixed 3 chars/token
+        // every first-pass chunk would overflow and be embedded twice.
+        let mut notes = MemorySource::new();
+        for d in 0..40 {
+            let words: String = (0..400).map(|i| format!("{} ", (b'a' + ((d + i) % 26) as u8) as char)).collect();
+            notes.insert("/d", &format!("{d:02}.md"), format!("{d}\n{words}").as_str(), 0);
+        }
+        let engine =
+            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
+        engine.collection_add("/d", Some("d"), None).unwrap();
+        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        let model = WordHash::new(64);
+        let options = EmbedOptions { max_docs_per_batch: 1, ..Default::default() };
+        let report = engine.embed_with(&model, &options, &mut |_, _, _| {}).unwrap();
+        assert_eq!(report.docs, 40);
+        // Only the first documents (before 16 chunks were measured) are
+        // re-split; at 186 chars every chunk would be 93 tokens, over 62.
+        assert!(report.resplit > 0, "{report:?}");
+        assert!(report.resplit * 10 < report.chunks, "later documents fit the first time: {report:?}");
     }
 
     #[test]

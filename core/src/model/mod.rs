@@ -8,6 +8,7 @@
 mod batch;
 mod bert;
 pub mod config;
+mod device;
 mod encoder;
 mod load;
 mod reranker;
@@ -15,6 +16,7 @@ mod tokenize;
 
 pub use burn;
 pub use burn::tensor::Device;
+pub use device::{DeviceChoice, ModelDevice};
 pub use encoder::SentenceEncoder;
 pub use reranker::CrossEncoder;
 pub use tokenize::TextTokenizer;

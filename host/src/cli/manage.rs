@@ -287,8 +287,8 @@ pub fn status(session: &Session) -> Result<ExitCode> {
         println!("\nGlobal context: {global}");
     }
     println!("\nModels");
-    let (embed, rerank) = (crate::models::ModelSource::embed(), crate::models::ModelSource::rerank());
-    for (role, source) in [("Embedding", &embed), ("Reranking", &rerank)] {
+    let (embed, rerank) = (&session.models.embed, &session.models.rerank);
+    for (role, source) in [("Embedding", embed), ("Reranking", rerank)] {
         let state = if source.is_present() { "" } else { " (not downloaded: run 'qmd pull')" };
         let link = if source.remote { format!("https://huggingface.co/{}", source.id) } else { source.id.clone() };
         println!("  {role}: {link}{state}");
@@ -296,10 +296,14 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
         println!("  Vectors in the index are from {model}: run 'qmd embed -f' to re-embed.");
     }
-    println!(
-        "  Device:    CPU (burn flex){}",
-        if crate::models::force_cpu() { ", forced by QMD_FORCE_CPU" } else { "" }
-    );
+    match crate::models::device() {
+        Ok(device) => println!(
+            "  Device:    {}{}",
+            device.description,
+            if crate::models::force_cpu() { ", forced by QMD_FORCE_CPU" } else { "" }
+        ),
+        Err(e) => println!("  Device:    none ({e})"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -315,8 +319,7 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
     if args.force {
         println!("Force re-indexing: clearing all vectors...");
     }
-    let source = crate::models::ModelSource::embed();
-    println!("Model: {}\n", source.id);
+    println!("Model: {}\n", session.models.embed.id);
     let started = std::time::Instant::now();
     let report = session.call(true, Vec::new(), embed_progress(), |store, engine| {
         engine_result(engine.qmd_engine_vectors().call_embed(store, &options))

@@ -29,16 +29,20 @@ pub struct Session {
     pub index_name: String,
     pub index_dir: std::path::PathBuf,
     pub config_dir: std::path::PathBuf,
+    pub models: crate::models::ModelSources,
 }
 
 impl Session {
     fn new(index: Option<&str>) -> Result<Session> {
         let index_name = paths::index_name(index);
+        let config_dir = paths::config_dir();
+        let models = crate::models::ModelSources::for_index(&config_dir, &index_name);
         Ok(Session {
-            runtime: std::sync::Arc::new(Runtime::new()?),
+            runtime: std::sync::Arc::new(Runtime::new(&models)?),
             index_dir: paths::index_dir(&index_name),
-            config_dir: paths::config_dir(),
+            config_dir,
             index_name,
+            models,
         })
     }
 
@@ -95,7 +99,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Search(args) => search(&session, args),
         Command::Vsearch(args) => vsearch(&session, args),
         Command::Embed(args) => manage::embed(&session, args),
-        Command::Pull(args) => crate::models::pull::run(args.refresh),
+        Command::Pull(args) => crate::models::pull::run(&session.models, args.refresh),
         Command::Query(args) => query(&session, args),
         Command::Get(args) => get(&session, args),
         Command::MultiGet(args) => multi_get(&session, args),

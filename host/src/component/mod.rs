@@ -13,7 +13,7 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::models::Models;
+use crate::models::{ModelSources, Models};
 
 static COMPONENT: &[u8] = include_bytes!(env!("QMD_COMPONENT_PATH"));
 const COMPONENT_HASH: &str = env!("QMD_COMPONENT_HASH");
@@ -89,14 +89,14 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new() -> Result<Runtime> {
+    pub fn new(models: &ModelSources) -> Result<Runtime> {
         let engine = Engine::new(&Config::new()).map_err(anyhow::Error::from)?;
         let component = load_component(&engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
         bindings::Engine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
-        Ok(Runtime { engine, linker, component, models: Arc::new(Models::from_env()) })
+        Ok(Runtime { engine, linker, component, models: Arc::new(Models::new(models)) })
     }
 
     /// A fresh instance with the given grants.

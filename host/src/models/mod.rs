@@ -9,9 +9,10 @@ pub mod pull;
 mod slot;
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use qmd_core::inference::{EmbedderInfo, Embedding};
-use qmd_core::model::{CrossEncoder, Device, SentenceEncoder};
+use qmd_core::model::{CrossEncoder, DeviceChoice, ModelDevice, SentenceEncoder};
 
 use crate::paths;
 use slot::Slot;
@@ -53,17 +54,26 @@ impl ModelSource {
         ModelSource { id: repo.to_string(), dir: models_dir().join(repo), remote: true }
     }
 
-    fn from_env(var: &str, default: &str) -> ModelSource {
-        let spec = std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+    /// qmd's order: `index.yml` `models.<role>`, then `QMD_<ROLE>_MODEL`,
+    /// then the default.
+    fn configured(config: Option<String>, var: &str, default: &str) -> ModelSource {
+        let spec = config.or_else(|| std::env::var(var).ok().filter(|v| !v.trim().is_empty()));
         ModelSource::resolve(spec.as_deref().unwrap_or(default))
     }
 
-    pub fn embed() -> ModelSource {
-        Self::from_env("QMD_EMBED_MODEL", DEFAULT_EMBED_MODEL)
-    }
-
-    pub fn rerank() -> ModelSource {
-        Self::from_env("QMD_RERANK_MODEL", DEFAULT_RERANK_MODEL)
+    /// A qmd GGUF file URI (`hf:owner/repo/file.gguf`) names a llama.cpp
+    /// model, which these models cannot load.
+    pub fn gguf_message(&self, role: &str) -> Option<String> {
+        self.id.to_lowercase().ends_with(".gguf").then(|| {
+            format!(
+                "{role} model {} is a GGUF (llama.cpp) file; qmd-wasm runs Hugging Face safetensors models: \
+                 set models.{} in index.yml (or QMD_{}_MODEL) to a repo id such as {}",
+                self.id,
+                if role == "embedding" { "embed" } else { "rerank" },
+                if role == "embedding" { "EMBED" } else { "RERANK" },
+                if role == "embedding" { DEFAULT_EMBED_MODEL } else { DEFAULT_RERANK_MODEL },
+            )
+        })
     }
 
     /// Whether the required files are all there.
@@ -97,10 +107,42 @@ pub fn force_cpu() -> bool {
     })
 }
 
-/// The burn device models run on: burn's CPU backend on every core. (The
-/// wgpu backend, chosen unless `force_cpu`, is not built yet.)
-pub fn device() -> Device {
-    Device::flex()
+/// Where the user wants models to run: `QMD_FORCE_CPU` (`--no-gpu`) wins,
+/// else `QMD_DEVICE` (auto, cpu or gpu; auto when unset).
+pub fn device_choice() -> Result<DeviceChoice, String> {
+    if force_cpu() {
+        return Ok(DeviceChoice::Cpu);
+    }
+    DeviceChoice::parse(&std::env::var("QMD_DEVICE").unwrap_or_default())
+        .map_err(|e| format!("QMD_DEVICE: {}", e.message))
+}
+
+/// The process's model device, chosen once (acquiring a GPU adapter takes
+/// a moment, and burn's wgpu runtime is set up once per process).
+pub fn device() -> Result<&'static ModelDevice, String> {
+    static DEVICE: OnceLock<Result<ModelDevice, String>> = OnceLock::new();
+    DEVICE.get_or_init(|| ModelDevice::select(device_choice()?).map_err(|e| e.message)).as_ref().map_err(Clone::clone)
+}
+
+/// The models an index uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSources {
+    pub embed: ModelSource,
+    pub rerank: ModelSource,
+}
+
+impl ModelSources {
+    /// From the index's config (`<config dir>/<index>.yml`), the environment
+    /// and the defaults. An unreadable or invalid config names no models
+    /// here; the engine reports it on its own.
+    pub fn for_index(config_dir: &std::path::Path, index_name: &str) -> ModelSources {
+        let text = std::fs::read_to_string(config_dir.join(format!("{index_name}.yml"))).unwrap_or_default();
+        let config = qmd_core::collection::Config::parse(&text).unwrap_or_default();
+        ModelSources {
+            embed: ModelSource::configured(config.model("embed"), "QMD_EMBED_MODEL", DEFAULT_EMBED_MODEL),
+            rerank: ModelSource::configured(config.model("rerank"), "QMD_RERANK_MODEL", DEFAULT_RERANK_MODEL),
+        }
+    }
 }
 
 /// The process's models, shared by every component instance.
@@ -110,10 +152,10 @@ pub struct Models {
 }
 
 impl Models {
-    pub fn from_env() -> Models {
+    pub fn new(sources: &ModelSources) -> Models {
         Models {
-            embed: Slot::new(ModelSource::embed(), "embedding"),
-            rerank: Slot::new(ModelSource::rerank(), "rerank"),
+            embed: Slot::new(sources.embed.clone(), "embedding"),
+            rerank: Slot::new(sources.rerank.clone(), "rerank"),
         }
     }
 

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
 
-use super::{ModelSource, OPTIONAL_FILES, REQUIRED_FILES};
+use super::{ModelSource, ModelSources, OPTIONAL_FILES, REQUIRED_FILES};
 
 /// The hub: `$HF_ENDPOINT` (mirrors) or huggingface.co.
 fn endpoint() -> String {
@@ -39,9 +39,13 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-pub fn run(refresh: bool) -> Result<ExitCode> {
+pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     let agent = agent();
-    for (role, source) in [("embedding", ModelSource::embed()), ("rerank", ModelSource::rerank())] {
+    let roles = [("embedding", &sources.embed), ("rerank", &sources.rerank)];
+    if let Some(message) = roles.iter().find_map(|(role, source)| source.gguf_message(role)) {
+        bail!(message);
+    }
+    for (role, source) in roles {
         if !source.remote {
             println!("- {role}: {} (local directory, not downloaded)", source.id);
             continue;

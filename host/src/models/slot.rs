@@ -3,24 +3,24 @@
 
 use std::sync::Mutex;
 
-use qmd_core::model::{CrossEncoder, ModelFiles, SentenceEncoder};
+use qmd_core::model::{CrossEncoder, Device, ModelFiles, SentenceEncoder};
 
 use super::{ModelSource, device};
 
 /// Models that load from a repository's files.
 pub trait Loadable: Sized {
-    fn load(files: ModelFiles) -> qmd_core::Result<Self>;
+    fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self>;
 }
 
 impl Loadable for SentenceEncoder {
-    fn load(files: ModelFiles) -> qmd_core::Result<Self> {
-        SentenceEncoder::load(files, &device())
+    fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
+        SentenceEncoder::load(files, device)
     }
 }
 
 impl Loadable for CrossEncoder {
-    fn load(files: ModelFiles) -> qmd_core::Result<Self> {
-        CrossEncoder::load(files, &device())
+    fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
+        CrossEncoder::load(files, device)
     }
 }
 
@@ -46,6 +46,9 @@ impl<T: Loadable> Slot<T> {
     }
 
     fn load(&self) -> Result<T, String> {
+        if let Some(message) = self.source.gguf_message(self.role) {
+            return Err(message);
+        }
         if !self.source.is_present() {
             return Err(self.source.missing_message(self.role));
         }
@@ -56,6 +59,7 @@ impl<T: Loadable> Slot<T> {
             Err(e) => Err(qmd_core::Error::new(qmd_core::ErrorKind::Io, format!("{}: {e}", dir.join(name).display()))),
         })
         .map_err(|e| e.message)?;
-        T::load(files).map_err(|e| format!("{} model {}: {}", self.role, self.source.id, e.message))
+        let device = &device()?.device;
+        T::load(files, device).map_err(|e| format!("{} model {}: {}", self.role, self.source.id, e.message))
     }
 }

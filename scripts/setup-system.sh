@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian packages the tests need, installed once: Mesa's Vulkan drivers
+# (lavapipe, a software Vulkan device, so the wgpu model tests run where
+# there is no GPU). Skips the install when they are already there.
+set -euo pipefail
+packages=(mesa-vulkan-drivers libvulkan1)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing ${missing[*]}" >&2
+$sudo apt-get update -qq >&2
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
