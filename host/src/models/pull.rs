@@ -53,7 +53,7 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
         for (file, required) in
             REQUIRED_FILES.iter().map(|f| (*f, true)).chain(OPTIONAL_FILES.iter().map(|f| (*f, false)))
         {
-            match pull_file(&agent, &source, file, refresh)? {
+            match pull_file(&agent, source, file, refresh)? {
                 Pulled::Absent if required => bail!("{}: {file} is not in the repository", source.id),
                 Pulled::Absent => {}
                 Pulled::File { path, size, fresh } => println!(
