@@ -41,7 +41,7 @@ pub struct TokenChunking {
 }
 
 /// qmd's first-pass estimate: 3 chars per token, cheap and conservative.
-pub const CHARS_PER_TOKEN: f64 = 3.0;
+const CHARS_PER_TOKEN: f64 = 3.0;
 
 /// The chars-per-token density an embedding run has measured so far.
 ///

@@ -5,35 +5,15 @@
 //! same run: one pass that only hashes every file (the least any indexer
 //! must do). `cargo bench -p qmd-tests --bench index`.
 
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
 use qmd_core::{Engine, MemorySource, RamDirectory};
-
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("BENCH_CORPUS").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/qmd/bench-corpus/tldr-pages")
-    })
-}
-
-fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "md") {
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            out.push((rel, std::fs::read(&path).unwrap()));
-        }
-    }
-}
+use qmd_tests::bench::{markdown_files, tldr_corpus_dir};
 
 fn main() {
-    let root = corpus_dir();
-    let mut files = Vec::new();
-    collect(&root, &root, &mut files);
+    let root = tldr_corpus_dir();
+    let files = markdown_files(&root);
     if files.is_empty() {
         eprintln!("index bench: no corpus at {} (run scripts/bench.sh once, or set BENCH_CORPUS)", root.display());
         return;

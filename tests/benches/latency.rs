@@ -13,7 +13,7 @@
 //! their cost is.
 
 use std::cell::Cell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::rc::Rc;
 use std::time::Instant;
@@ -21,6 +21,7 @@ use std::time::Instant;
 use qmd_core::inference::{EmbedderInfo, Embedding, Inference};
 use qmd_core::{Directory, EmbedOptions, Engine, MemorySource, RamDirectory, Result};
 use qmd_core::{QueryRequest, SearchOptions};
+use qmd_tests::bench::{markdown_files, qmd_bin, tldr_corpus_dir};
 use qmd_tests::models::{NativeEmbedder, test_model_dir};
 
 const QUERIES: [&str; 12] = [
@@ -37,25 +38,6 @@ const QUERIES: [&str; 12] = [
     "convert an image to png",
     "count lines in a file",
 ];
-
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("BENCH_CORPUS").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/qmd/bench-corpus/tldr-pages")
-    })
-}
-
-fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "md") {
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            out.push((rel, std::fs::read(&path).unwrap()));
-        }
-    }
-}
 
 /// The real model for queries; seeded unit vectors (and real token
 /// counts) for documents while `documents` is set.
@@ -132,19 +114,9 @@ fn dump(dir: &RamDirectory, to: &Path) {
     }
 }
 
-fn qmd_bin() -> PathBuf {
-    std::env::var_os("QMD_BIN").map(PathBuf::from).unwrap_or_else(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/qmd/target"));
-        target.join("release/qmd")
-    })
-}
-
 fn main() {
-    let root = corpus_dir();
-    let mut files = Vec::new();
-    collect(&root, &root, &mut files);
+    let root = tldr_corpus_dir();
+    let files = markdown_files(&root);
     if files.is_empty() {
         eprintln!("latency bench: no corpus at {} (run scripts/bench.sh once, or set BENCH_CORPUS)", root.display());
         return;

@@ -77,6 +77,7 @@ fn embed_then_vector_and_hybrid_search() {
     // Without the model, embed names the fix.
     let out = env.qmd_with(env.root(), &["embed"], &[("QMD_EMBED_MODEL", "acme/absent")]).failure();
     assert!(out.stderr.contains("is not downloaded") && out.stderr.contains("qmd pull"), "{}", out.stderr);
+    assert!(out.stderr.contains("point QMD_EMBED_MODEL at a local model directory"), "{}", out.stderr);
 }
 
 #[test]

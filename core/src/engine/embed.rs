@@ -239,6 +239,8 @@ impl Engine {
     /// Reads and chunks the next batch of pending contents.
     fn load_batch(&self, job: &mut EmbedJob) -> Result<bool> {
         let index = self.index()?;
+        // What the run has measured so far; it changes only as answers come.
+        let chars_per_token = job.density.chars_per_token();
         let mut bytes = 0;
         while let Some(next) = job.pending.front() {
             if job.batch.len() >= job.max_docs || (!job.batch.is_empty() && bytes + next.bytes > job.max_bytes) {
@@ -247,11 +249,8 @@ impl Engine {
             let next = job.pending.pop_front().expect("front exists");
             bytes += next.bytes;
             let body = body_at(&index, next.address)?;
-            let chunks = if body.trim().is_empty() {
-                Vec::new()
-            } else {
-                job.chunking.first_pass(&body, job.density.chars_per_token())
-            };
+            let chunks =
+                if body.trim().is_empty() { Vec::new() } else { job.chunking.first_pass(&body, chars_per_token) };
             job.batch.push(WorkContent {
                 hash: next.hash,
                 chunks: chunks.into_iter().map(|chunk| WorkChunk { chunk, vector: None }).collect(),
@@ -304,11 +303,9 @@ fn exclusive_hashes(index: &Index, in_scope: &dyn Fn(&str) -> bool) -> Result<Ha
 #[cfg(test)]
 pub(crate) mod tests {
     use std::cell::Cell;
-    use std::rc::Rc;
 
     use super::*;
     use crate::api::{QueryRequest, SearchOptions};
-    use crate::directory::RamDirectory;
     use crate::source::MemorySource;
 
     /// A stand-in embedder for engine logic (real models are tested in
@@ -387,12 +384,7 @@ pub(crate) mod tests {
         notes.insert("/m", "copy.md", "# Bread\n\nFlour, water, salt, yeast and patience make sourdough.", 0);
         let long: String = (0..60).map(|i| format!("paragraph {i} talks about gardening tomatoes\n\n")).collect();
         notes.insert("/m", "garden.md", long.as_str(), 0);
-        let engine =
-            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
-        engine.collection_add("/n", Some("n"), None).unwrap();
-        engine.collection_add("/m", Some("m"), None).unwrap();
-        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
-        engine
+        crate::engine::indexed_in_memory(notes, &[("/n", "n"), ("/m", "m")])
     }
 
     fn rows(engine: &Engine) -> u64 {
@@ -474,10 +466,7 @@ pub(crate) mod tests {
             let words: String = (0..400).map(|i| format!("{} ", (b'a' + ((d + i) % 26) as u8) as char)).collect();
             notes.insert("/d", &format!("{d:02}.md"), format!("{d}\n{words}").as_str(), 0);
         }
-        let engine =
-            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
-        engine.collection_add("/d", Some("d"), None).unwrap();
-        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        let engine = crate::engine::indexed_in_memory(notes, &[("/d", "d")]);
         let model = WordHash::new(64);
         let options = EmbedOptions { max_docs_per_batch: 1, ..Default::default() };
         let report = engine.embed_with(&model, &options, &mut |_, _, _| {}).unwrap();

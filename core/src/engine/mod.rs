@@ -100,3 +100,16 @@ fn source_path(config: &Config, collection: &str, path: &str) -> String {
         None => path.to_string(),
     }
 }
+
+/// An engine over `notes` in memory, with `collections` (root, name)
+/// added and indexed: the fixture of the engine's unit tests.
+#[cfg(test)]
+pub(crate) fn indexed_in_memory(notes: crate::source::MemorySource, collections: &[(&str, &str)]) -> Engine {
+    use crate::directory::RamDirectory;
+    let engine = Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
+    for (root, name) in collections {
+        engine.collection_add(root, Some(name), None).unwrap();
+    }
+    engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+    engine
+}

@@ -527,10 +527,8 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use std::rc::Rc;
 
     use super::*;
-    use crate::directory::RamDirectory;
     use crate::source::MemorySource;
 
     fn engine() -> Engine {
@@ -539,12 +537,7 @@ mod tests {
         notes.insert("/n", "raft.md", "# Raft\n\nLeader election and log replication for consistency.", 0);
         notes.insert("/n", "cooking.md", "# Bread\n\nFlour, water, salt and time.", 0);
         notes.insert("/m", "avail.md", "# Availability zones\n\nAvailability across regions.", 0);
-        let engine =
-            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(notes));
-        engine.collection_add("/n", Some("n"), None).unwrap();
-        engine.collection_add("/m", Some("m"), None).unwrap();
-        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
-        engine
+        crate::engine::indexed_in_memory(notes, &[("/n", "n"), ("/m", "m")])
     }
 
     fn request(query: &str) -> QueryRequest {

@@ -34,13 +34,12 @@ pub struct ModelDevice {
     pub device: Device,
     /// e.g. "CPU (burn flex)" or "GPU: NVIDIA H200 (Vulkan, discrete)".
     pub description: String,
-    pub gpu: bool,
 }
 
 impl ModelDevice {
     /// burn's CPU backend.
     pub fn cpu() -> ModelDevice {
-        ModelDevice { device: Device::flex(), description: "CPU (burn flex)".into(), gpu: false }
+        ModelDevice { device: Device::flex(), description: "CPU (burn flex)".into() }
     }
 
     /// The device for `choice`, acquiring a wgpu adapter where one is
@@ -92,7 +91,7 @@ mod wgpu {
             DeviceType::Other => "other",
         };
         let description = format!("GPU: {} ({:?}, {kind})", info.name, info.backend);
-        Ok(ModelDevice { device, description, gpu: true })
+        Ok(ModelDevice { device, description })
     }
 }
 

@@ -25,9 +25,49 @@ pub const DEFAULT_RERANK_MODEL: &str = "cross-encoder/ms-marco-MiniLM-L-6-v2";
 pub const REQUIRED_FILES: [&str; 3] = qmd_core::model::ModelFiles::REQUIRED;
 pub const OPTIONAL_FILES: [&str; 4] = qmd_core::model::ModelFiles::OPTIONAL;
 
+/// What a model is for, and how that role is named and configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelRole {
+    Embed,
+    Rerank,
+}
+
+impl ModelRole {
+    /// The word in messages ("embedding model …").
+    pub fn label(self) -> &'static str {
+        match self {
+            ModelRole::Embed => "embedding",
+            ModelRole::Rerank => "rerank",
+        }
+    }
+
+    /// The key under `models:` in `index.yml`.
+    fn config_key(self) -> &'static str {
+        match self {
+            ModelRole::Embed => "embed",
+            ModelRole::Rerank => "rerank",
+        }
+    }
+
+    fn env_var(self) -> &'static str {
+        match self {
+            ModelRole::Embed => "QMD_EMBED_MODEL",
+            ModelRole::Rerank => "QMD_RERANK_MODEL",
+        }
+    }
+
+    fn default_model(self) -> &'static str {
+        match self {
+            ModelRole::Embed => DEFAULT_EMBED_MODEL,
+            ModelRole::Rerank => DEFAULT_RERANK_MODEL,
+        }
+    }
+}
+
 /// A model as configured: the name the user gave and where its files are.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelSource {
+    pub role: ModelRole,
     pub id: String,
     pub dir: PathBuf,
     /// A Hugging Face repo (downloadable), not a local directory.
@@ -42,36 +82,40 @@ pub fn models_dir() -> PathBuf {
 impl ModelSource {
     /// A local directory (absolute, `./…`, `~/…`, or existing) or a
     /// Hugging Face repo id (`owner/name`).
-    pub fn resolve(spec: &str) -> ModelSource {
+    fn resolve(role: ModelRole, spec: &str) -> ModelSource {
         let spec = spec.trim();
         let looks_local =
             spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
         if looks_local || (!spec.contains('/') && std::path::Path::new(spec).is_dir()) {
             let dir = paths::absolute(spec);
-            return ModelSource { id: dir.to_string_lossy().into_owned(), dir, remote: false };
+            return ModelSource { role, id: dir.to_string_lossy().into_owned(), dir, remote: false };
         }
         let repo = spec.trim_start_matches("hf:").trim_start_matches("https://huggingface.co/");
-        ModelSource { id: repo.to_string(), dir: models_dir().join(repo), remote: true }
+        ModelSource { role, id: repo.to_string(), dir: models_dir().join(repo), remote: true }
     }
 
     /// qmd's order: `index.yml` `models.<role>`, then `QMD_<ROLE>_MODEL`,
     /// then the default.
-    fn configured(config: Option<String>, var: &str, default: &str) -> ModelSource {
-        let spec = config.or_else(|| std::env::var(var).ok().filter(|v| !v.trim().is_empty()));
-        ModelSource::resolve(spec.as_deref().unwrap_or(default))
+    fn configured(role: ModelRole, config: &qmd_core::collection::Config) -> ModelSource {
+        let spec = config
+            .model(role.config_key())
+            .or_else(|| std::env::var(role.env_var()).ok().filter(|v| !v.trim().is_empty()));
+        ModelSource::resolve(role, spec.as_deref().unwrap_or(role.default_model()))
     }
 
     /// A qmd GGUF file URI (`hf:owner/repo/file.gguf`) names a llama.cpp
     /// model, which these models cannot load.
-    pub fn gguf_message(&self, role: &str) -> Option<String> {
+    pub fn gguf_message(&self) -> Option<String> {
+        let role = self.role;
         self.id.to_lowercase().ends_with(".gguf").then(|| {
             format!(
-                "{role} model {} is a GGUF (llama.cpp) file; qmd-wasm runs Hugging Face safetensors models: \
-                 set models.{} in index.yml (or QMD_{}_MODEL) to a repo id such as {}",
+                "{} model {} is a GGUF (llama.cpp) file; qmd-wasm runs Hugging Face safetensors models: \
+                 set models.{} in index.yml (or {}) to a repo id such as {}",
+                role.label(),
                 self.id,
-                if role == "embedding" { "embed" } else { "rerank" },
-                if role == "embedding" { "EMBED" } else { "RERANK" },
-                if role == "embedding" { DEFAULT_EMBED_MODEL } else { DEFAULT_RERANK_MODEL },
+                role.config_key(),
+                role.env_var(),
+                role.default_model(),
             )
         })
     }
@@ -82,13 +126,14 @@ impl ModelSource {
     }
 
     /// The user-facing reason a model cannot be used.
-    pub fn missing_message(&self, role: &str) -> String {
+    pub fn missing_message(&self) -> String {
+        let role = self.role.label();
         if self.remote {
             format!(
-                "{role} model {} is not downloaded (looked in {}). Run 'qmd pull', or point QMD_{}_MODEL at a local model directory.",
+                "{role} model {} is not downloaded (looked in {}). Run 'qmd pull', or point {} at a local model directory.",
                 self.id,
                 self.dir.display(),
-                role.to_uppercase()
+                self.role.env_var()
             )
         } else {
             format!(
@@ -139,8 +184,8 @@ impl ModelSources {
         let text = std::fs::read_to_string(config_dir.join(format!("{index_name}.yml"))).unwrap_or_default();
         let config = qmd_core::collection::Config::parse(&text).unwrap_or_default();
         ModelSources {
-            embed: ModelSource::configured(config.model("embed"), "QMD_EMBED_MODEL", DEFAULT_EMBED_MODEL),
-            rerank: ModelSource::configured(config.model("rerank"), "QMD_RERANK_MODEL", DEFAULT_RERANK_MODEL),
+            embed: ModelSource::configured(ModelRole::Embed, &config),
+            rerank: ModelSource::configured(ModelRole::Rerank, &config),
         }
     }
 }
@@ -153,10 +198,7 @@ pub struct Models {
 
 impl Models {
     pub fn new(sources: &ModelSources) -> Models {
-        Models {
-            embed: Slot::new(sources.embed.clone(), "embedding"),
-            rerank: Slot::new(sources.rerank.clone(), "rerank"),
-        }
+        Models { embed: Slot::new(sources.embed.clone()), rerank: Slot::new(sources.rerank.clone()) }
     }
 
     pub fn embedder(&self) -> Result<EmbedderInfo, String> {

@@ -41,13 +41,13 @@ fn agent() -> ureq::Agent {
 
 pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     let agent = agent();
-    let roles = [("embedding", &sources.embed), ("rerank", &sources.rerank)];
-    if let Some(message) = roles.iter().find_map(|(role, source)| source.gguf_message(role)) {
+    let sources = [&sources.embed, &sources.rerank];
+    if let Some(message) = sources.iter().find_map(|source| source.gguf_message()) {
         bail!(message);
     }
-    for (role, source) in roles {
+    for source in sources {
         if !source.remote {
-            println!("- {role}: {} (local directory, not downloaded)", source.id);
+            println!("- {}: {} (local directory, not downloaded)", source.role.label(), source.id);
             continue;
         }
         for (file, required) in

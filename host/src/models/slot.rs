@@ -26,14 +26,13 @@ impl Loadable for CrossEncoder {
 
 pub struct Slot<T> {
     source: ModelSource,
-    role: &'static str,
     // burn modules are Send but not Sync: one caller at a time.
     state: Mutex<Option<Result<T, String>>>,
 }
 
 impl<T: Loadable> Slot<T> {
-    pub fn new(source: ModelSource, role: &'static str) -> Self {
-        Slot { source, role, state: Mutex::new(None) }
+    pub fn new(source: ModelSource) -> Self {
+        Slot { source, state: Mutex::new(None) }
     }
 
     pub fn with<R>(&self, f: impl FnOnce(&T, &ModelSource) -> Result<R, String>) -> Result<R, String> {
@@ -46,11 +45,11 @@ impl<T: Loadable> Slot<T> {
     }
 
     fn load(&self) -> Result<T, String> {
-        if let Some(message) = self.source.gguf_message(self.role) {
+        if let Some(message) = self.source.gguf_message() {
             return Err(message);
         }
         if !self.source.is_present() {
-            return Err(self.source.missing_message(self.role));
+            return Err(self.source.missing_message());
         }
         let dir = &self.source.dir;
         let files = ModelFiles::read_with(|name| match std::fs::read(dir.join(name)) {
@@ -60,6 +59,7 @@ impl<T: Loadable> Slot<T> {
         })
         .map_err(|e| e.message)?;
         let device = &device()?.device;
-        T::load(files, device).map_err(|e| format!("{} model {}: {}", self.role, self.source.id, e.message))
+        T::load(files, device)
+            .map_err(|e| format!("{} model {}: {}", self.source.role.label(), self.source.id, e.message))
     }
 }

@@ -37,14 +37,9 @@ impl Output {
     }
 }
 
-/// The `qmd` binary: `$QMD_BIN`, else `qmd` next to the `deps` folder this
-/// test executable was built into (the same target directory).
+/// The `qmd` binary ([`qmd_tests::bench::qmd_bin`]), which must be built.
 pub fn qmd_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("QMD_BIN").filter(|b| !b.is_empty()) {
-        return PathBuf::from(bin);
-    }
-    let exe = std::env::current_exe().expect("current_exe");
-    let bin = exe.parent().and_then(Path::parent).expect("target dir").join("qmd");
+    let bin = qmd_tests::bench::qmd_bin();
     assert!(bin.is_file(), "{} not found: build it first (cargo build --release -p qmd) or set QMD_BIN", bin.display());
     bin
 }
