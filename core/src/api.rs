@@ -1,8 +1,10 @@
 //! Plain request and result types of the engine, one per WIT record
 //! (`wit/world.wit`), so the component glue is a field-by-field copy.
+//! Results serialize (serde) so the browser bindings hand them to
+//! JavaScript as plain objects.
 
 /// Options shared by `search` and `query`.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, Clone, Debug)]
 pub struct SearchOptions {
     /// Empty: every collection included by default.
     pub collections: Vec<String>,
@@ -18,7 +20,7 @@ impl Default for SearchOptions {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SearchHit {
     pub docid: String,
     pub collection: String,
@@ -33,20 +35,21 @@ pub struct SearchHit {
     pub source_path: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(serde::Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
 pub enum SearchType {
     Lex,
     Vec,
     Hyde,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TypedSearch {
     pub kind: SearchType,
     pub query: String,
 }
 
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, Clone, Debug)]
 pub struct QueryRequest {
     /// Plain text (auto-expanded); exclusive with `searches`.
     pub query: Option<String>,
@@ -75,7 +78,7 @@ impl Default for QueryRequest {
 }
 
 /// One ranked list that went into the fusion.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct RankedListInfo {
     /// `fts` or `vec`.
     pub source: String,
@@ -89,7 +92,7 @@ pub struct RankedListInfo {
 }
 
 /// A `query` result: the hit plus how it was scored (for `--explain`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct QueryHit {
     pub hit: SearchHit,
     /// 1-based position in the fused candidate list.
@@ -103,7 +106,7 @@ pub struct QueryHit {
     pub blend_weight: f64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct QueryResult {
     pub hits: Vec<QueryHit>,
     /// The text whose terms picked chunks and snippets.
@@ -118,7 +121,7 @@ pub struct QueryResult {
     pub notes: Vec<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(serde::Serialize, Clone, Debug, Default)]
 pub struct GetRequest {
     pub file: String,
     pub from_line: Option<u32>,
@@ -126,7 +129,7 @@ pub struct GetRequest {
     pub line_numbers: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Document {
     pub docid: String,
     pub collection: String,
@@ -145,7 +148,7 @@ pub enum GetError {
     Failed(crate::Error),
 }
 
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, Clone, Debug)]
 pub struct MultiGetRequest {
     pub pattern: String,
     pub max_lines: Option<u32>,
@@ -153,13 +156,13 @@ pub struct MultiGetRequest {
     pub line_numbers: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct MultiGetEntry {
     pub doc: Document,
     pub skipped: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct MultiGetResult {
     pub entries: Vec<MultiGetEntry>,
     pub errors: Vec<String>,
@@ -167,7 +170,7 @@ pub struct MultiGetResult {
     pub by_list: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CollectionInfo {
     pub name: String,
     pub path: String,
@@ -179,14 +182,14 @@ pub struct CollectionInfo {
     pub contexts: u32,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ContextEntry {
     pub collection: String,
     pub prefix: String,
     pub text: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CollectionStatus {
     pub name: String,
     pub path: String,
@@ -196,7 +199,7 @@ pub struct CollectionStatus {
     pub include_by_default: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct IndexStatus {
     pub total_documents: u32,
     pub needs_embedding: u32,
@@ -212,7 +215,7 @@ pub struct IndexStatus {
     pub contexts: Vec<ContextEntry>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct FileEntry {
     pub collection: String,
     pub path: String,
@@ -220,19 +223,20 @@ pub struct FileEntry {
     pub modified: i64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "lowercase")]
 pub enum Listing {
     Collections(Vec<(String, u32)>),
     Files(Vec<FileEntry>),
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct SkippedFile {
     pub path: String,
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct CollectionReport {
     pub name: String,
     pub added: u32,
@@ -242,7 +246,7 @@ pub struct CollectionReport {
     pub skipped: Vec<SkippedFile>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct UpdateReport {
     pub collections: Vec<CollectionReport>,
     pub segments_merged: u32,

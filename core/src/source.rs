@@ -77,32 +77,7 @@ impl MemorySource {
 
 impl SourceTree for MemorySource {
     fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
-        let mut skipped: Vec<String> = Vec::new();
-        let mut seen_dirs = std::collections::BTreeSet::new();
-        for (r, rel) in self.files.keys() {
-            if r != root {
-                continue;
-            }
-            // Announce each ancestor directory once, honouring skips.
-            let mut pruned = false;
-            let mut end = 0;
-            while let Some(i) = rel[end..].find('/') {
-                let dir = &rel[..end + i];
-                end += i + 1;
-                if skipped.iter().any(|s| dir == s || dir.starts_with(&format!("{s}/"))) {
-                    pruned = true;
-                    break;
-                }
-                if seen_dirs.insert(dir.to_string()) && !visit(WalkEntry::Dir(dir)) {
-                    skipped.push(dir.to_string());
-                    pruned = true;
-                    break;
-                }
-            }
-            if !pruned {
-                visit(WalkEntry::File(rel));
-            }
-        }
+        walk_sorted_paths(self.files.keys().filter(|(r, _)| r == root).map(|(_, rel)| rel.as_str()), visit);
         Ok(())
     }
 
@@ -116,5 +91,34 @@ impl SourceTree for MemorySource {
     fn stat(&self, root: &str, relative: &str) -> Option<FileStat> {
         let (bytes, modified_ms) = self.files.get(&(root.to_string(), relative.to_string()))?;
         Some(FileStat { size: bytes.len() as u64, modified_ms: *modified_ms })
+    }
+}
+
+/// Walks a tree known as a list of file paths (relative, `/`-separated,
+/// sorted): announces each ancestor directory once before its files and
+/// leaves out everything under a directory the visitor declined. For
+/// sources that list their files up front (memory, the browser).
+pub fn walk_sorted_paths<'a>(paths: impl Iterator<Item = &'a str>, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) {
+    let mut skipped: Vec<String> = Vec::new();
+    let mut seen_dirs = std::collections::BTreeSet::new();
+    for rel in paths {
+        let mut pruned = false;
+        let mut end = 0;
+        while let Some(i) = rel[end..].find('/') {
+            let dir = &rel[..end + i];
+            end += i + 1;
+            if skipped.iter().any(|s| dir == s || dir.starts_with(&format!("{s}/"))) {
+                pruned = true;
+                break;
+            }
+            if seen_dirs.insert(dir.to_string()) && !visit(WalkEntry::Dir(dir)) {
+                skipped.push(dir.to_string());
+                pruned = true;
+                break;
+            }
+        }
+        if !pruned {
+            visit(WalkEntry::File(rel));
+        }
     }
 }

@@ -1,30 +1,241 @@
-//! Browser bindings for the qmd engine (wasm-bindgen, OPFS, WebGPU) arrive
-//! with the browser issue. Until then this crate proves that the engine
-//! builds and runs for `wasm32-unknown-unknown` through its storage traits.
+/*!
+The qmd engine in the browser. [`QmdIndex`] is what the page's Worker
+calls: the same [`Engine`] as the CLI, with its index in OPFS
+([`opfs::OpfsDirectory`]) and its documents read from picked folders
+([`source::BrowserSource`]). Runs in a dedicated Worker only: OPFS sync
+access handles and `FileReaderSync` exist nowhere else.
+
+Methods that write return Promises: the engine works synchronously in
+memory, then the staged files are committed to OPFS before the Promise
+resolves. The Worker must not start a call before the previous one
+resolved (its message queue serialises them).
+*/
+
+mod js;
+mod opfs;
+mod source;
 
 use std::rc::Rc;
 
-use qmd_core::{Engine, MemorySource, RamDirectory, SearchOptions};
+use js_sys::{Function, Promise};
+use qmd_core::collection::PathFilter;
+use qmd_core::{Engine, Error, GetError, GetRequest, QueryRequest, SearchOptions};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::{File, FileSystemDirectoryHandle};
 
-/// Indexes `(path, text)` pairs in memory and returns the paths matching
-/// `query`, best first: the whole engine, with no filesystem.
-pub fn search_in_memory(files: &[(&str, &str)], query: &str) -> Result<Vec<String>, qmd_core::Error> {
-    let mut source = MemorySource::new();
-    for (path, text) in files {
-        source.insert("/mem", path, *text, 0);
-    }
-    let engine = Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(source));
-    engine.collection_add("/mem", Some("mem"), None)?;
-    engine.update(&[], 0, &mut |_, _, _| {})?;
-    let hits = engine.search(query, &SearchOptions::default())?;
-    Ok(hits.into_iter().map(|h| h.path).collect())
+use js::{from_value, opfs_root, to_js, to_value};
+use opfs::OpfsDirectory;
+use source::BrowserSource;
+
+/// OPFS layout: `qmd/<index>/config/index.yml` and `qmd/<index>/index/…`,
+/// the two directories the CLI keeps apart too.
+const OPFS_ROOT: &str = "qmd";
+const CONFIG_FILE: &str = "index.yml";
+
+struct Inner {
+    engine: Engine,
+    source: Rc<BrowserSource>,
+    index_dir: Rc<OpfsDirectory>,
+    config_dir: Rc<OpfsDirectory>,
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn searches_without_a_filesystem() {
-        let files = [("a.md", "# Raft\n\nLeader election."), ("b.md", "# Paxos\n\nConsensus.")];
-        assert_eq!(super::search_in_memory(&files, "leader").unwrap(), vec!["a.md"]);
+impl Inner {
+    async fn commit(&self) -> qmd_core::Result<()> {
+        self.index_dir.commit().await?;
+        self.config_dir.commit().await
+    }
+
+    /// Where a collection's files live in the engine's view: the browser
+    /// has no paths, so each collection is a root of its own.
+    fn root_of(&self, name: &str) -> qmd_core::Result<(String, PathFilter)> {
+        let config = self.engine.config()?;
+        let collection = config.require(name)?;
+        Ok((collection.path.clone(), PathFilter::new(&collection.pattern, &collection.ignore)?))
+    }
+}
+
+/// One qmd index in this origin's OPFS.
+#[wasm_bindgen]
+pub struct QmdIndex {
+    inner: Rc<Inner>,
+}
+
+/// `search` and keyword `query` options, as the CLI's flags.
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct SearchArgs {
+    collections: Vec<String>,
+    limit: Option<usize>,
+    min_score: Option<f64>,
+    full: bool,
+}
+
+impl SearchArgs {
+    fn options(self, default_limit: usize) -> SearchOptions {
+        SearchOptions {
+            collections: self.collections,
+            limit: self.limit.unwrap_or(default_limit),
+            min_score: self.min_score.unwrap_or(0.0),
+            full: self.full,
+            ..SearchOptions::default()
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct GetArgs {
+    from_line: Option<u32>,
+    max_lines: Option<u32>,
+    line_numbers: bool,
+}
+
+/// Runs `work` on the index and commits what it wrote, as a Promise.
+fn writing<T, F>(inner: &Rc<Inner>, work: F) -> Promise
+where
+    T: serde::Serialize,
+    F: AsyncFnOnce(&Inner) -> qmd_core::Result<T> + 'static,
+{
+    let inner = inner.clone();
+    future_to_promise(async move {
+        let result = work(&inner).await;
+        // Commit even after a failure: whatever the engine staged is a
+        // consistent state (it writes the manifest last).
+        let committed = inner.commit().await;
+        let value = result.map_err(to_js)?;
+        committed.map_err(to_js)?;
+        Ok(to_value(&value)?)
+    })
+}
+
+#[wasm_bindgen]
+impl QmdIndex {
+    /// Opens (creating) the index `name` in OPFS. Rejects when another tab
+    /// has it open.
+    pub fn open(name: String) -> Promise {
+        future_to_promise(async move {
+            let root = opfs_root().await.map_err(to_js)?;
+            let index_dir = Rc::new(OpfsDirectory::open(&root, &[OPFS_ROOT, &name, "index"]).await.map_err(to_js)?);
+            let config_dir = Rc::new(OpfsDirectory::open(&root, &[OPFS_ROOT, &name, "config"]).await.map_err(to_js)?);
+            let source = Rc::new(BrowserSource::default());
+            let engine = Engine::new(index_dir.clone(), config_dir.clone(), CONFIG_FILE, source.clone());
+            Ok(QmdIndex { inner: Rc::new(Inner { engine, source, index_dir, config_dir }) }.into())
+        })
+    }
+
+    /// Collections with their document counts.
+    pub fn collections(&self) -> Result<JsValue, JsError> {
+        to_value(&self.inner.engine.collection_list().map_err(to_js)?)
+    }
+
+    /// Adds collection `name` (its files come from [`scanFolder`] or
+    /// [`setFiles`]); `mask` defaults to qmd's (all markdown files).
+    #[wasm_bindgen(js_name = addCollection)]
+    pub fn add_collection(&self, name: String, mask: Option<String>) -> Promise {
+        writing(&self.inner, async move |inner: &Inner| {
+            inner.engine.collection_add(&format!("/{name}"), Some(&name), mask.as_deref())
+        })
+    }
+
+    /// Removes a collection and its documents from the index.
+    #[wasm_bindgen(js_name = removeCollection)]
+    pub fn remove_collection(&self, name: String) -> Promise {
+        writing(&self.inner, async move |inner: &Inner| inner.engine.collection_remove(&name))
+    }
+
+    /// Lists the files of collection `name` in a picked folder. Resolves
+    /// to the number of files the collection's mask admits.
+    #[wasm_bindgen(js_name = scanFolder)]
+    pub fn scan_folder(&self, name: String, folder: FileSystemDirectoryHandle) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let (root, filter) = inner.root_of(&name).map_err(to_js)?;
+            let count = inner.source.scan(&root, &folder, &filter).await.map_err(to_js)?;
+            Ok(JsValue::from(count as u32))
+        })
+    }
+
+    /// Takes the files of an `<input webkitdirectory>` as collection
+    /// `name`'s (browsers without `showDirectoryPicker`).
+    #[wasm_bindgen(js_name = setFiles)]
+    pub fn set_files(&self, name: String, files: Vec<File>) -> Result<u32, JsError> {
+        let (root, filter) = self.inner.root_of(&name).map_err(to_js)?;
+        Ok(self.inner.source.set_files(&root, files.into_iter(), &filter) as u32)
+    }
+
+    /// Re-indexes every collection scanned in this session (new and
+    /// changed files by content hash; removed ones dropped). Collections
+    /// not scanned are left alone, never emptied. `on_progress(collection,
+    /// done, total)` is called as files are read.
+    pub fn update(&self, on_progress: Option<Function>) -> Promise {
+        writing(&self.inner, async move |inner: &Inner| {
+            let config = inner.engine.config()?;
+            let scanned: Vec<String> = config
+                .collections
+                .iter()
+                .filter(|c| inner.source.is_scanned(&c.path))
+                .map(|c| c.name.clone())
+                .collect();
+            if scanned.is_empty() {
+                return Err(Error::invalid("no folder picked: pick a collection's folder to index or update it"));
+            }
+            let mut progress = |phase: &str, done: u64, total: u64| {
+                if let Some(f) = &on_progress {
+                    let _ = f.call3(&JsValue::NULL, &phase.into(), &(done as f64).into(), &(total as f64).into());
+                }
+            };
+            inner.engine.update(&scanned, js_sys::Date::now() as i64, &mut progress)
+        })
+    }
+
+    /// BM25 keyword search (`qmd search`).
+    pub fn search(&self, query: String, options: JsValue) -> Result<JsValue, JsError> {
+        let options = from_value::<SearchArgs>(options)?.options(5);
+        to_value(&self.inner.engine.search(&query, &options).map_err(to_js)?)
+    }
+
+    /// The hybrid pipeline with keyword lists only (`qmd query` without
+    /// models): fused ranks, chunks and the explain detail.
+    #[wasm_bindgen(js_name = keywordQuery)]
+    pub fn keyword_query(&self, query: String, options: JsValue) -> Result<JsValue, JsError> {
+        let request = QueryRequest {
+            query: Some(query),
+            parse_document: true,
+            options: from_value::<SearchArgs>(options)?.options(10),
+            rerank: false,
+            ..QueryRequest::default()
+        };
+        to_value(&self.inner.engine.query(&request).map_err(to_js)?)
+    }
+
+    /// One document by path, `qmd://` path or docid (`qmd get`).
+    pub fn get(&self, file: String, options: JsValue) -> Result<JsValue, JsError> {
+        let args: GetArgs = from_value(options)?;
+        let request =
+            GetRequest { file, from_line: args.from_line, max_lines: args.max_lines, line_numbers: args.line_numbers };
+        match self.inner.engine.get(&request) {
+            Ok(doc) => to_value(&doc),
+            Err(GetError::NotFound { query, similar }) => {
+                let mut message = format!("Document not found: {query}");
+                if !similar.is_empty() {
+                    message.push_str("\nSimilar files:");
+                    for path in similar {
+                        message.push_str(&format!("\n  {path}"));
+                    }
+                }
+                Err(JsError::new(&message))
+            }
+            Err(GetError::Excluded { query, rule, .. }) => {
+                Err(JsError::new(&format!("Document is excluded by ignore rule: {query} ({rule})")))
+            }
+            Err(GetError::Failed(e)) => Err(to_js(e)),
+        }
+    }
+
+    /// Documents, vectors, index size, collections (`qmd status`).
+    pub fn status(&self) -> Result<JsValue, JsError> {
+        to_value(&self.inner.engine.status().map_err(to_js)?)
     }
 }

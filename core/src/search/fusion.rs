@@ -15,7 +15,7 @@ pub struct RankedList<K> {
 }
 
 /// What one list gave one document.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Contribution {
     /// Index of the list.
     pub list: usize,

@@ -54,6 +54,8 @@ pub enum Command {
     Status,
     /// MCP server over stdio, or streamable HTTP with --http.
     Mcp(McpArgs),
+    /// Serve the browser app on 127.0.0.1 (build it with scripts/build-web.sh).
+    Web(WebArgs),
 }
 
 #[derive(Subcommand)]
@@ -187,6 +189,15 @@ pub struct QueryArgs {
     /// Show how each result was ranked.
     #[arg(long)]
     pub explain: bool,
+}
+
+#[derive(Args)]
+pub struct WebArgs {
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The built app (default: `www` beside the directory of the qmd binary).
+    #[arg(long)]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]

@@ -89,6 +89,12 @@ pub fn run() -> Result<ExitCode> {
         // SAFETY: set before any thread is started.
         unsafe { std::env::set_var("QMD_FORCE_CPU", "1") };
     }
+    if let Command::Web(args) = cli.command {
+        // The app runs its own engine in the browser: no component here.
+        let models =
+            crate::models::ModelSources::for_index(&paths::config_dir(), &paths::index_name(cli.index.as_deref()));
+        return crate::web::run(&models, crate::web::WebOptions { port: args.port, dir: args.dir });
+    }
     let session = Session::new(cli.index.as_deref())?;
     match cli.command {
         Command::Collection(cmd) => manage::collection(&session, cmd),
@@ -110,6 +116,7 @@ pub fn run() -> Result<ExitCode> {
                 crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
             ),
         },
+        Command::Web(_) => unreachable!("handled before the session is opened"),
     }
 }
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the browser app into $CARGO_TARGET_DIR/www: the engine for
+# wasm32-unknown-unknown (web/), its wasm-bindgen glue and the static files
+# of www/. No wasm-opt: Debian's binaryen 108 breaks the externref table of
+# wasm-bindgen 0.2.130 output ("WebAssembly.Table.set(): Argument 1 is
+# invalid"), for a 10% smaller gzip that is not worth a newer binaryen.
+# `qmd web` serves that directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
+out="$CARGO_TARGET_DIR/www"
+bindgen="$(scripts/wasm-bindgen.sh)"
+
+cargo build --profile web --locked -p qmd-web --target wasm32-unknown-unknown
+staging="$(mktemp -d)"
+trap 'rm -rf "$staging"' EXIT
+"$bindgen" --target web --no-typescript --out-dir "$staging/pkg" \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/web/qmd_web.wasm"
+cp www/*.html www/*.js www/*.css "$staging/"
+# The service worker's cache is named after the build, so a new build
+# replaces what returning visitors have cached.
+build="$(cat "$staging"/*.js "$staging"/*.html "$staging"/*.css "$staging"/pkg/* | sha256sum | cut -c1-12)"
+sed -i "s/__QMD_BUILD__/$build/" "$staging/sw.js"
+rm -rf "$out"
+mkdir -p "$(dirname "$out")"
+cp -r "$staging" "$out"
+chmod -R a+rX "$out"
+echo "built $out ($(du -sh "$out" | cut -f1), wasm $(stat -c %s "$out/pkg/qmd_web_bg.wasm") bytes)" >&2

@@ -1,0 +1,438 @@
+// The page: folders, search box, results, document view. All engine work
+// happens in worker.js; this file only renders and routes input.
+
+import { folderStore } from './folders.js';
+import { highlight, queryTerms } from './highlight.js';
+
+const $ = (id) => document.getElementById(id);
+
+// ---- worker RPC -----------------------------------------------------------
+
+const worker = new Worker('worker.js', { type: 'module' });
+const pending = new Map();
+let nextId = 1;
+let onProgress = () => {};
+
+worker.onmessage = ({ data }) => {
+  if (data.progress) return onProgress(data.progress);
+  const call = pending.get(data.id);
+  if (!call) return;
+  pending.delete(data.id);
+  data.error === undefined ? call.resolve(data.result) : call.reject(new Error(data.error));
+};
+worker.onerror = (e) => showNotice(`The search engine stopped: ${e.message ?? 'worker error'}`);
+
+function call(method, args) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, method, args });
+  });
+}
+
+// ---- state and small helpers ----------------------------------------------
+
+const state = { collections: [], results: [], selected: -1, searchSeq: 0, mode: 'keyword', busy: false };
+
+function showNotice(text) {
+  $('notice').textContent = text;
+  $('notice').classList.toggle('hidden', !text);
+}
+
+function setStatus(text) {
+  $('engine-status').textContent = text;
+}
+
+function formatBytes(bytes) {
+  if (bytes < 1024 * 1024) return `${Math.max(1, Math.round(bytes / 1024))} KB`;
+  return `${(bytes / 1048576).toFixed(1)} MB`;
+}
+
+function describeStatus(status) {
+  const vectors = status.vectors ? ` · ${status.vectors} vectors` : '';
+  return `${status.total_documents} documents in ${status.collections.length} collection(s)${vectors} · index ${formatBytes(status.index_bytes)} in OPFS`;
+}
+
+/** The engine's notes, in this page's words rather than the CLI's. */
+const pageWords = (note) => note.replace("run 'qmd embed'", 'use "Embed documents"');
+
+async function busy(label, work) {
+  state.busy = true;
+  $('progress').classList.remove('hidden');
+  $('progress-label').textContent = label;
+  $('progress-bar').removeAttribute('value');
+  onProgress = ({ label, phase, done, total }) => {
+    $('progress-label').textContent = total ? `${label} ${phase}: ${done} / ${total} files` : `${label} ${phase}…`;
+    if (total) {
+      $('progress-bar').max = total;
+      $('progress-bar').value = done;
+    } else {
+      $('progress-bar').removeAttribute('value');
+    }
+  };
+  try {
+    return await work();
+  } finally {
+    state.busy = false;
+    onProgress = () => {};
+    $('progress').classList.add('hidden');
+  }
+}
+
+function reportUpdate(report) {
+  const parts = report.collections.map(
+    (c) => `${c.name}: ${c.added} added, ${c.updated} updated, ${c.unchanged} unchanged, ${c.removed} removed` +
+      (c.skipped.length ? `, ${c.skipped.length} skipped` : ''),
+  );
+  showNotice('');
+  $('result-summary').textContent = `Indexed. ${parts.join('; ')}`;
+}
+
+// ---- collections ------------------------------------------------------------
+
+async function refreshCollections() {
+  state.collections = await call('collections');
+  const stored = await folderStore.names();
+  const list = $('collections');
+  list.replaceChildren();
+  for (const c of state.collections) {
+    const li = document.createElement('li');
+    const name = document.createElement('span');
+    name.className = 'name';
+    name.textContent = c.name;
+    const count = document.createElement('span');
+    count.className = 'count';
+    count.textContent = `${c.documents} docs${stored.includes(c.name) ? '' : ' · re-pick to update'}`;
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.className = 'remove';
+    remove.textContent = 'Remove';
+    remove.setAttribute('aria-label', `Remove collection ${c.name}`);
+    remove.onclick = () => removeCollection(c.name);
+    li.append(name, count, remove);
+    list.append(li);
+  }
+  const scope = $('scope');
+  const current = scope.value;
+  scope.replaceChildren(new Option('All collections', ''));
+  for (const c of state.collections) scope.append(new Option(c.name, c.name));
+  scope.value = state.collections.some((c) => c.name === current) ? current : '';
+  $('empty').classList.toggle('hidden', state.collections.length > 0);
+  $('update').disabled = state.collections.length === 0;
+  setStatus(describeStatus(await call('status')));
+}
+
+function freeName(base) {
+  const taken = new Set(state.collections.map((c) => c.name));
+  const clean = base.replace(/[/\s]+/g, '-') || 'notes';
+  let name = clean;
+  for (let i = 2; taken.has(name); i++) name = `${clean}-${i}`;
+  return name;
+}
+
+/** Adds a folder (a directory handle) as a collection and indexes it. */
+async function addFolder(handle, name = freeName(handle.name)) {
+  const report = await busy(`Indexing ${name}`, () => call('addFolder', { name, handle }));
+  await folderStore.put(name, handle);
+  reportUpdate(report);
+  await refreshCollections();
+  return report;
+}
+
+async function addFiles(fileList) {
+  const files = [...fileList];
+  if (!files.length) return;
+  const folder = (files[0].webkitRelativePath || 'notes').split('/')[0];
+  const existing = state.collections.find((c) => c.name === folder);
+  const name = existing ? existing.name : freeName(folder);
+  const report = existing
+    ? await busy(`Updating ${name}`, () => call('update', { folders: [{ name, files }] }))
+    : await busy(`Indexing ${name}`, () => call('addFolder', { name, files }));
+  reportUpdate(report);
+  await refreshCollections();
+}
+
+/** Re-scans every folder this browser can still read and re-indexes what changed. */
+async function update() {
+  const folders = [];
+  for (const c of state.collections) {
+    const handle = await folderStore.get(c.name);
+    if (!handle) continue;
+    // Folders picked by the user need their read permission renewed after a reload.
+    if (handle.queryPermission && (await handle.queryPermission({ mode: 'read' })) !== 'granted') {
+      if ((await handle.requestPermission({ mode: 'read' })) !== 'granted') continue;
+    }
+    folders.push({ name: c.name, handle });
+  }
+  if (!folders.length) {
+    showNotice('No folder to re-scan: pick the folder again with "Add folder…".');
+    return null;
+  }
+  const report = await busy('Updating', () => call('update', { folders }));
+  reportUpdate(report);
+  await refreshCollections();
+  return report;
+}
+
+async function removeCollection(name) {
+  await call('removeCollection', { name });
+  await folderStore.delete(name);
+  await refreshCollections();
+  runSearch();
+}
+
+// ---- search -------------------------------------------------------------------
+
+function searchOptions() {
+  const scope = $('scope').value;
+  return { collections: scope ? [scope] : [], limit: 10 };
+}
+
+async function runSearch() {
+  const query = $('q').value.trim();
+  const seq = ++state.searchSeq;
+  if (!query) {
+    renderResults([], '', 'keyword');
+    return [];
+  }
+  const started = performance.now();
+  const hits = await call('search', { query, options: searchOptions() });
+  if (seq !== state.searchSeq) return hits; // a newer keystroke won
+  renderResults(hits.map((hit) => ({ hit })), query, 'keyword', performance.now() - started);
+  return hits;
+}
+
+async function runHybrid() {
+  const query = $('q').value.trim();
+  if (!query) return null;
+  const seq = ++state.searchSeq;
+  const started = performance.now();
+  const result = await call('keywordQuery', { query, options: searchOptions() });
+  if (seq !== state.searchSeq) return result;
+  renderResults(result.hits, result.primary_query, 'hybrid', performance.now() - started, result);
+  return result;
+}
+
+function renderResults(items, query, mode, ms = 0, detail = null) {
+  state.results = items;
+  state.selected = -1;
+  state.mode = mode;
+  const list = $('results');
+  list.replaceChildren();
+  const terms = queryTerms(query);
+  items.forEach((item, i) => list.append(resultItem(item, i, terms, detail)));
+  $('result-summary').textContent = query
+    ? `${items.length} ${mode} result${items.length === 1 ? '' : 's'} in ${ms.toFixed(0)} ms` +
+      (detail?.notes?.length ? ` · ${detail.notes.map(pageWords).join('; ')}` : '')
+    : '';
+}
+
+function resultItem(item, i, terms, detail) {
+  const { hit } = item;
+  const li = document.createElement('li');
+  li.className = 'result';
+  li.id = `result-${i}`;
+  li.setAttribute('role', 'option');
+  li.setAttribute('aria-selected', 'false');
+  li.dataset.docid = hit.docid;
+
+  const head = document.createElement('div');
+  head.className = 'result-head';
+  const title = document.createElement('a');
+  title.href = `#${hit.docid}`;
+  title.className = 'title';
+  title.textContent = hit.title || hit.path;
+  title.onclick = (e) => {
+    e.preventDefault();
+    openDocument(hit);
+  };
+  const score = document.createElement('span');
+  score.className = 'score';
+  score.textContent = `${Math.round(hit.score * 100)}%`;
+  score.title = `score ${hit.score.toFixed(4)}`;
+  head.append(title, score);
+
+  const path = document.createElement('p');
+  path.className = 'path';
+  path.textContent = `qmd://${hit.collection}/${hit.path} · #${hit.docid}`;
+  li.append(head, path);
+
+  if (hit.context) {
+    const context = document.createElement('p');
+    context.className = 'context';
+    context.textContent = hit.context;
+    li.append(context);
+  }
+  const snippet = document.createElement('pre');
+  snippet.className = 'snippet';
+  snippet.append(...highlight(hit.snippet, terms));
+  li.append(snippet);
+
+  if (detail) li.append(explainDetail(item, detail));
+  li.onclick = (e) => {
+    if (e.target.closest('details')) return;
+    select(i);
+  };
+  li.ondblclick = () => openDocument(hit);
+  return li;
+}
+
+/** `--explain`: how the fused score came about, on demand. */
+function explainDetail(item, detail) {
+  const box = document.createElement('details');
+  box.className = 'explain';
+  const summary = document.createElement('summary');
+  summary.textContent = 'Why this result?';
+  box.append(summary);
+  const lines = [
+    `fused rank ${item.rrf_rank}, RRF score ${item.rrf_score.toFixed(4)}` +
+      (item.top_rank_bonus ? ` (top-rank bonus ${item.top_rank_bonus.toFixed(3)})` : ''),
+    ...item.contributions.map((c) => {
+      const list = detail.lists[c.list];
+      const where = list ? `${list.source} ${list.query_type} "${list.query}"` : `list ${c.list}`;
+      return `  ${where}: rank ${c.rank}, weight ${c.weight}, score ${c.backend_score.toFixed(3)}, RRF +${c.rrf.toFixed(4)}`;
+    }),
+    item.rerank_score == null
+      ? `no reranker: score is the fused position (blend weight ${item.blend_weight})`
+      : `rerank ${item.rerank_score.toFixed(4)}, blend weight ${item.blend_weight}`,
+  ];
+  const pre = document.createElement('pre');
+  pre.textContent = lines.join('\n');
+  box.append(pre);
+  return box;
+}
+
+function select(i) {
+  const items = $('results').children;
+  if (!items.length) return;
+  state.selected = Math.max(0, Math.min(items.length - 1, i));
+  [...items].forEach((li, j) => li.setAttribute('aria-selected', String(j === state.selected)));
+  items[state.selected].scrollIntoView({ block: 'nearest' });
+  $('q').setAttribute('aria-activedescendant', items[state.selected].id);
+}
+
+// ---- document view --------------------------------------------------------------
+
+async function openDocument(hit) {
+  const doc = await call('get', { file: `#${hit.docid}` });
+  $('doc-title').textContent = doc.title || doc.path;
+  $('doc-path').textContent = `qmd://${doc.collection}/${doc.path} · #${doc.docid}`;
+  $('doc-context').textContent = doc.context ?? '';
+  const body = $('doc-lines').tBodies[0];
+  body.replaceChildren();
+  const terms = queryTerms($('q').value);
+  doc.body.split('\n').forEach((text, i) => {
+    const row = body.insertRow();
+    row.id = `line-${i + 1}`;
+    const number = row.insertCell();
+    number.className = 'ln';
+    number.textContent = String(i + 1);
+    const line = row.insertCell();
+    line.append(...highlight(text, terms));
+  });
+  $('doc').classList.remove('hidden');
+  const target = document.getElementById(`line-${hit.line || 1}`);
+  target?.classList.add('hit-line');
+  target?.scrollIntoView({ block: 'center' });
+  $('doc').focus();
+  return doc;
+}
+
+function closeDocument() {
+  $('doc').classList.add('hidden');
+  $('q').focus();
+}
+
+// ---- input ------------------------------------------------------------------------
+
+let typing = 0;
+$('q').addEventListener('input', () => {
+  clearTimeout(typing);
+  typing = setTimeout(() => runSearch().catch((e) => showNotice(e.message)), 40);
+});
+$('scope').addEventListener('change', () => runSearch().catch((e) => showNotice(e.message)));
+$('search-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (state.selected >= 0 && state.results[state.selected]) {
+    openDocument(state.results[state.selected].hit).catch((err) => showNotice(err.message));
+  } else {
+    runHybrid().catch((err) => showNotice(err.message));
+  }
+});
+$('q').addEventListener('keydown', (e) => {
+  if (e.key === 'ArrowDown') select(state.selected + 1);
+  else if (e.key === 'ArrowUp') select(state.selected - 1);
+  else return;
+  e.preventDefault();
+});
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && !$('doc').classList.contains('hidden')) closeDocument();
+  else if (e.key === '/' && document.activeElement !== $('q')) {
+    e.preventDefault();
+    $('q').focus();
+  }
+});
+$('doc-close').onclick = closeDocument;
+
+const guard = (work) => () => {
+  if (state.busy) return;
+  work().catch((e) => showNotice(e.message));
+};
+if (window.showDirectoryPicker) {
+  $('add-folder').onclick = guard(async () => {
+    let handle;
+    try {
+      handle = await window.showDirectoryPicker({ id: 'qmd-notes', mode: 'read' });
+    } catch (e) {
+      if (e.name === 'AbortError') return; // the user closed the picker
+      throw e;
+    }
+    await addFolder(handle);
+  });
+} else {
+  // No File System Access API (Firefox, Safari): a folder input; updating
+  // means picking the folder again.
+  $('add-folder').classList.add('hidden');
+  $('add-folder-fallback').classList.remove('hidden');
+  $('folder-input').onchange = guard(async () => addFiles($('folder-input').files));
+}
+$('update').onclick = guard(update);
+
+// ---- start --------------------------------------------------------------------------
+
+async function start() {
+  try {
+    await call('open', { name: 'default' });
+    await refreshCollections();
+  } catch (e) {
+    setStatus('The index could not be opened.');
+    showNotice(e.message);
+    throw e;
+  }
+  if ('serviceWorker' in navigator) {
+    // Offline after the first visit: the app shell and the engine are cached.
+    navigator.serviceWorker.register('sw.js').catch(() => {});
+  }
+}
+
+const ready = start();
+
+// For automation and the browser tests: the same calls the buttons make.
+window.qmd = {
+  ready,
+  addFolder: async (handle, name) => (await ready, addFolder(handle, name)),
+  update: async () => (await ready, update()),
+  search: async (query) => {
+    await ready;
+    $('q').value = query;
+    return runSearch();
+  },
+  hybrid: async (query) => {
+    await ready;
+    $('q').value = query;
+    return runHybrid();
+  },
+  open: (hit) => openDocument(hit),
+  status: () => call('status'),
+  call,
+};
