@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages the tests need, installed once: Mesa's Vulkan drivers
 # (lavapipe, a software Vulkan device, so the wgpu model tests run where
-# there is no GPU). Skips the install when they are already there.
+# there is no GPU) and Chromium for the browser tests (WebGPU on its
+# SwiftShader). Skips the install when they are already there.
 set -euo pipefail
-packages=(mesa-vulkan-drivers libvulkan1)
+packages=(mesa-vulkan-drivers libvulkan1 chromium)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

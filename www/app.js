@@ -416,6 +416,7 @@ async function start() {
 }
 
 const ready = start();
+ready.catch(() => {}); // reported on the page; awaiters still see the rejection
 
 // For automation and the browser tests: the same calls the buttons make.
 window.qmd = {

@@ -1,0 +1,143 @@
+// What the browser tests share: the app served by the real `qmd web`,
+// Debian's Chromium driven by Playwright, folders staged in OPFS (the
+// directory picker needs a user gesture, so tests hand the app an OPFS
+// directory handle instead), and the native CLI on the same files.
+
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const repoRoot = path.resolve(import.meta.dirname, '../..');
+const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(os.homedir(), '.cache/qmd/target');
+export const qmdBin = process.env.QMD_BIN ?? path.join(targetDir, 'release/qmd');
+export const appDir = process.env.QMD_WEB_DIR ?? path.join(targetDir, 'www');
+export const evalDir = path.resolve(repoRoot, '../shared/corpora/qmd-eval');
+
+/** A fresh HOME with XDG dirs, so neither the CLI nor the server sees the user's config. */
+export function isolatedEnv(extra = {}) {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'qmd-browser-'));
+  return {
+    home,
+    env: {
+      ...process.env,
+      HOME: home,
+      XDG_CACHE_HOME: path.join(home, 'cache'),
+      XDG_CONFIG_HOME: path.join(home, 'config'),
+      NO_COLOR: '1',
+      ...extra,
+    },
+  };
+}
+
+/** `qmd web` on an ephemeral loopback port; resolves once it listens. */
+export async function serveApp(env) {
+  const server = spawn(qmdBin, ['web', '--port', '0', '--dir', appDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  server.stderr.on('data', (d) => (stderr += d));
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const match = out.match(/http:\/\/127\.0\.0\.1:\d+\//);
+      if (match) resolve(match[0]);
+    });
+    server.on('exit', (code) => reject(new Error(`qmd web exited (${code}): ${stderr}`)));
+  });
+  return { url, stop: () => server.kill() };
+}
+
+export const chromiumArgs = [
+  '--no-sandbox',
+  '--enable-unsafe-webgpu', // WebGPU on SwiftShader where there is no GPU
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+/** Chromium with a fresh profile; every request any page or worker makes is recorded. */
+export async function launch() {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'qmd-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: chromiumArgs,
+    viewport: { width: 1280, height: 800 },
+  });
+  const requests = [];
+  context.on('request', (request) => requests.push(request.url()));
+  const errors = [];
+  const watch = (page) => {
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('worker', (worker) => worker.on('console', (m) => m.type() === 'error' && errors.push(m.text())));
+  };
+  context.on('page', watch);
+  const page = context.pages()[0] ?? (await context.newPage());
+  watch(page);
+  return { context, page, requests, errors, close: () => context.close() };
+}
+
+/** Opens the app and waits until its index is open. */
+export async function openApp(page, url) {
+  await page.goto(url);
+  await page.evaluate(() => window.qmd.ready);
+}
+
+/** Writes `files` ({relative path: text}) into OPFS under `fixtures/<name>`. */
+export async function stageFolder(page, name, files) {
+  await page.evaluate(
+    async ({ name, files }) => {
+      const root = await navigator.storage.getDirectory();
+      const fixtures = await root.getDirectoryHandle('fixtures', { create: true });
+      const folder = await fixtures.getDirectoryHandle(name, { create: true });
+      for (const [relative, text] of Object.entries(files)) {
+        const parts = relative.split('/');
+        let dir = folder;
+        for (const part of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(part, { create: true });
+        const writable = await (await dir.getFileHandle(parts.at(-1), { create: true })).createWritable();
+        await writable.write(text);
+        await writable.close();
+      }
+    },
+    { name, files },
+  );
+}
+
+/** Adds the staged OPFS folder `fixtures/<name>` as collection `collection`. */
+export function addStagedFolder(page, name, collection) {
+  return page.evaluate(
+    async ({ name, collection }) => {
+      const root = await navigator.storage.getDirectory();
+      const folder = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle(name);
+      return window.qmd.addFolder(folder, collection);
+    },
+    { name, collection },
+  );
+}
+
+/** The markdown files of a directory, as {relative path: text}. */
+export function readFolder(dir) {
+  const files = {};
+  for (const entry of fs.readdirSync(dir, { recursive: true })) {
+    const full = path.join(dir, entry);
+    if (entry.endsWith('.md') && fs.statSync(full).isFile()) files[entry] = fs.readFileSync(full, 'utf8');
+  }
+  return files;
+}
+
+export function evalQueries() {
+  return fs
+    .readFileSync(path.join(evalDir, 'queries.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+}
+
+/** Runs the native CLI; its stdout, parsed when `--json` was asked for. */
+export function cli(env, args) {
+  const out = execFileSync(qmdBin, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return args.includes('--json') ? JSON.parse(out) : out;
+}
