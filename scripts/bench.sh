@@ -16,9 +16,6 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 target_dir="$HOME/.cache/qmd/target"
 qmd="${QMD_BIN:-$target_dir/release/qmd}"
-tarball="${BENCH_CORPUS_TAR:-/work/shared/corpora/tldr-pages.tar.gz}"
-corpus_cache="$HOME/.cache/qmd/bench-corpus"
-corpus="$corpus_cache/tldr-pages"
 
 if [[ ! -x "$qmd" ]]; then
     if [[ -n "${QMD_BIN:-}" ]]; then
@@ -29,16 +26,7 @@ if [[ ! -x "$qmd" ]]; then
     (cd "$repo" && CARGO_TARGET_DIR="$target_dir" cargo build --release -p qmd)
 fi
 
-# Unpack once; unpack again when the tarball changes.
-stamp="$(stat -c '%s %Y' "$tarball") $tarball"
-if [[ ! -f "$corpus_cache/.stamp" || "$(cat "$corpus_cache/.stamp")" != "$stamp" ]]; then
-    echo "bench: unpacking $tarball into $corpus" >&2
-    rm -rf "$corpus_cache"
-    mkdir -p "$corpus.partial"
-    tar xzf "$tarball" -C "$corpus.partial"
-    mv "$corpus.partial" "$corpus"
-    printf '%s' "$stamp" >"$corpus_cache/.stamp"
-fi
+corpus="$(bash "$repo/scripts/bench-corpus.sh")"
 
 # Isolated XDG cache, config and home, removed on exit.
 home="$(mktemp -d "${TMPDIR:-/tmp}/qmd-bench.XXXXXX")"

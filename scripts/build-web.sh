@@ -14,7 +14,7 @@ bindgen="$(scripts/wasm-bindgen.sh)"
 cargo build --profile web --locked -p qmd-web --target wasm32-unknown-unknown
 staging="$(mktemp -d)"
 trap 'rm -rf "$staging"' EXIT
-"$bindgen" --target web --no-typescript --out-dir "$staging/pkg" \
+"$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section --out-dir "$staging/pkg" \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/web/qmd_web.wasm"
 cp www/*.html www/*.js www/*.css "$staging/"
 # The service worker's cache is named after the build, so a new build

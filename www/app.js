@@ -15,6 +15,7 @@ let onProgress = () => {};
 
 worker.onmessage = ({ data }) => {
   if (data.progress) return onProgress(data.progress);
+  if (data.embed) return onEmbed(data.embed);
   const call = pending.get(data.id);
   if (!call) return;
   pending.delete(data.id);
@@ -32,7 +33,10 @@ function call(method, args) {
 
 // ---- state and small helpers ----------------------------------------------
 
-const state = { collections: [], results: [], selected: -1, searchSeq: 0, mode: 'keyword', busy: false };
+const state = {
+  collections: [], results: [], selected: -1, searchSeq: 0, mode: 'keyword', busy: false,
+  status: null, model: null, embedding: null,
+};
 
 function showNotice(text) {
   $('notice').textContent = text;
@@ -56,26 +60,44 @@ function describeStatus(status) {
 /** The engine's notes, in this page's words rather than the CLI's. */
 const pageWords = (note) => note.replace("run 'qmd embed'", 'use "Embed documents"');
 
-async function busy(label, work) {
-  state.busy = true;
+const megabytes = (n) => (n / 1048576).toFixed(1);
+
+function showProgress(label, cancellable = false) {
   $('progress').classList.remove('hidden');
   $('progress-label').textContent = label;
   $('progress-bar').removeAttribute('value');
-  onProgress = ({ label, phase, done, total }) => {
-    $('progress-label').textContent = total ? `${label} ${phase}: ${done} / ${total} files` : `${label} ${phase}…`;
-    if (total) {
-      $('progress-bar').max = total;
-      $('progress-bar').value = done;
-    } else {
-      $('progress-bar').removeAttribute('value');
-    }
+  $('cancel').classList.toggle('hidden', !cancellable);
+}
+
+function setProgress(text, done, total) {
+  $('progress-label').textContent = text;
+  if (total) {
+    $('progress-bar').max = total;
+    $('progress-bar').value = done;
+  } else {
+    $('progress-bar').removeAttribute('value');
+  }
+}
+
+function hideProgress() {
+  $('progress').classList.add('hidden');
+  $('cancel').classList.add('hidden');
+}
+
+/** Runs `work` with the progress bar showing the worker's progress. */
+async function busy(label, work) {
+  state.busy = true;
+  showProgress(label);
+  onProgress = ({ label, phase, done, total, unit }) => {
+    if (unit === 'bytes') setProgress(`${label} ${phase}: ${megabytes(done)}${total ? ` / ${megabytes(total)}` : ''} MB`, done, total);
+    else setProgress(total ? `${label} ${phase}: ${done} / ${total} files` : `${label} ${phase}…`, done, total);
   };
   try {
     return await work();
   } finally {
     state.busy = false;
     onProgress = () => {};
-    $('progress').classList.add('hidden');
+    hideProgress();
   }
 }
 
@@ -119,7 +141,9 @@ async function refreshCollections() {
   scope.value = state.collections.some((c) => c.name === current) ? current : '';
   $('empty').classList.toggle('hidden', state.collections.length > 0);
   $('update').disabled = state.collections.length === 0;
-  setStatus(describeStatus(await call('status')));
+  state.status = await call('status');
+  setStatus(describeStatus(state.status));
+  renderModel();
 }
 
 function freeName(base) {
@@ -207,7 +231,7 @@ async function runHybrid() {
   if (!query) return null;
   const seq = ++state.searchSeq;
   const started = performance.now();
-  const result = await call('keywordQuery', { query, options: searchOptions() });
+  const result = await call('query', { query, options: searchOptions() });
   if (seq !== state.searchSeq) return result;
   renderResults(result.hits, result.primary_query, 'hybrid', performance.now() - started, result);
   return result;
@@ -311,6 +335,87 @@ function select(i) {
   $('q').setAttribute('aria-activedescendant', items[state.selected].id);
 }
 
+// ---- embedding model ------------------------------------------------------------
+
+const DEFAULT_MODEL = {
+  id: 'sentence-transformers/all-MiniLM-L6-v2',
+  url: 'https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/',
+};
+const params = new URLSearchParams(location.search);
+const deviceChoice = () => params.get('device') ?? localStorage.getItem('qmd-device') ?? 'auto';
+
+/** Where the model comes from: `qmd web` names its local copy in config.json. */
+async function modelSource() {
+  try {
+    const response = await fetch('config.json');
+    if (response.ok) return (await response.json()).embedModel ?? DEFAULT_MODEL;
+  } catch {
+    // Served statically without a config: Hugging Face it is.
+  }
+  return DEFAULT_MODEL;
+}
+
+async function loadModel({ cachedOnly = false } = {}) {
+  const source = await modelSource();
+  // The worker resolves file names against an absolute base.
+  source.url = new URL(source.url, location.href).href;
+  const loaded = await busy('Loading model', () => call('loadModel', { ...source, device: deviceChoice(), cachedOnly }));
+  if (!loaded) return null;
+  state.model = loaded;
+  if (/^CPU.*(no WebGPU adapter|adapter is software)/.test(loaded.device)) {
+    showNotice(`No hardware WebGPU here (${loaded.device.split(', ').slice(1).join(', ')}): the model runs on the CPU.`);
+  }
+  renderModel();
+  return loaded;
+}
+
+function renderModel() {
+  const { model, status, embedding } = state;
+  const pending = status?.needs_embedding ?? 0;
+  $('model-status').textContent = model
+    ? `${model.model.split('/').at(-1)} · ${model.dimension} dims · ${model.device}. ` +
+      (pending ? `${pending} document(s) need embedding.` : 'All documents embedded.')
+    : 'Model not loaded: keyword search only.';
+  $('load-model').disabled = Boolean(model);
+  $('embed').disabled = !model || !pending || Boolean(embedding) || state.busy;
+  $('device').value = deviceChoice();
+}
+
+/** Embeds every document without vectors; resolves when the run ends. */
+async function embedDocuments(force = false) {
+  state.busy = true;
+  showProgress('Embedding…', true);
+  try {
+    const report = await call('embed', { force });
+    return await new Promise((resolve, reject) => {
+      state.embedding = { resolve, reject, started: performance.now(), report };
+      renderModel();
+    });
+  } catch (e) {
+    state.busy = false;
+    hideProgress();
+    throw e;
+  }
+}
+
+function onEmbed({ state: runState, report, error }) {
+  const run = state.embedding;
+  if (!run) return;
+  const pct = report.total_bytes ? Math.round((100 * report.bytes) / report.total_bytes) : 100;
+  setProgress(`Embedding: ${report.docs} of ${report.pending} documents, ${report.chunks} chunks (${pct}%)`, report.bytes, report.total_bytes);
+  if (runState === 'running') return;
+  state.embedding = null;
+  state.busy = false;
+  hideProgress();
+  const seconds = ((performance.now() - run.started) / 1000).toFixed(1);
+  if (runState === 'failed') run.reject(new Error(error));
+  else {
+    $('result-summary').textContent = `${runState === 'done' ? 'Embedded' : 'Cancelled after'} ${report.docs} documents (${report.chunks} chunks) in ${seconds} s`;
+    run.resolve({ state: runState, report });
+  }
+  refreshCollections().catch((e) => showNotice(e.message));
+}
+
 // ---- document view --------------------------------------------------------------
 
 async function openDocument(hit) {
@@ -397,6 +502,13 @@ if (window.showDirectoryPicker) {
   $('folder-input').onchange = guard(async () => addFiles($('folder-input').files));
 }
 $('update').onclick = guard(update);
+$('load-model').onclick = guard(() => loadModel());
+$('embed').onclick = guard(() => embedDocuments());
+$('cancel').onclick = () => call('cancelEmbed');
+$('device').onchange = () => {
+  localStorage.setItem('qmd-device', $('device').value);
+  if (state.model) showNotice('The new device applies after a reload.');
+};
 
 // ---- start --------------------------------------------------------------------------
 
@@ -404,6 +516,8 @@ async function start() {
   try {
     await call('open', { name: 'default' });
     await refreshCollections();
+    // A model cached by an earlier visit loads by itself; none is downloaded unasked.
+    await loadModel({ cachedOnly: true }).catch((e) => showNotice(`The cached model could not be loaded: ${e.message}`));
   } catch (e) {
     setStatus('The index could not be opened.');
     showNotice(e.message);
@@ -434,6 +548,10 @@ window.qmd = {
     return runHybrid();
   },
   open: (hit) => openDocument(hit),
+  loadModel: async () => (await ready, state.model ?? loadModel()),
+  embed: async (force) => (await ready, embedDocuments(force)),
+  cancelEmbed: () => call('cancelEmbed'),
+  embedTexts: (texts) => call('embedTexts', { texts }),
   status: () => call('status'),
   call,
 };

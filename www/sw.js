@@ -6,7 +6,7 @@
 const VERSION = '__QMD_BUILD__';
 const CACHE = `qmd-shell-${VERSION}`;
 const SHELL = [
-  './', 'index.html', 'style.css', 'app.js', 'folders.js', 'highlight.js', 'worker.js',
+  './', 'index.html', 'style.css', 'app.js', 'folders.js', 'highlight.js', 'worker.js', 'model-cache.js',
   'pkg/qmd_web.js', 'pkg/qmd_web_bg.wasm',
 ];
 

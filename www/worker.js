@@ -1,14 +1,51 @@
-// The engine's thread: the wasm core, its OPFS index and (later) the
-// models run here, off the page's main thread. Requests arrive as
+// The engine's thread: the wasm core, its OPFS index and the embedding
+// model run here, off the page's main thread. Requests arrive as
 // {id, method, args}; each gets one {id, result} or {id, error}, and long
 // operations post {progress} messages meanwhile. Requests run one at a
 // time, in order: the index allows a single writer and OPFS commits are
-// asynchronous.
+// asynchronous. An embedding run is a chain of one-batch steps on the same
+// queue, so searches still answer while it goes on, and it reports
+// {embed: {state, report}} after each step.
 
 import init, { QmdIndex } from './pkg/qmd_web.js';
+import { modelFiles } from './model-cache.js';
 
 let index = null;
 let queue = Promise.resolve();
+let embedRun = null;
+
+/** `auto` as on the command line: a hardware adapter, else the CPU.
+ * A software adapter (Chromium's SwiftShader) is passed over; it is far
+ * slower than the CPU backend. Returns [choice, why the CPU was chosen]. */
+async function resolveDevice(device) {
+  if (device !== 'auto') return [device, null];
+  const adapter = await navigator.gpu?.requestAdapter().catch(() => null);
+  if (!adapter) return ['cpu', 'no WebGPU adapter'];
+  if (adapter.info?.isFallbackAdapter ?? adapter.isFallbackAdapter) {
+    return ['cpu', `the WebGPU adapter is software (${adapter.info?.architecture || 'fallback'})`];
+  }
+  return ['gpu', null];
+}
+
+function embedStep(run) {
+  queue = queue.then(async () => {
+    if (run.cancelled) {
+      embedRun = null;
+      return postMessage({ embed: { state: 'cancelled', report: run.report } });
+    }
+    try {
+      const step = await index.embedStep();
+      run.report = step.report;
+      postMessage({ embed: { state: step.done ? 'done' : 'running', report: step.report } });
+      if (step.done) embedRun = null;
+      // A macrotask between steps lets a cancel message in first.
+      else setTimeout(() => embedStep(run), 0);
+    } catch (e) {
+      embedRun = null;
+      postMessage({ embed: { state: 'failed', report: run.report, error: String(e?.message ?? e) } });
+    }
+  });
+}
 
 const progress = (label) => (phase, done, total) =>
   postMessage({ progress: { label, phase, done, total } });
@@ -50,11 +87,34 @@ const methods = {
   },
   removeCollection: ({ name }) => index.removeCollection(name),
   search: ({ query, options }) => index.search(query, options),
-  keywordQuery: ({ query, options }) => index.keywordQuery(query, options),
+  query: ({ query, options }) => index.query(query, options),
+  async loadModel({ id, url, device, cachedOnly }) {
+    const onProgress = (file, done, total) =>
+      postMessage({ progress: { label: 'Downloading model', phase: file, done, total: total ?? 0, unit: 'bytes' } });
+    const { files, cached } = await modelFiles(id, url, onProgress, { cachedOnly });
+    if (!files) return null;
+    postMessage({ progress: { label: 'Loading model', phase: id, done: 0, total: 0 } });
+    const [choice, reason] = await resolveDevice(device ?? 'auto');
+    const loaded = await index.loadEmbedder(id, files, choice);
+    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached };
+  },
+  embedTexts: ({ texts }) => index.embedTexts(texts),
+  async embed({ force }) {
+    if (embedRun) throw new Error('an embedding run is already going on');
+    const report = await index.embedStart(Boolean(force));
+    embedRun = { cancelled: false, report };
+    embedStep(embedRun);
+    return report;
+  },
   get: ({ file, options }) => index.get(file, options),
 };
 
 onmessage = ({ data: { id, method, args } }) => {
+  if (method === 'cancelEmbed') {
+    // Not queued: it must overtake the run's pending steps.
+    if (embedRun) embedRun.cancelled = true;
+    return postMessage({ id, result: Boolean(embedRun) });
+  }
   queue = queue.then(async () => {
     try {
       if (!methods[method]) throw new Error(`unknown method ${method}`);

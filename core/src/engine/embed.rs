@@ -37,7 +37,7 @@ impl Default for EmbedOptions {
 }
 
 /// What a run did.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct EmbedReport {
     /// Contents that needed vectors when the run started.
     pub pending: u64,

@@ -42,6 +42,21 @@ pub fn length_sorted_batches(encodings: &[Encoding]) -> Vec<Vec<usize>> {
 /// Reads a `[rows, cols]` tensor back as rows.
 pub fn rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
     let [_, cols] = tensor.dims();
-    let data: Vec<f32> = tensor.into_data().try_to_vec::<f32>().unwrap_or_default();
+    split_rows(tensor.into_data(), cols)
+}
+
+/// [`rows`] without blocking: browsers can only map GPU buffers
+/// asynchronously.
+pub async fn rows_async(tensor: Tensor<2>) -> crate::Result<Vec<Vec<f32>>> {
+    let [_, cols] = tensor.dims();
+    let data = tensor
+        .into_data_async()
+        .await
+        .map_err(|e| crate::Error::new(crate::ErrorKind::Internal, format!("reading model output back: {e:?}")))?;
+    Ok(split_rows(data, cols))
+}
+
+fn split_rows(data: TensorData, cols: usize) -> Vec<Vec<f32>> {
+    let data: Vec<f32> = data.try_to_vec::<f32>().unwrap_or_default();
     data.chunks(cols.max(1)).map(<[f32]>::to_vec).collect()
 }

@@ -70,6 +70,31 @@ impl ModelDevice {
             _ => Ok(ModelDevice::cpu()),
         }
     }
+
+    /// The browser's device: WebGPU when the browser offers an adapter
+    /// (software ones included: the page cannot tell, and the CPU backend
+    /// is single-threaded there), else the CPU backend with the reason.
+    #[cfg(all(feature = "models-wgpu", target_family = "wasm"))]
+    pub async fn select_async(choice: DeviceChoice) -> Result<ModelDevice> {
+        if choice == DeviceChoice::Cpu {
+            return Ok(ModelDevice::cpu());
+        }
+        match Device::wgpu_options().init_async().await {
+            Ok(device) => Ok(ModelDevice { device, description: "GPU: WebGPU".into() }),
+            Err(e) if choice == DeviceChoice::Auto => {
+                let mut cpu = ModelDevice::cpu();
+                cpu.description.push_str(&format!(", no WebGPU adapter ({e})"));
+                Ok(cpu)
+            }
+            Err(e) => Err(Error::not_found(format!("no WebGPU adapter for the models: {e}"))),
+        }
+    }
+
+    /// [`select`](Self::select), for callers that must not block.
+    #[cfg(not(all(feature = "models-wgpu", target_family = "wasm")))]
+    pub async fn select_async(choice: DeviceChoice) -> Result<ModelDevice> {
+        Self::select(choice)
+    }
 }
 
 #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]

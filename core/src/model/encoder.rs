@@ -2,9 +2,10 @@
 //! pooling config says) and L2-normalised, so a dot product is the cosine.
 
 use burn::tensor::{Device, Tensor};
+use tokenizers::Encoding;
 
 use super::ModelFiles;
-use super::batch::{length_sorted_batches, rows, token_batch};
+use super::batch::{length_sorted_batches, rows, rows_async, token_batch};
 use super::bert::Bert;
 use super::config::{BertConfig, Pooling, SentenceSettings};
 use super::load::load_safetensors;
@@ -71,7 +72,19 @@ impl SentenceEncoder {
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = self.embed(&refs)?;
-        let tokens = self.tokenizer.count(&refs)?;
+        self.counted(&refs, vectors)
+    }
+
+    /// [`embed_counted`](Self::embed_counted) with asynchronous readback:
+    /// the only way to read a WebGPU buffer in a browser.
+    pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = self.embed_async(&refs).await?;
+        self.counted(&refs, vectors)
+    }
+
+    fn counted(&self, texts: &[&str], vectors: Vec<Vec<f32>>) -> Result<Vec<Embedding>> {
+        let tokens = self.tokenizer.count(texts)?;
         Ok(vectors.into_iter().zip(tokens).map(|(vector, t)| Embedding { vector, tokens: t as u32 }).collect())
     }
 
@@ -81,21 +94,43 @@ impl SentenceEncoder {
         let encodings = self.tokenizer.encode(texts)?;
         let mut out = vec![Vec::new(); texts.len()];
         for batch in length_sorted_batches(&encodings) {
-            let members: Vec<_> = batch.iter().map(|&i| &encodings[i]).collect();
-            let tokens = token_batch(&members, &self.device);
-            let hidden = self.bert.forward(&tokens);
-            let pooled = match self.pooling {
-                Pooling::Mean => mean_pool(hidden, tokens.mask),
-                Pooling::Cls => {
-                    let [n, _, h] = hidden.dims();
-                    hidden.slice([0..n, 0..1]).reshape([n, h])
-                }
-            };
-            for (i, vector) in batch.into_iter().zip(rows(l2_normalize(pooled))) {
-                out[i] = vector;
-            }
+            let vectors = rows(self.pooled(&batch, &encodings));
+            scatter(&mut out, batch, vectors);
         }
         Ok(out)
+    }
+
+    /// [`embed`](Self::embed), awaiting each batch's readback.
+    pub async fn embed_async(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let encodings = self.tokenizer.encode(texts)?;
+        let mut out = vec![Vec::new(); texts.len()];
+        for batch in length_sorted_batches(&encodings) {
+            let vectors = rows_async(self.pooled(&batch, &encodings)).await?;
+            scatter(&mut out, batch, vectors);
+        }
+        Ok(out)
+    }
+
+    /// The normalised sentence vectors of one batch, still on the device.
+    fn pooled(&self, batch: &[usize], encodings: &[Encoding]) -> Tensor<2> {
+        let members: Vec<_> = batch.iter().map(|&i| &encodings[i]).collect();
+        let tokens = token_batch(&members, &self.device);
+        let hidden = self.bert.forward(&tokens);
+        let pooled = match self.pooling {
+            Pooling::Mean => mean_pool(hidden, tokens.mask),
+            Pooling::Cls => {
+                let [n, _, h] = hidden.dims();
+                hidden.slice([0..n, 0..1]).reshape([n, h])
+            }
+        };
+        l2_normalize(pooled)
+    }
+}
+
+/// Puts a batch's vectors back at their texts' positions.
+fn scatter(out: &mut [Vec<f32>], batch: Vec<usize>, vectors: Vec<Vec<f32>>) {
+    for (i, vector) in batch.into_iter().zip(vectors) {
+        out[i] = vector;
     }
 }
 

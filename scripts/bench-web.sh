@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The browser benchmark: builds qmd and the app, then times the app in
+# headless Chromium against the native CLI on the qmd eval docs and the
+# English tldr pages. Writes bench/web-results.md.
+#   BENCH_EMBED_DOCS   tldr pages embedded on both sides (default 100)
+#   BENCH_QUERY_RUNS   runs of each query set (default 3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
+bash scripts/setup-system.sh
+cargo build --release --locked -p qmd -p qmd-tests --bins
+bash scripts/build-web.sh
+corpus="$(bash scripts/bench-corpus.sh)"
+(cd tests/browser && npm ci --no-audit --no-fund --silent)
+mkdir -p bench
+node tests/browser/bench.mjs "$corpus" | tee bench/web-results.md.partial
+mv bench/web-results.md.partial bench/web-results.md

@@ -1,0 +1,158 @@
+// The browser benchmark (scripts/bench-web.sh): the app in headless
+// Chromium against the native CLI on the same files, in the same run.
+// Indexing (scan + index + OPFS commit), embedding on WebGPU (SwiftShader
+// here), keyword and hybrid query latency, OPFS index size, wasm size.
+// Writes Markdown to stdout.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import {
+  addStagedFolder, appDir, cli, evalDir, evalQueries, isolatedEnv, launch, readFolder, serveApp, stageFolder,
+  testModelDir,
+} from './harness.mjs';
+
+const corpus = process.argv[2];
+const embedSample = Number(process.env.BENCH_EMBED_DOCS ?? 100);
+const queryRuns = Number(process.env.BENCH_QUERY_RUNS ?? 3);
+const modelDir = testModelDir();
+const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir });
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x) => `${x.toFixed(x < 10 ? 1 : 0)} ms`;
+const s = (x) => `${(x / 1000).toFixed(1)} s`;
+const mb = (bytes) => `${(bytes / 1048576).toFixed(2)} MB`;
+
+function timed(work) {
+  const start = performance.now();
+  const result = work();
+  return [performance.now() - start, result];
+}
+
+function dirBytes(dir) {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { recursive: true })) {
+    const stat = fs.statSync(path.join(dir, entry));
+    if (stat.isFile()) total += stat.size;
+  }
+  return total;
+}
+
+/** Writes `files` to a plain directory for the CLI. */
+function writeCopy(name, files) {
+  const dir = path.join(home, name);
+  for (const [relative, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, relative)), { recursive: true });
+    fs.writeFileSync(path.join(dir, relative), text);
+  }
+  return dir;
+}
+
+async function browserTimed(page, work, arg) {
+  return page.evaluate(
+    async ({ work, arg }) => {
+      const start = performance.now();
+      const result = await window.qmd[work](...arg);
+      return [performance.now() - start, result];
+    },
+    { work, arg },
+  );
+}
+
+async function queryLatency(page, kind, queries) {
+  const times = [];
+  for (let run = 0; run < queryRuns; run++) {
+    for (const q of queries) times.push((await browserTimed(page, kind, [q]))[0]);
+  }
+  return median(times);
+}
+
+const rows = [];
+const row = (...cells) => rows.push(`| ${cells.join(' | ')} |`);
+
+const server = await serveApp(env);
+const browser = await launch();
+const { page } = browser;
+try {
+  await page.goto(`${server.url}?device=gpu`);
+  await page.evaluate(() => window.qmd.ready);
+  const model = await page.evaluate(() => window.qmd.loadModel());
+
+  // --- the qmd eval docs -----------------------------------------------------
+  const evalDocs = readFolder(path.join(evalDir, 'docs'));
+  const evalCopy = writeCopy('eval', evalDocs);
+  const [nativeIndexEval] = timed(() => cli(env, ['collection', 'add', evalCopy, '--name', 'eval']));
+  await stageFolder(page, 'eval', evalDocs);
+  const [webIndexEval] = await page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory();
+    const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle('eval');
+    const start = performance.now();
+    await window.qmd.addFolder(dir, 'eval');
+    return [performance.now() - start];
+  });
+  const [nativeEmbedEval] = timed(() => cli(env, ['embed']));
+  const [webEmbedEval, embedded] = await browserTimed(page, 'embed', []);
+  const queries = evalQueries().map((q) => q.query);
+  const keywordEval = await queryLatency(page, 'search', queries);
+  const hybridEval = await queryLatency(page, 'hybrid', queries);
+  const evalStatus = await page.evaluate(() => window.qmd.status());
+
+  // --- the English tldr pages ------------------------------------------------
+  const tldr = readFolder(path.join(corpus, 'pages'));
+  const tldrCopy = writeCopy('tldr', tldr);
+  const [nativeIndexTldr] = timed(() => cli(env, ['collection', 'add', tldrCopy, '--name', 'tldr']));
+  const names = Object.keys(tldr);
+  for (let i = 0; i < names.length; i += 500) {
+    await stageFolder(page, 'tldr', Object.fromEntries(names.slice(i, i + 500).map((n) => [n, tldr[n]])));
+  }
+  const [webIndexTldr] = await page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory();
+    const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle('tldr');
+    const start = performance.now();
+    await window.qmd.addFolder(dir, 'tldr');
+    return [performance.now() - start];
+  });
+  const tldrQueries = ['list files', 'compress a directory', 'git commit', 'show disk usage', 'kill a process',
+    'download a file', 'search text in files', 'change file permissions'];
+  const keywordTldr = await queryLatency(page, 'search', tldrQueries);
+  const tldrStatus = await page.evaluate(() => window.qmd.status());
+  const nativeIndexBytes = dirBytes(path.join(home, 'cache/qmd'));
+
+  // Embedding all 7k pages takes too long on SwiftShader: a sample, both sides.
+  const sample = Object.fromEntries(names.filter((n) => n.startsWith('common/')).slice(0, embedSample).map((n) => [n, tldr[n]]));
+  const sampleCopy = writeCopy('sample', sample);
+  cli(env, ['collection', 'add', sampleCopy, '--name', 'sample']);
+  const [nativeEmbedSample] = timed(() => cli(env, ['embed', '-c', 'sample']));
+  await stageFolder(page, 'sample', sample);
+  await addStagedFolder(page, 'sample', 'sample');
+  const [webEmbedSample, sampleRun] = await browserTimed(page, 'embed', []);
+  const hybridTldr = await queryLatency(page, 'hybrid', tldrQueries);
+
+  // --- sizes ---------------------------------------------------------------------
+  const wasm = fs.readFileSync(path.join(appDir, 'pkg/qmd_web_bg.wasm'));
+  const shell = ['index.html', 'app.js', 'worker.js', 'folders.js', 'highlight.js', 'model-cache.js', 'style.css', 'sw.js', 'pkg/qmd_web.js']
+    .map((f) => fs.readFileSync(path.join(appDir, f)));
+  const gz = (b) => zlib.gzipSync(b, { level: 9 }).length;
+
+  row('measure', 'browser', 'native CLI', 'browser ÷ native');
+  row('---', '---:', '---:', '---:');
+  row('index qmd eval docs (6 files)', ms(webIndexEval), ms(nativeIndexEval), (webIndexEval / nativeIndexEval).toFixed(2));
+  row(`embed qmd eval docs (${embedded.report.chunks} chunks)`, s(webEmbedEval), s(nativeEmbedEval), (webEmbedEval / nativeEmbedEval).toFixed(2));
+  row(`index English tldr pages (${names.length} files)`, s(webIndexTldr), s(nativeIndexTldr), (webIndexTldr / nativeIndexTldr).toFixed(2));
+  row(`embed ${embedSample} tldr pages (${sampleRun.report.chunks} chunks)`, s(webEmbedSample), s(nativeEmbedSample), (webEmbedSample / nativeEmbedSample).toFixed(2));
+  row('projected: embed all English tldr pages', s((webEmbedSample * names.length) / embedSample), s((nativeEmbedSample * names.length) / embedSample), '');
+  row('keyword query, eval docs (median)', ms(keywordEval), '', '');
+  row('hybrid query, eval docs (median)', ms(hybridEval), '', `${(hybridEval / keywordEval).toFixed(1)}× keyword`);
+  row('keyword query, tldr (median)', ms(keywordTldr), '', '');
+  row('hybrid query, tldr (median)', ms(hybridTldr), '', `${(hybridTldr / keywordTldr).toFixed(1)}× keyword`);
+  row('index size, eval + tldr + sample (with vectors)', mb(tldrStatus.index_bytes), mb(nativeIndexBytes), (tldrStatus.index_bytes / nativeIndexBytes).toFixed(2));
+  row('wasm (raw / gzip -9)', `${mb(wasm.length)} / ${mb(gz(wasm))}`, '', '');
+  row('app shell JS+HTML+CSS (gzip -9)', mb(shell.reduce((n, b) => n + gz(b), 0)), '', '');
+  console.log(`Model: ${model.model} on ${model.device}; ${evalStatus.vectors} vectors after the eval docs.`);
+  console.log(`Query latency: ${queryRuns} runs of ${queries.length} eval / ${tldrQueries.length} tldr queries, as the page sees it (worker round trip included).`);
+  console.log('');
+  console.log(rows.join('\n'));
+} finally {
+  await browser.close();
+  server.stop();
+}

@@ -1,0 +1,144 @@
+// The embedding model in the browser, on WebGPU (SwiftShader here) and on
+// the CPU fallback, with real all-MiniLM-L6-v2 weights served by `qmd web`
+// from the local model directory: vectors match the native engine's,
+// downloads are cached in OPFS and a damaged cache is fetched again, `auto`
+// passes a software adapter over, and hybrid search over embedded
+// documents gives the CLI's top 3.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  addStagedFolder, cli, cosine, evalDir, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
+  stageFolder, testModelDir,
+} from './harness.mjs';
+
+const docs = readFolder(path.join(evalDir, 'docs'));
+const queries = evalQueries().map((q) => q.query);
+// Queries, and passages long enough to be cut at the model's window.
+const passages = Object.values(docs).map((d) => d.slice(0, 2500));
+const texts = [...queries, ...passages];
+const modelDir = testModelDir();
+let server;
+let browser;
+let cliEnv;
+let native;
+
+before(async () => {
+  const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir });
+  cliEnv = env;
+  const copy = path.join(home, 'eval-docs');
+  fs.mkdirSync(copy);
+  for (const [name, text] of Object.entries(docs)) fs.writeFileSync(path.join(copy, name), text);
+  cli(cliEnv, ['collection', 'add', copy, '--name', 'eval']);
+  native = nativeEmbeddings(modelDir, texts);
+  server = await serveApp(env);
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.stop();
+});
+
+/** Opens the app on `device`, loads the model, returns what loading reported. */
+async function loadOn(device) {
+  const { page } = browser;
+  await page.goto(`${server.url}?device=${device}`);
+  await page.evaluate(() => window.qmd.ready);
+  return page.evaluate(() => window.qmd.loadModel());
+}
+
+/** Embeds `count` of the texts in calls of `perCall` and returns the worst cosine against native. */
+async function assertMatchesNative(device, { count = texts.length, perCall = texts.length } = {}) {
+  const vectors = [];
+  for (let i = 0; i < count; i += perCall) {
+    const group = texts.slice(i, Math.min(count, i + perCall));
+    vectors.push(...(await browser.page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), group)));
+  }
+  assert.equal(vectors.length, count);
+  const worst = Math.min(...vectors.map((v, i) => cosine(v, native[i])));
+  assert.ok(worst >= 0.9999, `worst cosine on ${device}: ${worst}`);
+  return worst;
+}
+
+test('WebGPU embeddings match the native ones (cosine >= 0.9999)', async () => {
+  const loaded = await loadOn('gpu');
+  assert.equal(loaded.device, 'GPU: WebGPU');
+  assert.equal(loaded.dimension, 384);
+  assert.equal(loaded.cached, false, 'the first load downloads');
+  // SwiftShader is slow and a batch pads to its longest text: the queries
+  // go as one batch, then one 256-token passage alone.
+  const count = queries.length + 1;
+  const worst = await assertMatchesNative('WebGPU', { count, perCall: queries.length });
+  console.log(`WebGPU worst cosine ${worst.toFixed(7)} over ${count} texts`);
+});
+
+test('CPU-fallback embeddings match the native ones, from the OPFS model cache', async () => {
+  const loaded = await loadOn('cpu');
+  assert.match(loaded.device, /^CPU/);
+  assert.equal(loaded.cached, true, 'the second load reads the OPFS cache');
+  const worst = await assertMatchesNative('CPU');
+  console.log(`CPU worst cosine ${worst.toFixed(7)} over ${texts.length} texts`);
+});
+
+test('a damaged model cache is detected and downloaded again', async () => {
+  const { page } = browser;
+  await page.goto(`${server.url}?device=cpu`);
+  await page.evaluate(() => window.qmd.ready);
+  // Cut the cached weights short, as an interrupted write would.
+  await page.evaluate(async () => {
+    const root = await navigator.storage.getDirectory();
+    const models = await root.getDirectoryHandle('qmd-models');
+    for await (const [, dir] of models.entries()) {
+      const writable = await (await dir.getFileHandle('model.safetensors')).createWritable({ keepExistingData: true });
+      await writable.truncate(1000);
+      await writable.close();
+    }
+  });
+  await page.reload();
+  await page.evaluate(() => window.qmd.ready);
+  assert.equal(await page.locator('#load-model').isDisabled(), false, 'the damaged cache was not loaded');
+  const loaded = await page.evaluate(() => window.qmd.loadModel());
+  assert.equal(loaded.cached, false);
+  await assertMatchesNative('CPU, re-downloaded');
+});
+
+test('auto picks the CPU over a software adapter; embedded documents give the CLI hybrid top 3; a cancelled run resumes', async () => {
+  const { page } = browser;
+  const loaded = await loadOn('auto');
+  assert.match(loaded.device, /^CPU \(burn flex\), the WebGPU adapter is software/);
+  assert.match(await page.locator('#notice').textContent(), /No hardware WebGPU here/);
+  await stageFolder(page, 'eval-docs', docs);
+  await addStagedFolder(page, 'eval-docs', 'eval');
+  const first = await page.evaluate(async () => {
+    const run = window.qmd.embed();
+    await window.qmd.cancelEmbed();
+    return run;
+  });
+  assert.ok(['cancelled', 'done'].includes(first.state), first.state);
+  const resumed = await page.evaluate(() => window.qmd.embed());
+  assert.equal(resumed.state, 'done');
+  const status = await page.evaluate(() => window.qmd.status());
+  assert.equal(status.needs_embedding, 0);
+  assert.ok(status.has_vector_index);
+
+  cli(cliEnv, ['embed']);
+  for (const query of queries) {
+    const web = await page.evaluate((q) => window.qmd.hybrid(q), query);
+    assert.deepEqual(web.notes.filter((n) => /vector/.test(n)), [], `vectors were used for ${query}`);
+    const fromCli = cli(cliEnv, ['query', query, '--json', '-n', '3', '--no-rerank']);
+    assert.deepEqual(
+      web.hits.slice(0, 3).map((h) => `#${h.hit.docid}`),
+      fromCli.slice(0, 3).map((h) => h.docid),
+      `query ${JSON.stringify(query)}`,
+    );
+  }
+});
+
+test('only the model fetch and the app are requested, all from the page origin', () => {
+  const origin = new URL(server.url).origin;
+  assert.deepEqual(browser.requests.filter((url) => !url.startsWith(`${origin}/`)), []);
+  assert.ok(browser.requests.some((url) => url.endsWith('/models/embed/model.safetensors')));
+});

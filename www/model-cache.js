@@ -1,0 +1,129 @@
+// Model files fetched once and kept in OPFS (qmd-models/<repo>/), for the
+// Worker. A download counts only when every file arrived whole: each is
+// checked against its Content-Length (and its SHA-256 where the server
+// names one, as Hugging Face does for large files), retried up to three
+// times, and `complete.json` — written last — lists what was verified.
+// A cached model whose files do not match that list is fetched again, so
+// a partial download is never used.
+
+const REQUIRED = ['config.json', 'tokenizer.json', 'model.safetensors'];
+const OPTIONAL = ['1_Pooling/config.json', 'sentence_bert_config.json', 'config_sentence_transformers.json', 'modules.json'];
+const ATTEMPTS = 3;
+
+async function modelDir(id) {
+  const root = await navigator.storage.getDirectory();
+  const models = await root.getDirectoryHandle('qmd-models', { create: true });
+  return models.getDirectoryHandle(id.replace(/[^A-Za-z0-9._-]+/g, '__'), { create: true });
+}
+
+const flat = (name) => name.replaceAll('/', '__');
+
+async function readCached(dir, name) {
+  const file = await (await dir.getFileHandle(flat(name))).getFile();
+  return new Uint8Array(await file.arrayBuffer());
+}
+
+async function writeCached(dir, name, bytes) {
+  const writable = await (await dir.getFileHandle(flat(name), { create: true })).createWritable();
+  await writable.write(bytes);
+  await writable.close();
+}
+
+/** The verified cache, or null when any file is missing or differs. */
+async function cached(dir) {
+  let manifest;
+  try {
+    manifest = JSON.parse(new TextDecoder().decode(await readCached(dir, 'complete.json')));
+  } catch {
+    return null;
+  }
+  const files = {};
+  for (const [name, size] of Object.entries(manifest.files)) {
+    try {
+      const bytes = await readCached(dir, name);
+      if (bytes.length !== size) return null;
+      files[name] = bytes;
+    } catch {
+      return null;
+    }
+  }
+  return files;
+}
+
+async function sha256(bytes) {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return [...digest].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** One file, whole and verified, or null when the server has none (404). */
+async function download(url, onBytes) {
+  const response = await fetch(url);
+  if (response.status === 404) return null;
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  const expected = Number(response.headers.get('content-length')) || null;
+  const reader = response.body.getReader();
+  const chunks = [];
+  let received = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+    onBytes(received, expected);
+  }
+  if (expected !== null && received !== expected) {
+    throw new Error(`${url}: got ${received} of ${expected} bytes`);
+  }
+  const bytes = new Uint8Array(received);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  // Hugging Face names a large file's SHA-256 in X-Linked-Etag.
+  const etag = (response.headers.get('x-linked-etag') ?? '').replaceAll('"', '');
+  if (/^[0-9a-f]{64}$/.test(etag) && (await sha256(bytes)) !== etag) {
+    throw new Error(`${url}: checksum mismatch`);
+  }
+  return bytes;
+}
+
+async function downloadWithRetry(url, onBytes) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await download(url, onBytes);
+    } catch (e) {
+      if (attempt >= ATTEMPTS) throw new Error(`download failed after ${ATTEMPTS} attempts: ${e.message}`);
+      await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** attempt));
+    }
+  }
+}
+
+/**
+ * The files of model `id` from `baseUrl` (ending in `/`), from the OPFS
+ * cache when it holds a verified copy (with `cachedOnly`, only from there:
+ * `files` is null when it does not). `onProgress(file, received, total)`.
+ */
+export async function modelFiles(id, baseUrl, onProgress, { cachedOnly = false } = {}) {
+  const dir = await modelDir(id);
+  const hit = await cached(dir);
+  if (hit) return { files: hit, cached: true };
+  if (cachedOnly) return { files: null, cached: false };
+  // The manifest goes first: from here until it is rewritten, the cache is incomplete.
+  await dir.removeEntry('complete.json').catch(() => {});
+  const files = {};
+  for (const name of [...REQUIRED, ...OPTIONAL]) {
+    const bytes = await downloadWithRetry(new URL(name, baseUrl).href, (received, total) =>
+      onProgress(name, received, total),
+    );
+    if (bytes === null) {
+      if (REQUIRED.includes(name)) throw new Error(`${baseUrl}${name} is missing (HTTP 404)`);
+      continue;
+    }
+    await writeCached(dir, name, bytes);
+    files[name] = bytes;
+  }
+  const manifest = { id, source: baseUrl, files: Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.length])) };
+  await writeCached(dir, 'complete.json', new TextEncoder().encode(JSON.stringify(manifest)));
+  return { files, cached: false };
+}
