@@ -4,13 +4,15 @@
 # of www/. No wasm-opt: Debian's binaryen 108 breaks the externref table of
 # wasm-bindgen 0.2.130 output ("WebAssembly.Table.set(): Argument 1 is
 # invalid"), for a 10% smaller gzip that is not worth a newer binaryen.
-# `qmd web` serves that directory.
+# `qmd web` serves that directory; it is built too, so a fresh machine
+# needs just this and `qmd web`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 out="$CARGO_TARGET_DIR/www"
 bindgen="$(scripts/wasm-bindgen.sh)"
 
+cargo build --release --locked -p qmd
 cargo build --profile web --locked -p qmd-web --target wasm32-unknown-unknown
 staging="$(mktemp -d)"
 trap 'rm -rf "$staging"' EXIT

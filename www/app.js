@@ -227,6 +227,8 @@ async function runSearch() {
 }
 
 async function runHybrid() {
+  // A keystroke's pending keyword search would overwrite these results.
+  clearTimeout(typing);
   const query = $('q').value.trim();
   if (!query) return null;
   const seq = ++state.searchSeq;
@@ -381,12 +383,13 @@ function renderModel() {
   $('device').value = deviceChoice();
 }
 
-/** Embeds every document without vectors; resolves when the run ends. */
-async function embedDocuments(force = false) {
+/** Embeds every document without vectors (of one collection, if named);
+ * resolves when the run ends. */
+async function embedDocuments({ force = false, collection = null } = {}) {
   state.busy = true;
   showProgress('Embedding…', true);
   try {
-    const report = await call('embed', { force });
+    const report = await call('embed', { force, collection });
     return await new Promise((resolve, reject) => {
       state.embedding = { resolve, reject, started: performance.now(), report };
       renderModel();
@@ -549,7 +552,7 @@ window.qmd = {
   },
   open: (hit) => openDocument(hit),
   loadModel: async () => (await ready, state.model ?? loadModel()),
-  embed: async (force) => (await ready, embedDocuments(force)),
+  embed: async (options) => (await ready, embedDocuments(options)),
   cancelEmbed: () => call('cancelEmbed'),
   embedTexts: (texts) => call('embedTexts', { texts }),
   status: () => call('status'),

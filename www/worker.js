@@ -58,7 +58,7 @@ async function scanFolders(folders) {
     postMessage({ progress: { label: 'Scanning', phase: folder.name, done: 0, total: 0 } });
     files += folder.handle
       ? await index.scanFolder(folder.name, folder.handle)
-      : index.setFiles(folder.name, folder.files);
+      : await index.setFiles(folder.name, folder.files);
   }
   return files;
 }
@@ -99,9 +99,9 @@ const methods = {
     return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached };
   },
   embedTexts: ({ texts }) => index.embedTexts(texts),
-  async embed({ force }) {
+  async embed({ force, collection }) {
     if (embedRun) throw new Error('an embedding run is already going on');
-    const report = await index.embedStart(Boolean(force));
+    const report = await index.embedStart(Boolean(force), collection ?? undefined);
     embedRun = { cancelled: false, report };
     embedStep(embedRun);
     return report;

@@ -67,6 +67,8 @@ async function queryLatency(page, kind, queries) {
   return median(times);
 }
 
+const began = performance.now();
+const phase = (name) => console.error(`bench: ${((performance.now() - began) / 1000).toFixed(1)} s: ${name}`);
 const rows = [];
 const row = (...cells) => rows.push(`| ${cells.join(' | ')} |`);
 
@@ -74,10 +76,11 @@ const server = await serveApp(env);
 const browser = await launch();
 const { page } = browser;
 try {
-  await page.goto(`${server.url}?device=gpu`);
+  await page.goto(`${server.url}?device=auto`);
   await page.evaluate(() => window.qmd.ready);
   const model = await page.evaluate(() => window.qmd.loadModel());
 
+  phase('eval docs');
   // --- the qmd eval docs -----------------------------------------------------
   const evalDocs = readFolder(path.join(evalDir, 'docs'));
   const evalCopy = writeCopy('eval', evalDocs);
@@ -90,21 +93,26 @@ try {
     await window.qmd.addFolder(dir, 'eval');
     return [performance.now() - start];
   });
+  phase('embedding eval docs');
   const [nativeEmbedEval] = timed(() => cli(env, ['embed']));
   const [webEmbedEval, embedded] = await browserTimed(page, 'embed', []);
   const queries = evalQueries().map((q) => q.query);
+  phase('eval queries');
   const keywordEval = await queryLatency(page, 'search', queries);
   const hybridEval = await queryLatency(page, 'hybrid', queries);
   const evalStatus = await page.evaluate(() => window.qmd.status());
 
+  phase('tldr pages');
   // --- the English tldr pages ------------------------------------------------
   const tldr = readFolder(path.join(corpus, 'pages'));
   const tldrCopy = writeCopy('tldr', tldr);
   const [nativeIndexTldr] = timed(() => cli(env, ['collection', 'add', tldrCopy, '--name', 'tldr']));
+  phase('staging tldr in OPFS');
   const names = Object.keys(tldr);
   for (let i = 0; i < names.length; i += 500) {
     await stageFolder(page, 'tldr', Object.fromEntries(names.slice(i, i + 500).map((n) => [n, tldr[n]])));
   }
+  phase('indexing tldr in the browser');
   const [webIndexTldr] = await page.evaluate(async () => {
     const root = await navigator.storage.getDirectory();
     const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle('tldr');
@@ -114,10 +122,12 @@ try {
   });
   const tldrQueries = ['list files', 'compress a directory', 'git commit', 'show disk usage', 'kill a process',
     'download a file', 'search text in files', 'change file permissions'];
+  phase('tldr queries');
   const keywordTldr = await queryLatency(page, 'search', tldrQueries);
   const tldrStatus = await page.evaluate(() => window.qmd.status());
-  const nativeIndexBytes = dirBytes(path.join(home, 'cache/qmd'));
+  const nativeIndexBytes = dirBytes(path.join(home, 'cache/qmd/default.qmdx'));
 
+  phase('embedding the tldr sample');
   // Embedding all 7k pages takes too long on SwiftShader: a sample, both sides.
   const sample = Object.fromEntries(names.filter((n) => n.startsWith('common/')).slice(0, embedSample).map((n) => [n, tldr[n]]));
   const sampleCopy = writeCopy('sample', sample);
@@ -125,7 +135,8 @@ try {
   const [nativeEmbedSample] = timed(() => cli(env, ['embed', '-c', 'sample']));
   await stageFolder(page, 'sample', sample);
   await addStagedFolder(page, 'sample', 'sample');
-  const [webEmbedSample, sampleRun] = await browserTimed(page, 'embed', []);
+  const [webEmbedSample, sampleRun] = await browserTimed(page, 'embed', [{ collection: 'sample' }]);
+  phase('tldr hybrid queries');
   const hybridTldr = await queryLatency(page, 'hybrid', tldrQueries);
 
   // --- sizes ---------------------------------------------------------------------

@@ -56,6 +56,14 @@ impl Inner {
         self.config_dir.commit().await
     }
 
+    /// Reads ahead the files of a scanned collection that the next update
+    /// will read (new, or changed in size or mtime).
+    async fn prefetch(&self, name: &str, root: &str) -> qmd_core::Result<()> {
+        let stats = self.source.stats(root);
+        let wanted = self.engine.files_to_read(name, stats.iter().map(|(rel, stat)| (rel.as_str(), *stat)))?;
+        self.source.prefetch(root, &wanted).await
+    }
+
     /// Where a collection's files live in the engine's view: the browser
     /// has no paths, so each collection is a root of its own.
     fn root_of(&self, name: &str) -> qmd_core::Result<(String, PathFilter)> {
@@ -176,6 +184,7 @@ impl QmdIndex {
         future_to_promise(async move {
             let (root, filter) = inner.root_of(&name).map_err(to_js)?;
             let count = inner.source.scan(&root, &folder, &filter).await.map_err(to_js)?;
+            inner.prefetch(&name, &root).await.map_err(to_js)?;
             Ok(JsValue::from(count as u32))
         })
     }
@@ -183,9 +192,14 @@ impl QmdIndex {
     /// Takes the files of an `<input webkitdirectory>` as collection
     /// `name`'s (browsers without `showDirectoryPicker`).
     #[wasm_bindgen(js_name = setFiles)]
-    pub fn set_files(&self, name: String, files: Vec<File>) -> Result<u32, JsError> {
-        let (root, filter) = self.inner.root_of(&name).map_err(to_js)?;
-        Ok(self.inner.source.set_files(&root, files.into_iter(), &filter) as u32)
+    pub fn set_files(&self, name: String, files: Vec<File>) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let (root, filter) = inner.root_of(&name).map_err(to_js)?;
+            let count = inner.source.set_files(&root, files.into_iter(), &filter);
+            inner.prefetch(&name, &root).await.map_err(to_js)?;
+            Ok(JsValue::from(count as u32))
+        })
     }
 
     /// Re-indexes every collection scanned in this session (new and
@@ -277,13 +291,15 @@ impl QmdIndex {
         })
     }
 
-    /// Plans an `embed` run (`force`: drop existing vectors first, `-f`).
-    /// Resolves to its report so far (contents pending, bytes).
+    /// Plans an `embed` run (`force`: drop existing vectors first, `-f`;
+    /// `collection`: only its documents, `-c`). Resolves to its report so
+    /// far (contents pending, bytes).
     #[wasm_bindgen(js_name = embedStart)]
-    pub fn embed_start(&self, force: bool) -> Promise {
+    pub fn embed_start(&self, force: bool, collection: Option<String>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
             let embedder = inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
-            let job = inner.engine.embed_start(embedder.info.clone(), &EmbedOptions { force, ..EmbedOptions::default() })?;
+            let options = EmbedOptions { force, collection, ..EmbedOptions::default() };
+            let job = inner.engine.embed_start(embedder.info.clone(), &options)?;
             let report = job.report.clone();
             *inner.embed_job.borrow_mut() = Some(job);
             Ok(report)

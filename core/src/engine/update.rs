@@ -27,6 +27,21 @@ fn unchanged_on_disk(entry: &CatalogEntry, stat: Option<FileStat>, last_scan_ms:
 }
 
 impl Engine {
+    /// Which of `files` (paths in `collection`, with their size and mtime)
+    /// `update` will read rather than take as unchanged. For sources that
+    /// fetch contents ahead of the update (the browser's are asynchronous).
+    pub fn files_to_read<'a>(&self, collection: &str, files: impl Iterator<Item = (&'a str, FileStat)>) -> Result<Vec<String>> {
+        let index = self.index()?;
+        let catalog = index.catalog()?;
+        let indexed: HashMap<&str, &CatalogEntry> =
+            catalog.iter().filter(|e| e.record.collection == collection).map(|e| (e.record.path.as_str(), e)).collect();
+        let last_scan = index.manifest.last_update.get(collection).copied();
+        Ok(files
+            .filter(|(path, stat)| !indexed.get(path).is_some_and(|e| unchanged_on_disk(e, Some(*stat), last_scan)))
+            .map(|(path, _)| path.to_string())
+            .collect())
+    }
+
     /// Re-indexes the named collections (all when empty).
     pub fn update(&self, only: &[String], now_ms: i64, progress: Progress<'_>) -> Result<UpdateReport> {
         let config = self.config()?;
