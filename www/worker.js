@@ -50,17 +50,66 @@ function embedStep(run) {
 const progress = (label) => (phase, done, total) =>
   postMessage({ progress: { label, phase, done, total } });
 
+/** The collection's files in a directory handle: [paths, files]. */
+async function walkFolder(handle, filter) {
+  const paths = [];
+  const files = [];
+  const pending = [[handle, '']];
+  while (pending.length) {
+    const [dir, prefix] = pending.pop();
+    const handles = [];
+    for await (const [name, entry] of dir.entries()) {
+      const path = prefix + name;
+      if (entry.kind === 'directory') {
+        if (filter.entersDir(path)) pending.push([entry, `${path}/`]);
+      } else if (filter.includes(path)) {
+        paths.push(path);
+        handles.push(entry);
+      }
+    }
+    files.push(...(await Promise.all(handles.map((h) => h.getFile()))));
+  }
+  return [paths, files];
+}
+
+/** The collection's files of an <input webkitdirectory>: [paths, files]. */
+function listPicked(fileList, filter) {
+  const picked = fileList
+    .map((file) => [file.webkitRelativePath.split('/').slice(1).join('/'), file])
+    .filter(([path]) => filter.includes(path));
+  return [picked.map(([path]) => path), picked.map(([, file]) => file)];
+}
+
+/** Hands each folder's files to the index, with the contents the update
+ * will read, read concurrently (reads are round trips to the browser). */
 async function scanFolders(folders) {
   // folders: [{name, handle?, files?}] — a directory handle (File System
   // Access API or OPFS) or the File list of an <input webkitdirectory>.
-  let files = 0;
+  let count = 0;
   for (const folder of folders) {
     postMessage({ progress: { label: 'Scanning', phase: folder.name, done: 0, total: 0 } });
-    files += folder.handle
-      ? await index.scanFolder(folder.name, folder.handle)
-      : await index.setFiles(folder.name, folder.files);
+    const filter = index.folderFilter(folder.name);
+    const [paths, files] = folder.handle ? await walkFolder(folder.handle, filter) : listPicked(folder.files, filter);
+    filter.free();
+    const byPath = new Map(paths.map((path, i) => [path, files[i]]));
+    const readFile = (path) => new Uint8Array(new FileReaderSync().readAsArrayBuffer(byPath.get(path)));
+    const toRead = index.setFiles(
+      folder.name, paths, Float64Array.from(files, (f) => f.size), Float64Array.from(files, (f) => f.lastModified), readFile,
+    );
+    for (let i = 0; i < toRead.length; i += 256) {
+      const batch = toRead.slice(i, i + 256);
+      const contents = await Promise.all(batch.map((path) => byPath.get(path).arrayBuffer()));
+      // One buffer and its end offsets: one copy into the engine, not one per file.
+      const ends = new Uint32Array(contents.length);
+      let total = 0;
+      contents.forEach((c, j) => (ends[j] = total += c.byteLength));
+      const bytes = new Uint8Array(total);
+      contents.forEach((c, j) => bytes.set(new Uint8Array(c), ends[j] - c.byteLength));
+      index.readAhead(folder.name, batch, bytes, ends);
+    }
+    count += paths.length;
   }
-  return files;
+  return count;
 }
 
 const methods = {

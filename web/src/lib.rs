@@ -28,12 +28,11 @@ use qmd_core::{
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
-use web_sys::{File, FileSystemDirectoryHandle};
 
 use js::{from_value, opfs_root, to_js, to_value};
 use models::BrowserEmbedder;
 use opfs::OpfsDirectory;
-use source::BrowserSource;
+use source::{BrowserSource, FolderFilter};
 
 /// OPFS layout: `qmd/<index>/config/index.yml` and `qmd/<index>/index/…`,
 /// the two directories the CLI keeps apart too.
@@ -54,14 +53,6 @@ impl Inner {
     async fn commit(&self) -> qmd_core::Result<()> {
         self.index_dir.commit().await?;
         self.config_dir.commit().await
-    }
-
-    /// Reads ahead the files of a scanned collection that the next update
-    /// will read (new, or changed in size or mtime).
-    async fn prefetch(&self, name: &str, root: &str) -> qmd_core::Result<()> {
-        let stats = self.source.stats(root);
-        let wanted = self.engine.files_to_read(name, stats.iter().map(|(rel, stat)| (rel.as_str(), *stat)))?;
-        self.source.prefetch(root, &wanted).await
     }
 
     /// Where a collection's files live in the engine's view: the browser
@@ -161,8 +152,7 @@ impl QmdIndex {
         to_value(&self.inner.engine.collection_list().map_err(to_js)?)
     }
 
-    /// Adds collection `name` (its files come from [`scanFolder`] or
-    /// [`setFiles`]); `mask` defaults to qmd's (all markdown files).
+    /// Adds collection `name` (its files come from [`setFiles`]); `mask` defaults to qmd's (all markdown files).
     #[wasm_bindgen(js_name = addCollection)]
     pub fn add_collection(&self, name: String, mask: Option<String>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
@@ -176,45 +166,68 @@ impl QmdIndex {
         writing(&self.inner, async move |inner: &Inner| inner.engine.collection_remove(&name))
     }
 
-    /// Lists the files of collection `name` in a picked folder. Resolves
-    /// to the number of files the collection's mask admits.
-    #[wasm_bindgen(js_name = scanFolder)]
-    pub fn scan_folder(&self, name: String, folder: FileSystemDirectoryHandle) -> Promise {
-        let inner = self.inner.clone();
-        future_to_promise(async move {
-            let (root, filter) = inner.root_of(&name).map_err(to_js)?;
-            let count = inner.source.scan(&root, &folder, &filter).await.map_err(to_js)?;
-            inner.prefetch(&name, &root).await.map_err(to_js)?;
-            Ok(JsValue::from(count as u32))
-        })
+    /// The filter of collection `name`, for the Worker's folder walk.
+    #[wasm_bindgen(js_name = folderFilter)]
+    pub fn folder_filter(&self, name: String) -> Result<FolderFilter, JsError> {
+        Ok(FolderFilter(self.inner.root_of(&name).map_err(to_js)?.1))
     }
 
-    /// Takes the files of an `<input webkitdirectory>` as collection
-    /// `name`'s (browsers without `showDirectoryPicker`).
+    /// Takes the files at the relative `paths` (with their sizes and
+    /// mtimes in ms), as the walk of a picked folder or an `<input
+    /// webkitdirectory>` found them, as collection `name`'s;
+    /// `read_file(path) -> Uint8Array` reads one synchronously. Returns
+    /// the paths the next update will read (new, or changed in size or
+    /// mtime), up to the read-ahead budget: the Worker reads them
+    /// concurrently and hands them to [`readAhead`].
     #[wasm_bindgen(js_name = setFiles)]
-    pub fn set_files(&self, name: String, files: Vec<File>) -> Promise {
-        let inner = self.inner.clone();
-        future_to_promise(async move {
-            let (root, filter) = inner.root_of(&name).map_err(to_js)?;
-            let count = inner.source.set_files(&root, files.into_iter(), &filter);
-            inner.prefetch(&name, &root).await.map_err(to_js)?;
-            Ok(JsValue::from(count as u32))
-        })
+    pub fn set_files(
+        &self,
+        name: String,
+        paths: Vec<String>,
+        sizes: &[f64],
+        mtimes: &[f64],
+        read_file: Function,
+    ) -> Result<Vec<String>, JsError> {
+        if paths.len() != sizes.len() || paths.len() != mtimes.len() {
+            return Err(JsError::new("setFiles: paths, sizes and mtimes differ in length"));
+        }
+        let (root, _) = self.inner.root_of(&name).map_err(to_js)?;
+        self.inner.source.set_files(&root, paths, sizes, mtimes, read_file);
+        let stats = self.inner.source.stats(&root);
+        let wanted = self
+            .inner
+            .engine
+            .files_to_read(&name, stats.iter().map(|(rel, stat)| (rel.as_str(), *stat)))
+            .map_err(to_js)?;
+        let sizes: std::collections::HashMap<&str, u64> = stats.iter().map(|(rel, s)| (rel.as_str(), s.size)).collect();
+        let mut budget = source::READ_AHEAD_BYTES;
+        Ok(wanted
+            .into_iter()
+            .take_while(|rel| {
+                budget = budget.saturating_sub(sizes.get(rel.as_str()).copied().unwrap_or(0));
+                budget > 0
+            })
+            .collect())
     }
 
-    /// Re-indexes every collection scanned in this session (new and
-    /// changed files by content hash; removed ones dropped). Collections
-    /// not scanned are left alone, never emptied. `on_progress(collection,
+    /// The contents of `paths` of collection `name`, read ahead: `bytes`
+    /// holds them back to back, `ends[i]` is where path i ends.
+    #[wasm_bindgen(js_name = readAhead)]
+    pub fn read_ahead(&self, name: String, paths: Vec<String>, bytes: &[u8], ends: &[u32]) -> Result<(), JsError> {
+        let (root, _) = self.inner.root_of(&name).map_err(to_js)?;
+        self.inner.source.read_ahead(&root, paths, bytes, ends);
+        Ok(())
+    }
+
+    /// Re-indexes every collection whose files were given in this session
+    /// (new and changed files by content hash; removed ones dropped).
+    /// Collections without files given are left alone, never emptied. `on_progress(collection,
     /// done, total)` is called as files are read.
     pub fn update(&self, on_progress: Option<Function>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
             let config = inner.engine.config()?;
-            let scanned: Vec<String> = config
-                .collections
-                .iter()
-                .filter(|c| inner.source.is_scanned(&c.path))
-                .map(|c| c.name.clone())
-                .collect();
+            let scanned: Vec<String> =
+                config.collections.iter().filter(|c| inner.source.has_files(&c.path)).map(|c| c.name.clone()).collect();
             if scanned.is_empty() {
                 return Err(Error::invalid("no folder picked: pick a collection's folder to index or update it"));
             }
@@ -297,7 +310,8 @@ impl QmdIndex {
     #[wasm_bindgen(js_name = embedStart)]
     pub fn embed_start(&self, force: bool, collection: Option<String>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
-            let embedder = inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
+            let embedder =
+                inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
             let options = EmbedOptions { force, collection, ..EmbedOptions::default() };
             let job = inner.engine.embed_start(embedder.info.clone(), &options)?;
             let report = job.report.clone();
@@ -313,7 +327,8 @@ impl QmdIndex {
     pub fn embed_step(&self) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
             let mut job = inner.embed_job.borrow_mut().take().ok_or_else(|| Error::invalid("no embed run started"))?;
-            let embedder = inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
+            let embedder =
+                inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
             let done = match inner.engine.embed_next(&mut job)? {
                 None => true,
                 Some(texts) => {

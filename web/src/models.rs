@@ -36,7 +36,8 @@ impl BrowserEmbedder {
     /// the device `device` asks for (`auto`, `gpu` or `cpu`).
     pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserEmbedder> {
         let files = ModelFiles::read_with(|name| {
-            let value = Reflect::get(files, &name.into()).map_err(|_| Error::invalid("model files must be an object"))?;
+            let value =
+                Reflect::get(files, &name.into()).map_err(|_| Error::invalid("model files must be an object"))?;
             Ok((!value.is_undefined() && !value.is_null()).then(|| Uint8Array::new(&value).to_vec()))
         })?;
         let device = device_for(DeviceChoice::parse(device)?).await?;

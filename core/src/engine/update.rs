@@ -30,7 +30,11 @@ impl Engine {
     /// Which of `files` (paths in `collection`, with their size and mtime)
     /// `update` will read rather than take as unchanged. For sources that
     /// fetch contents ahead of the update (the browser's are asynchronous).
-    pub fn files_to_read<'a>(&self, collection: &str, files: impl Iterator<Item = (&'a str, FileStat)>) -> Result<Vec<String>> {
+    pub fn files_to_read<'a>(
+        &self,
+        collection: &str,
+        files: impl Iterator<Item = (&'a str, FileStat)>,
+    ) -> Result<Vec<String>> {
         let index = self.index()?;
         let catalog = index.catalog()?;
         let indexed: HashMap<&str, &CatalogEntry> =
