@@ -125,7 +125,7 @@ try {
   phase('tldr queries');
   const keywordTldr = await queryLatency(page, 'search', tldrQueries);
   const tldrStatus = await page.evaluate(() => window.qmd.status());
-  const nativeIndexBytes = dirBytes(path.join(home, 'cache/qmd/default.qmdx'));
+  const nativeIndexBytes = dirBytes(path.join(home, 'cache/qmd/index.qmdx'));
 
   phase('embedding the tldr sample');
   // Embedding all 7k pages takes too long on SwiftShader: a sample, both sides.
