@@ -34,7 +34,7 @@ function call(method, args) {
 // ---- state and small helpers ----------------------------------------------
 
 const state = {
-  collections: [], results: [], selected: -1, searchSeq: 0, mode: 'keyword', busy: false,
+  collections: [], results: [], selected: -1, searchSeq: 0, busy: false,
   status: null, model: null, embedding: null,
 };
 
@@ -59,8 +59,6 @@ function describeStatus(status) {
 
 /** The engine's notes, in this page's words rather than the CLI's. */
 const pageWords = (note) => note.replace("run 'qmd embed'", 'use "Embed documents"');
-
-const megabytes = (n) => (n / 1048576).toFixed(1);
 
 function showProgress(label, cancellable = false) {
   $('progress').classList.remove('hidden');
@@ -89,7 +87,7 @@ async function busy(label, work) {
   state.busy = true;
   showProgress(label);
   onProgress = ({ label, phase, done, total, unit }) => {
-    if (unit === 'bytes') setProgress(`${label} ${phase}: ${megabytes(done)}${total ? ` / ${megabytes(total)}` : ''} MB`, done, total);
+    if (unit === 'bytes') setProgress(`${label} ${phase}: ${formatBytes(done)}${total ? ` / ${formatBytes(total)}` : ''}`, done, total);
     else setProgress(total ? `${label} ${phase}: ${done} / ${total} files` : `${label} ${phase}…`, done, total);
   };
   try {
@@ -242,7 +240,6 @@ async function runHybrid() {
 function renderResults(items, query, mode, ms = 0, detail = null) {
   state.results = items;
   state.selected = -1;
-  state.mode = mode;
   const list = $('results');
   list.replaceChildren();
   const terms = queryTerms(query);

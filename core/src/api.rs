@@ -1,10 +1,10 @@
 //! Plain request and result types of the engine, one per WIT record
 //! (`wit/world.wit`), so the component glue is a field-by-field copy.
 //! Results serialize (serde) so the browser bindings hand them to
-//! JavaScript as plain objects.
+//! JavaScript as plain objects; requests do not need to.
 
 /// Options shared by `search` and `query`.
-#[derive(serde::Serialize, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct SearchOptions {
     /// Empty: every collection included by default.
     pub collections: Vec<String>,
@@ -49,7 +49,7 @@ pub struct TypedSearch {
     pub query: String,
 }
 
-#[derive(serde::Serialize, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct QueryRequest {
     /// Plain text (auto-expanded); exclusive with `searches`.
     pub query: Option<String>,
@@ -121,7 +121,7 @@ pub struct QueryResult {
     pub notes: Vec<String>,
 }
 
-#[derive(serde::Serialize, Clone, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct GetRequest {
     pub file: String,
     pub from_line: Option<u32>,
@@ -148,7 +148,7 @@ pub enum GetError {
     Failed(crate::Error),
 }
 
-#[derive(serde::Serialize, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct MultiGetRequest {
     pub pattern: String,
     pub max_lines: Option<u32>,

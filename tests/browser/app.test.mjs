@@ -4,10 +4,9 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import {
-  addStagedFolder, cli, evalDir, evalQueries, isolatedEnv, launch, openApp, readFolder, serveApp, stageFolder,
+  addStagedFolder, cli, evalDir, evalQueries, isolatedEnv, launch, openApp, readFolder, serveApp, stageFolder, writeFolder,
 } from './harness.mjs';
 
 const docs = readFolder(path.join(evalDir, 'docs'));
@@ -21,10 +20,7 @@ before(async () => {
   const { env, home } = isolatedEnv();
   cliEnv = env;
   // The CLI indexes the same files, copied so that both see identical bytes.
-  const copy = path.join(home, 'eval-docs');
-  fs.mkdirSync(copy);
-  for (const [name, text] of Object.entries(docs)) fs.writeFileSync(path.join(copy, name), text);
-  cli(cliEnv, ['collection', 'add', copy, '--name', 'eval']);
+  cli(cliEnv, ['collection', 'add', writeFolder(path.join(home, 'eval-docs'), docs), '--name', 'eval']);
   server = await serveApp(env);
   browser = await launch();
   await openApp(browser.page, server.url);

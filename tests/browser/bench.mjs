@@ -9,7 +9,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import {
   addStagedFolder, appDir, cli, evalDir, evalQueries, isolatedEnv, launch, readFolder, serveApp, stageFolder,
-  testModelDir,
+  testModelDir, writeFolder,
 } from './harness.mjs';
 
 const corpus = process.argv[2];
@@ -38,14 +38,16 @@ function dirBytes(dir) {
   return total;
 }
 
-/** Writes `files` to a plain directory for the CLI. */
-function writeCopy(name, files) {
-  const dir = path.join(home, name);
-  for (const [relative, text] of Object.entries(files)) {
-    fs.mkdirSync(path.dirname(path.join(dir, relative)), { recursive: true });
-    fs.writeFileSync(path.join(dir, relative), text);
-  }
-  return dir;
+/** Adds the OPFS folder `fixtures/<name>` as collection `name`; the
+ * page-side time of the add (scan, index, OPFS commit). */
+function timedAddStaged(page, name) {
+  return page.evaluate(async (name) => {
+    const root = await navigator.storage.getDirectory();
+    const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle(name);
+    const start = performance.now();
+    await window.qmd.addFolder(dir, name);
+    return [performance.now() - start];
+  }, name);
 }
 
 async function browserTimed(page, work, arg) {
@@ -83,16 +85,10 @@ try {
   phase('eval docs');
   // --- the qmd eval docs -----------------------------------------------------
   const evalDocs = readFolder(path.join(evalDir, 'docs'));
-  const evalCopy = writeCopy('eval', evalDocs);
+  const evalCopy = writeFolder(path.join(home, 'eval'), evalDocs);
   const [nativeIndexEval] = timed(() => cli(env, ['collection', 'add', evalCopy, '--name', 'eval']));
   await stageFolder(page, 'eval', evalDocs);
-  const [webIndexEval] = await page.evaluate(async () => {
-    const root = await navigator.storage.getDirectory();
-    const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle('eval');
-    const start = performance.now();
-    await window.qmd.addFolder(dir, 'eval');
-    return [performance.now() - start];
-  });
+  const [webIndexEval] = await timedAddStaged(page, 'eval');
   phase('embedding eval docs');
   const [nativeEmbedEval] = timed(() => cli(env, ['embed']));
   const [webEmbedEval, embedded] = await browserTimed(page, 'embed', []);
@@ -105,7 +101,7 @@ try {
   phase('tldr pages');
   // --- the English tldr pages ------------------------------------------------
   const tldr = readFolder(path.join(corpus, 'pages'));
-  const tldrCopy = writeCopy('tldr', tldr);
+  const tldrCopy = writeFolder(path.join(home, 'tldr'), tldr);
   const [nativeIndexTldr] = timed(() => cli(env, ['collection', 'add', tldrCopy, '--name', 'tldr']));
   phase('staging tldr in OPFS');
   const names = Object.keys(tldr);
@@ -113,13 +109,7 @@ try {
     await stageFolder(page, 'tldr', Object.fromEntries(names.slice(i, i + 500).map((n) => [n, tldr[n]])));
   }
   phase('indexing tldr in the browser');
-  const [webIndexTldr] = await page.evaluate(async () => {
-    const root = await navigator.storage.getDirectory();
-    const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle('tldr');
-    const start = performance.now();
-    await window.qmd.addFolder(dir, 'tldr');
-    return [performance.now() - start];
-  });
+  const [webIndexTldr] = await timedAddStaged(page, 'tldr');
   const tldrQueries = ['list files', 'compress a directory', 'git commit', 'show disk usage', 'kill a process',
     'download a file', 'search text in files', 'change file permissions'];
   phase('tldr queries');
@@ -130,7 +120,7 @@ try {
   phase('embedding the tldr sample');
   // Embedding all 7k pages takes too long on SwiftShader: a sample, both sides.
   const sample = Object.fromEntries(names.filter((n) => n.startsWith('common/')).slice(0, embedSample).map((n) => [n, tldr[n]]));
-  const sampleCopy = writeCopy('sample', sample);
+  const sampleCopy = writeFolder(path.join(home, 'sample'), sample);
   cli(env, ['collection', 'add', sampleCopy, '--name', 'sample']);
   const [nativeEmbedSample] = timed(() => cli(env, ['embed', '-c', 'sample']));
   await stageFolder(page, 'sample', sample);

@@ -118,6 +118,15 @@ export function addStagedFolder(page, name, collection) {
   );
 }
 
+/** Writes `files` ({relative path: text}) under `dir`, for the CLI; returns `dir`. */
+export function writeFolder(dir, files) {
+  for (const [relative, text] of Object.entries(files)) {
+    fs.mkdirSync(path.dirname(path.join(dir, relative)), { recursive: true });
+    fs.writeFileSync(path.join(dir, relative), text);
+  }
+  return dir;
+}
+
 /** The markdown files of a directory, as {relative path: text}. */
 export function readFolder(dir) {
   const files = {};

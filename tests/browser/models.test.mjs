@@ -7,11 +7,10 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import {
   addStagedFolder, cli, cosine, evalDir, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
-  stageFolder, testModelDir,
+  stageFolder, testModelDir, writeFolder,
 } from './harness.mjs';
 
 const docs = readFolder(path.join(evalDir, 'docs'));
@@ -28,10 +27,7 @@ let native;
 before(async () => {
   const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir });
   cliEnv = env;
-  const copy = path.join(home, 'eval-docs');
-  fs.mkdirSync(copy);
-  for (const [name, text] of Object.entries(docs)) fs.writeFileSync(path.join(copy, name), text);
-  cli(cliEnv, ['collection', 'add', copy, '--name', 'eval']);
+  cli(cliEnv, ['collection', 'add', writeFolder(path.join(home, 'eval-docs'), docs), '--name', 'eval']);
   native = nativeEmbeddings(modelDir, texts);
   server = await serveApp(env);
   browser = await launch();

@@ -6,7 +6,9 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { evalDir, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder } from './harness.mjs';
+import {
+  addStagedFolder, evalDir, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder,
+} from './harness.mjs';
 
 const out = path.join(repoRoot, 'www/screenshots');
 fs.mkdirSync(out, { recursive: true });
@@ -24,22 +26,13 @@ try {
   const big = process.argv[2] ? readFolder(path.join(process.argv[2], 'pages', 'common')) : null;
   await stageFolder(page, 'notes', readFolder(path.join(evalDir, 'docs')));
   if (big) await stageFolder(page, 'tldr-common', big);
-  const indexing = page.evaluate(async (name) => {
-    const root = await navigator.storage.getDirectory();
-    const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle(name);
-    return window.qmd.addFolder(dir, name);
-  }, big ? 'tldr-common' : 'notes');
+  const first = big ? 'tldr-common' : 'notes';
+  const indexing = addStagedFolder(page, first, first);
   await page.waitForSelector('#progress:not(.hidden)');
   await page.waitForFunction(() => Number(document.getElementById('progress-bar').value) > 0).catch(() => {});
   await shot('indexing');
   await indexing;
-  if (big) {
-    await page.evaluate(async () => {
-      const root = await navigator.storage.getDirectory();
-      const dir = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle('notes');
-      return window.qmd.addFolder(dir, 'notes');
-    });
-  }
+  if (big) await addStagedFolder(page, 'notes', 'notes');
 
   await page.fill('#q', 'CAP theorem consistency');
   await page.press('#q', 'Enter');

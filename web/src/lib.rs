@@ -17,10 +17,12 @@ mod opfs;
 mod source;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Function, Object, Promise};
 use qmd_core::collection::PathFilter;
+use qmd_core::source::FileStat;
 use qmd_core::{
     EmbedJob, EmbedOptions, EmbedReport, Engine, Error, GetError, GetRequest, QueryModels, QueryRequest, QueryStep,
     SearchOptions,
@@ -57,10 +59,8 @@ impl Inner {
 
     /// Where a collection's files live in the engine's view: the browser
     /// has no paths, so each collection is a root of its own.
-    fn root_of(&self, name: &str) -> qmd_core::Result<(String, PathFilter)> {
-        let config = self.engine.config()?;
-        let collection = config.require(name)?;
-        Ok((collection.path.clone(), PathFilter::new(&collection.pattern, &collection.ignore)?))
+    fn root_of(&self, name: &str) -> qmd_core::Result<String> {
+        Ok(self.engine.config()?.require(name)?.path.clone())
     }
 }
 
@@ -167,7 +167,8 @@ impl QmdIndex {
         to_value(&self.inner.engine.collection_list().map_err(to_js)?)
     }
 
-    /// Adds collection `name` (its files come from [`setFiles`]); `mask` defaults to qmd's (all markdown files).
+    /// Adds collection `name` (its files come from [`setFiles`]); `mask`
+    /// defaults to qmd's (all markdown files).
     #[wasm_bindgen(js_name = addCollection)]
     pub fn add_collection(&self, name: String, mask: Option<String>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
@@ -184,7 +185,9 @@ impl QmdIndex {
     /// The filter of collection `name`, for the Worker's folder walk.
     #[wasm_bindgen(js_name = folderFilter)]
     pub fn folder_filter(&self, name: String) -> Result<FolderFilter, JsError> {
-        Ok(FolderFilter(self.inner.root_of(&name).map_err(to_js)?.1))
+        let config = self.inner.engine.config().map_err(to_js)?;
+        let collection = config.require(&name).map_err(to_js)?;
+        Ok(FolderFilter(PathFilter::new(&collection.pattern, &collection.ignore).map_err(to_js)?))
     }
 
     /// Takes the files at the relative `paths` (with their sizes and
@@ -206,38 +209,43 @@ impl QmdIndex {
         if paths.len() != sizes.len() || paths.len() != mtimes.len() {
             return Err(JsError::new("setFiles: paths, sizes and mtimes differ in length"));
         }
-        let (root, _) = self.inner.root_of(&name).map_err(to_js)?;
-        self.inner.source.set_files(&root, paths, sizes, mtimes, read_file);
-        let stats = self.inner.source.stats(&root);
+        let root = self.inner.root_of(&name).map_err(to_js)?;
+        let files: Vec<(String, FileStat)> = paths
+            .into_iter()
+            .zip(sizes.iter().zip(mtimes))
+            .map(|(rel, (&size, &mtime))| (rel, FileStat { size: size as u64, modified_ms: mtime as i64 }))
+            .collect();
         let wanted = self
             .inner
             .engine
-            .files_to_read(&name, stats.iter().map(|(rel, stat)| (rel.as_str(), *stat)))
+            .files_to_read(&name, files.iter().map(|(rel, stat)| (rel.as_str(), *stat)))
             .map_err(to_js)?;
-        let sizes: std::collections::HashMap<&str, u64> = stats.iter().map(|(rel, s)| (rel.as_str(), s.size)).collect();
+        let sizes: HashMap<&str, u64> = files.iter().map(|(rel, stat)| (rel.as_str(), stat.size)).collect();
         let mut budget = source::READ_AHEAD_BYTES;
-        Ok(wanted
+        let read_ahead = wanted
             .into_iter()
             .take_while(|rel| {
                 budget = budget.saturating_sub(sizes.get(rel.as_str()).copied().unwrap_or(0));
                 budget > 0
             })
-            .collect())
+            .collect();
+        self.inner.source.set_files(&root, files, read_file);
+        Ok(read_ahead)
     }
 
     /// The contents of `paths` of collection `name`, read ahead: `bytes`
     /// holds them back to back, `ends[i]` is where path i ends.
     #[wasm_bindgen(js_name = readAhead)]
     pub fn read_ahead(&self, name: String, paths: Vec<String>, bytes: &[u8], ends: &[u32]) -> Result<(), JsError> {
-        let (root, _) = self.inner.root_of(&name).map_err(to_js)?;
+        let root = self.inner.root_of(&name).map_err(to_js)?;
         self.inner.source.read_ahead(&root, paths, bytes, ends);
         Ok(())
     }
 
     /// Re-indexes every collection whose files were given in this session
     /// (new and changed files by content hash; removed ones dropped).
-    /// Collections without files given are left alone, never emptied. `on_progress(collection,
-    /// done, total)` is called as files are read.
+    /// Collections without files given are left alone, never emptied.
+    /// `on_progress(collection, done, total)` is called as files are read.
     pub fn update(&self, on_progress: Option<Function>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
             let config = inner.engine.config()?;
