@@ -10,7 +10,7 @@ qmd="$CARGO_TARGET_DIR/release/qmd"
 demo="$(mktemp -d)"
 trap 'rm -rf "$demo"' EXIT
 export XDG_CACHE_HOME="$demo/cache" XDG_CONFIG_HOME="$demo/config"
-"$qmd" collection add ../shared/corpora/qmd-eval/docs --name eval
+"$qmd" collection add /work/shared/corpora/qmd-eval/docs --name eval
 "$qmd" search "CAP theorem" --files
 "$qmd" search "consistency vs availability tradeoffs" -n 2
 "$qmd" get "qmd://eval/distributed-systems-overview.md:1:5"

@@ -13,7 +13,9 @@ export const repoRoot = path.resolve(import.meta.dirname, '../..');
 const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(os.homedir(), '.cache/qmd/target');
 export const qmdBin = process.env.QMD_BIN ?? path.join(targetDir, 'release/qmd');
 export const appDir = process.env.QMD_WEB_DIR ?? path.join(targetDir, 'www');
-export const evalDir = path.resolve(repoRoot, '../shared/corpora/qmd-eval');
+// Where the Rust tests find it too (tests/src/eval.rs, QMD_EVAL_ROOT): not
+// relative to the checkout, which CI clones elsewhere.
+export const evalDir = '/work/shared/corpora/qmd-eval';
 
 /** A fresh HOME with XDG dirs, so neither the CLI nor the server sees the user's config. */
 export function isolatedEnv(extra = {}) {
