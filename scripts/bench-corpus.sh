@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Unpacks the tldr-pages corpus once (again when the tarball changes) and
 # prints its directory, for the benchmarks.
-#   BENCH_CORPUS_TAR   corpus tarball (default: /work/shared/corpora/tldr-pages.tar.gz)
+#   BENCH_CORPUS_TAR   corpus tarball (default: the one scripts/data.sh
+#                      downloads, or finds under $QMD_DATA_DIR)
 set -euo pipefail
-tarball="${BENCH_CORPUS_TAR:-/work/shared/corpora/tldr-pages.tar.gz}"
+tarball="${BENCH_CORPUS_TAR:-$(bash "$(dirname "$0")/data.sh" tldr)/corpora/tldr-pages.tar.gz}"
 corpus_cache="$HOME/.cache/qmd/bench-corpus"
 corpus="$corpus_cache/tldr-pages"
 stamp="$(stat -c '%s %Y' "$tarball") $tarball"

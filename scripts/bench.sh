@@ -7,7 +7,7 @@
 # Environment:
 #   QMD_BIN            binary to measure (default: $HOME/.cache/qmd/target/release/qmd,
 #                      built with `cargo build --release -p qmd` if missing)
-#   BENCH_CORPUS_TAR   corpus tarball (default: /work/shared/corpora/tldr-pages.tar.gz)
+#   BENCH_CORPUS_TAR   corpus tarball (default: scripts/data.sh's)
 #   BENCH_INDEX_RUNS   full index runs, median reported (default 3)
 #   BENCH_OPEN_RUNS    runs of each open-cost command (default 20)
 #   BENCH_QUERY_RUNS   runs per query, the first one a warm-up (default 3)
@@ -23,7 +23,7 @@ if [[ ! -x "$qmd" ]]; then
         exit 1
     fi
     echo "bench: building qmd into $target_dir" >&2
-    (cd "$repo" && CARGO_TARGET_DIR="$target_dir" cargo build --release -p qmd)
+    (cd "$repo" && bash scripts/toolchain.sh && CARGO_TARGET_DIR="$target_dir" cargo build --release -p qmd)
 fi
 
 corpus="$(bash "$repo/scripts/bench-corpus.sh")"

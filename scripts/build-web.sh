@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
+bash scripts/toolchain.sh
 out="$CARGO_TARGET_DIR/www"
 bindgen="$(scripts/wasm-bindgen.sh)"
 

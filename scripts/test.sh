@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests of the engine, the CLI end to end (through the
-# WASI component), containment, crash safety, retrieval quality, the MCP
-# server driven by the official Python MCP SDK, and the browser app in
-# headless Chromium driven by Playwright.
+# WASI component), containment, crash safety, damage and fuzzing passes,
+# retrieval quality, the MCP server driven by the official Python MCP SDK,
+# and the browser app in headless Chromium driven by Playwright.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One shared target dir outside the clone, so reruns (and CI) reuse builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
+bash scripts/toolchain.sh
 # Mesa's software Vulkan for the wgpu model tests where there is no GPU.
 bash scripts/setup-system.sh
 # Mesa complains on every device open without a runtime dir.
@@ -14,8 +15,20 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
     XDG_RUNTIME_DIR="$(mktemp -d)"
     export XDG_RUNTIME_DIR
 fi
+# The BEIR data sets of the retrieval tests (downloaded once, or
+# $QMD_DATA_DIR). Without them those tests are reported as ignored; in CI
+# a missing data set fails the run.
+if ! bash scripts/data.sh beir >/dev/null; then
+    if [ "${CI:-}" = true ]; then
+        echo "test.sh: the BEIR data sets are missing (CI=true)" >&2
+        exit 1
+    fi
+    echo "test.sh: BEIR data sets unavailable; the retrieval tests that need them will be ignored" >&2
+fi
 cargo build --release --locked -p qmd
 cargo test --release --locked --workspace
+# Bounded fuzzing pass over the parsers and index readers (scripts/fuzz.sh).
+bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
 # The MCP server through the official Python MCP SDK (stdio and HTTP).
 py_env="$(scripts/python-env.sh)"
 QMD_BIN="$CARGO_TARGET_DIR/release/qmd" "$py_env/bin/pytest" -q tests/mcp

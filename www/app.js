@@ -381,12 +381,13 @@ function renderModel() {
 }
 
 /** Embeds every document without vectors (of one collection, if named);
- * resolves when the run ends. */
-async function embedDocuments({ force = false, collection = null } = {}) {
+ * resolves when the run ends. Each step is also announced as a
+ * `qmd-embed` event ({state, report}) on the window. */
+async function embedDocuments({ force = false, collection = null, maxDocsPerBatch = null } = {}) {
   state.busy = true;
   showProgress('Embedding…', true);
   try {
-    const report = await call('embed', { force, collection });
+    const report = await call('embed', { force, collection, maxDocsPerBatch });
     return await new Promise((resolve, reject) => {
       state.embedding = { resolve, reject, started: performance.now(), report };
       renderModel();
@@ -399,6 +400,7 @@ async function embedDocuments({ force = false, collection = null } = {}) {
 }
 
 function onEmbed({ state: runState, report, error }) {
+  dispatchEvent(new CustomEvent('qmd-embed', { detail: { state: runState, report } }));
   const run = state.embedding;
   if (!run) return;
   const pct = report.total_bytes ? Math.round((100 * report.bytes) / report.total_bytes) : 100;

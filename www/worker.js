@@ -148,12 +148,20 @@ const methods = {
     return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached };
   },
   embedTexts: ({ texts }) => index.embedTexts(texts),
-  async embed({ force, collection }) {
+  async embed({ force, collection, maxDocsPerBatch }) {
     if (embedRun) throw new Error('an embedding run is already going on');
-    const report = await index.embedStart(Boolean(force), collection ?? undefined);
-    embedRun = { cancelled: false, report };
-    embedStep(embedRun);
-    return report;
+    // Registered before the first await, so a cancel that comes while the
+    // run is being planned is not lost.
+    const run = { cancelled: false, report: null };
+    embedRun = run;
+    try {
+      run.report = await index.embedStart(Boolean(force), collection ?? undefined, maxDocsPerBatch ?? undefined);
+    } catch (e) {
+      embedRun = null;
+      throw e;
+    }
+    embedStep(run);
+    return run.report;
   },
   get: ({ file, options }) => index.get(file, options),
 };

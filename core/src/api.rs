@@ -244,6 +244,9 @@ pub struct CollectionReport {
     pub unchanged: u32,
     pub removed: u32,
     pub skipped: Vec<SkippedFile>,
+    /// Why the collection was not scanned (its folder is missing or cannot
+    /// be listed); its documents are kept.
+    pub error: Option<String>,
 }
 
 #[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -251,4 +254,6 @@ pub struct UpdateReport {
     pub collections: Vec<CollectionReport>,
     pub segments_merged: u32,
     pub generation: u64,
+    /// What a rebuild kept or dropped, for the user.
+    pub notes: Vec<String>,
 }

@@ -23,6 +23,9 @@ pub struct Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// How a user rebuilds a damaged index from the collection folders.
+pub const REBUILD_HINT: &str = "Run 'qmd update --rebuild' to rebuild the index from the collection folders";
+
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error { kind, message: message.into() }
@@ -39,9 +42,16 @@ impl Error {
     pub fn io(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Io, message)
     }
-    /// A file of the index is damaged or of an unknown format.
+    /// A file of the index is damaged or of an unknown format. The message
+    /// names the one recovery that works from any damage.
     pub fn corrupt(file: &str, comment: impl fmt::Display) -> Self {
-        Self::new(ErrorKind::CorruptIndex, format!("index file {file} is damaged: {comment}"))
+        Self::new(ErrorKind::CorruptIndex, format!("index file {file} is damaged: {comment}. {REBUILD_HINT}"))
+    }
+
+    /// A file the manifest names that is not there is damage, not a
+    /// missing document.
+    pub fn missing_is_damage(self, file: &str) -> Self {
+        if self.kind == ErrorKind::NotFound { Error::corrupt(file, "the file is missing") } else { self }
     }
 }
 

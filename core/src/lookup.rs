@@ -98,8 +98,12 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
 /// Paths within distance 5 of `input` (lowercased), closest first.
 pub fn similar_paths(catalog: &[CatalogEntry], input: &str, top: usize) -> Vec<String> {
     let needle = input.to_lowercase();
+    let needle_len = needle.chars().count();
+    // Lengths more than 5 apart are more than 5 edits apart: skipping them
+    // first keeps a huge input (an MCP client's) from costing O(n·m) per path.
     let mut scored: Vec<(usize, &str)> = catalog
         .iter()
+        .filter(|e| e.record.path.chars().count().abs_diff(needle_len) <= 5)
         .map(|e| (levenshtein(&needle, &e.record.path.to_lowercase()), e.record.path.as_str()))
         .filter(|(d, _)| *d <= 5)
         .collect();

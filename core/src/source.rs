@@ -11,6 +11,11 @@ pub enum WalkEntry<'a> {
     Dir(&'a str),
     /// A regular file (or a symlink to one; containment is checked on read).
     File(&'a str),
+    /// Something under the root that could not be walked, with a short
+    /// reason: a directory that cannot be listed (documents indexed under it
+    /// are kept), or a file whose name is not UTF-8 (`path` shows it
+    /// lossily). Reported, never fatal.
+    Unreadable { path: &'a str, reason: &'a str, is_dir: bool },
 }
 
 /// A file's bytes and metadata.
@@ -29,19 +34,54 @@ pub struct FileStat {
     pub modified_ms: i64,
 }
 
+/// Files larger than this are skipped with a message, not indexed: the
+/// engine holds a file, its text and its compressed form in memory at once,
+/// in wasm32's 4 GiB address space, and such files are rarely notes.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// Why a file could not be read; reported per file, never fatal for a run.
+#[derive(Debug, PartialEq, Eq)]
 pub enum ReadFailure {
     /// The file resolves outside the collection root (symlink or `..`).
     OutsideCollection,
+    /// Not a regular file (a FIFO, socket or device, reached through a
+    /// symlink): never opened, as opening a FIFO blocks.
+    NotAFile,
+    /// Larger than [`MAX_FILE_BYTES`] (its size).
+    TooLarge(u64),
     /// Any other failure, with a short code (errno name where known).
     Unreadable(String),
 }
 
+impl ReadFailure {
+    /// The reason `update` reports.
+    pub fn reason(&self) -> String {
+        const MIB: f64 = (1 << 20) as f64;
+        match self {
+            ReadFailure::OutsideCollection => "OUTSIDE_COLLECTION".into(),
+            ReadFailure::NotAFile => "NOT_A_REGULAR_FILE".into(),
+            ReadFailure::TooLarge(size) => {
+                format!("FILE_TOO_LARGE: {:.1} MiB, the limit is {} MiB", *size as f64 / MIB, MAX_FILE_BYTES >> 20)
+            }
+            ReadFailure::Unreadable(code) => code.clone(),
+        }
+    }
+
+    /// Whether the indexed version stays: a file that cannot be read right
+    /// now may be back next time; one outside the collection, not a file or
+    /// too large is gone from the index.
+    pub fn keeps_indexed_version(&self) -> bool {
+        matches!(self, ReadFailure::Unreadable(_))
+    }
+}
+
 /// Read-only access to collection roots.
 ///
-/// Implementations must not follow symlinked directories while walking, and
+/// Implementations must not follow symlinked directories while walking,
 /// must refuse (with [`ReadFailure::OutsideCollection`]) any file whose real
-/// path is outside `root`.
+/// path is outside `root`, must open nothing but regular files (also through
+/// symlinks), and should refuse files over [`MAX_FILE_BYTES`] before reading
+/// them. `walk` fails only when the root itself cannot be listed.
 pub trait SourceTree {
     fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()>;
     fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure>;

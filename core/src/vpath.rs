@@ -27,8 +27,6 @@ pub fn build(collection: &str, path: &str) -> String {
     format!("{SCHEME}{collection}/{path}")
 }
 
-/// Whether a collection-relative path stays inside its collection: no
-/// absolute paths, no `..` segments, no backslashes or NULs.
 /// `qmd://collection/path` with each segment percent-encoded as
 /// JavaScript's `encodeURIComponent` does (qmd's `encodeQmdPath`), for URIs.
 pub fn uri(collection: &str, path: &str) -> String {
@@ -69,11 +67,12 @@ pub fn percent_decode(input: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Whether a collection-relative path stays inside its collection: not
+/// absolute, no `..` segment, no NUL. A backslash is an ordinary character
+/// of a file name (`a\b.md` is one file); the sandbox is what keeps a path
+/// in its root, this is the check before it.
 pub fn is_contained(path: &str) -> bool {
-    !path.starts_with('/')
-        && !path.contains('\\')
-        && !path.contains('\0')
-        && path.split('/').all(|segment| segment != "..")
+    !path.starts_with('/') && !path.contains('\0') && path.split('/').all(|segment| segment != "..")
 }
 
 #[cfg(test)]
@@ -108,5 +107,6 @@ mod tests {
         assert!(!is_contained("../etc/passwd"));
         assert!(!is_contained("a/../../b"));
         assert!(!is_contained("/etc/passwd"));
+        assert!(is_contained("a\\b.md"), "a backslash is part of a file name");
     }
 }

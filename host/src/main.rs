@@ -11,6 +11,7 @@ mod web;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    quiet_gpu_drivers();
     match cli::run() {
         Ok(code) => code,
         Err(error) => {
@@ -25,3 +26,30 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Mesa's Vulkan drivers print "error: XDG_RUNTIME_DIR is invalid or not
+/// set" on every device open where it is unset (ssh sessions, containers,
+/// cron). A private runtime folder keeps that noise off the user's
+/// terminal. Set here, first thing, while the process has one thread.
+#[cfg(target_os = "linux")]
+fn quiet_gpu_drivers() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| !d.is_empty()) {
+        return;
+    }
+    use std::os::unix::fs::DirBuilderExt;
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let dir = std::env::temp_dir().join(format!("qmd-runtime-{uid}"));
+    let private = std::fs::DirBuilder::new().mode(0o700).create(&dir).is_ok()
+        || std::fs::symlink_metadata(&dir).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0
+        });
+    if private {
+        // SAFETY: no other thread exists yet (this runs first in main).
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", dir) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn quiet_gpu_drivers() {}

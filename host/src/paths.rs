@@ -24,6 +24,40 @@ pub fn config_dir() -> PathBuf {
         .unwrap_or_else(|| home().join(".config").join("qmd"))
 }
 
+/// An index's config file: `<config dir>/<index>.yml`, or, when that is a
+/// symlink (dotfile managers make it one), the file it points to. The
+/// engine is granted that file's real directory, so it can read the file
+/// and replace it atomically there, which keeps the user's link intact.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfigFile {
+    pub dir: PathBuf,
+    pub name: String,
+}
+
+impl ConfigFile {
+    pub fn for_index(index_name: &str) -> ConfigFile {
+        let dir = config_dir();
+        let name = format!("{index_name}.yml");
+        // Followed by hand, so a link to a file not created yet works too.
+        let mut path = dir.join(&name);
+        for _ in 0..40 {
+            let Ok(target) = std::fs::read_link(&path) else { break };
+            path = path.parent().map_or(target.clone(), |parent| parent.join(&target));
+        }
+        match (path.parent(), path.file_name().and_then(|f| f.to_str())) {
+            (Some(parent), Some(file)) if path != dir.join(&name) => {
+                let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+                ConfigFile { dir: parent, name: file.to_string() }
+            }
+            _ => ConfigFile { dir, name },
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+}
+
 /// qmd's `--index` rule: a name containing `/` is resolved against the
 /// current directory, then `/` becomes `_` and a leading `_` is dropped.
 pub fn index_name(raw: Option<&str>) -> String {

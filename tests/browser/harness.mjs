@@ -13,9 +13,8 @@ export const repoRoot = path.resolve(import.meta.dirname, '../..');
 const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(os.homedir(), '.cache/qmd/target');
 export const qmdBin = process.env.QMD_BIN ?? path.join(targetDir, 'release/qmd');
 export const appDir = process.env.QMD_WEB_DIR ?? path.join(targetDir, 'www');
-// Where the Rust tests find it too (tests/src/eval.rs, QMD_EVAL_ROOT): not
-// relative to the checkout, which CI clones elsewhere.
-export const evalDir = '/work/shared/corpora/qmd-eval';
+// qmd's eval set, shipped in the repository (as the Rust tests use it).
+export const evalDir = path.join(repoRoot, 'tests/fixtures/qmd-eval');
 
 /** A fresh HOME with XDG dirs, so neither the CLI nor the server sees the user's config. */
 export function isolatedEnv(extra = {}) {

@@ -108,14 +108,21 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
   assert.match(await page.locator('#notice').textContent(), /No hardware WebGPU here/);
   await stageFolder(page, 'eval-docs', docs);
   await addStagedFolder(page, 'eval-docs', 'eval');
+  // One document per batch; cancelled once the first batch is committed.
   const first = await page.evaluate(async () => {
-    const run = window.qmd.embed();
+    const committed = new Promise((resolve) => addEventListener('qmd-embed', (e) => resolve(e.detail), { once: true }));
+    const run = window.qmd.embed({ maxDocsPerBatch: 1 });
+    const step = await committed;
     await window.qmd.cancelEmbed();
-    return run;
+    return { step, end: await run };
   });
-  assert.ok(['cancelled', 'done'].includes(first.state), first.state);
+  assert.equal(first.step.state, 'running', 'the first batch committed and more were left');
+  assert.equal(first.end.state, 'cancelled');
+  const { docs, pending } = first.end.report;
+  assert.ok(docs >= 1 && docs < pending, `cancelled part way: ${docs} of ${pending} documents`);
   const resumed = await page.evaluate(() => window.qmd.embed());
   assert.equal(resumed.state, 'done');
+  assert.equal(resumed.report.pending, pending - docs, 'the resumed run starts after the committed batches');
   const status = await page.evaluate(() => window.qmd.status());
   assert.equal(status.needs_embedding, 0);
   assert.ok(status.has_vector_index);

@@ -59,7 +59,7 @@ try:  # mcp >= 1.24; the older name is deprecated
 except ImportError:  # pragma: no cover
     from mcp.client.streamable_http import streamablehttp_client as http_transport  # noqa: E402
 
-EVAL_DIR = Path("/work/shared/corpora/qmd-eval")
+EVAL_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "qmd-eval"
 CORPUS_DIR = EVAL_DIR / "docs"
 QUERIES_FILE = EVAL_DIR / "queries.jsonl"
 
@@ -731,6 +731,45 @@ def test_get_not_found(mcp_client: McpClient):
     text = texts(similar)[0]
     assert text.startswith("Document not found: god.md\n\nDid you mean one of these?\n  - "), text
     assert "good.md" in text
+
+
+def test_get_numbers_past_32_bits_neither_crash_nor_leak(mcp_client: McpClient, corpus: Corpus):
+    """FROM+COUNT past 2^32 panicked the engine, and the client got its wasm backtrace."""
+    cases = [
+        {"file": f"{CAP_FILE}:4294967295:4294967295"},
+        {"file": CAP_FILE, "fromLine": 4294967295, "maxLines": 4294967295},
+        {"file": CAP_FILE, "fromLine": 1e300, "maxLines": 2**64},
+    ]
+
+    async def body(session):
+        return [await session.call_tool("get", args) for args in cases]
+
+    for args, result in zip(cases, mcp_client.run(body)):
+        text = all_text(result)
+        assert not result.isError, f"{args}: {text[:500]}"
+        for leak in ("panicked", "wasm backtrace", "wasm trap", ".rs:"):
+            assert leak not in text, f"{args}: {text[:500]}"
+
+    async def ranged(session):
+        return await call_ok(session, "get", {"file": f"{CAP_FILE}:2:4294967295", "lineNumbers": False})
+
+    lines = corpus.text(CAP_DOC).split("\n")
+    assert text_lines(resources(mcp_client.run(ranged))[0].text) == text_lines("\n".join(lines[1:]))
+
+
+def test_oversized_query_is_refused_quickly_without_an_echo(mcp_client: McpClient):
+    """A 3 MB query took 12 s of a worker and came back in the reply."""
+    huge = " ".join(f"term{i}" for i in range(500_000))
+
+    async def body(session):
+        started = time.monotonic()
+        message = await call_error(session, "query", {"searches": [{"type": "lex", "query": huge}]})
+        return message, time.monotonic() - started
+
+    message, seconds = mcp_client.run(body)
+    assert "too long" in message and "the limit is 10000" in message, message[:500]
+    assert len(message) < 1000, f"the query was echoed: {len(message)} characters"
+    assert seconds < 10, f"refusing took {seconds:.1f} s"
 
 
 BAD_GET_ARGS = [{}, {"file": 123}, {"file": ["a.md"]}, {"file": CAP_FILE, "fromLine": "three"}, {"file": CAP_FILE, "lineNumbers": "yes"}]

@@ -1,13 +1,13 @@
 //! Retrieval-quality evaluation of the engine: BM25 search, vector search
 //! and the hybrid query (see [`Mode`]).
 //!
-//! - BEIR collections (SciFact, NFCorpus; see `/work/shared/eval/README.md`):
+//! - BEIR collections (SciFact, NFCorpus; found by [`crate::data`]):
 //!   each document becomes `<_id>.md` = `# {title}\n\n{text}` in one
 //!   collection `beir` (root `/beir`), indexed in memory. Metrics are
 //!   nDCG@10 (trec_eval: linear gain = qrels score, DCG = Σ gain/log2(rank+1),
 //!   IDCG from the judged gains) and Recall@100, averaged over every query
 //!   of the qrels split (a query without results scores 0).
-//! - qmd's own eval set (`/work/shared/corpora/qmd-eval`): six markdown files
+//! - qmd's own eval set (`tests/fixtures/qmd-eval`, MIT, from qmd): six markdown files
 //!   in collection `eval`, 24 known-answer queries; Hit@k = a file whose
 //!   lowercased path contains `expected` is among the top k (search limit 5).
 
@@ -21,19 +21,9 @@ use qmd_core::inference::Inference;
 use qmd_core::{Engine, MemorySource, QueryRequest, RamDirectory, SearchHit, SearchOptions};
 use serde::Deserialize;
 
-/// Default root of the BEIR data sets (override: `QMD_BEIR_ROOT`).
-pub const BEIR_ROOT: &str = "/work/shared/eval";
-/// Default root of qmd's eval set (override: `QMD_EVAL_ROOT`).
-pub const QMD_EVAL_ROOT: &str = "/work/shared/corpora/qmd-eval";
-
-/// The BEIR root: `$QMD_BEIR_ROOT`, else [`BEIR_ROOT`].
-pub fn beir_root() -> PathBuf {
-    std::env::var_os("QMD_BEIR_ROOT").map_or_else(|| PathBuf::from(BEIR_ROOT), PathBuf::from)
-}
-
-/// The qmd eval set root: `$QMD_EVAL_ROOT`, else [`QMD_EVAL_ROOT`].
+/// qmd's eval set, shipped in the repository (`tests/fixtures/qmd-eval`).
 pub fn qmd_eval_root() -> PathBuf {
-    std::env::var_os("QMD_EVAL_ROOT").map_or_else(|| PathBuf::from(QMD_EVAL_ROOT), PathBuf::from)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/qmd-eval")
 }
 
 /// Published BM25 nDCG@10 on the test split: (BEIR paper, Anserini flat).
@@ -109,9 +99,9 @@ impl BeirDataset {
         BeirDataset { name, dir, corpus, queries }
     }
 
-    /// `<beir_root()>/<name>`.
+    /// BEIR data set `name` from the data root ([`crate::data`]).
     pub fn named(name: &str) -> BeirDataset {
-        Self::load(beir_root().join(name))
+        Self::load(crate::data::beir_dir(name))
     }
 
     /// The qrels of `split` (`test`, `train`, `dev`).

@@ -1,5 +1,7 @@
 //! Cross-crate tests and the retrieval evaluation of the qmd engine.
 
 pub mod bench;
+pub mod data;
 pub mod eval;
+pub mod fuzz;
 pub mod models;

@@ -328,14 +328,18 @@ impl QmdIndex {
     }
 
     /// Plans an `embed` run (`force`: drop existing vectors first, `-f`;
-    /// `collection`: only its documents, `-c`). Resolves to its report so
-    /// far (contents pending, bytes).
+    /// `collection`: only its documents, `-c`; `max_docs_per_batch`, as
+    /// `--max-docs-per-batch`). Resolves to its report so far (contents
+    /// pending, bytes).
     #[wasm_bindgen(js_name = embedStart)]
-    pub fn embed_start(&self, force: bool, collection: Option<String>) -> Promise {
+    pub fn embed_start(&self, force: bool, collection: Option<String>, max_docs_per_batch: Option<u32>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
             let embedder =
                 inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
-            let options = EmbedOptions { force, collection, ..EmbedOptions::default() };
+            let mut options = EmbedOptions { force, collection, ..EmbedOptions::default() };
+            if let Some(max) = max_docs_per_batch {
+                options.max_docs_per_batch = max.max(1) as usize;
+            }
             let job = inner.engine.embed_start(embedder.info.clone(), &options)?;
             let report = job.report.clone();
             *inner.embed_job.borrow_mut() = Some(job);

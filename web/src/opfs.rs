@@ -191,8 +191,8 @@ impl Directory for OpfsDirectory {
     fn read_range(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
         self.with_entry(name, |entry| {
             let in_memory = |data: &[u8]| {
-                let start = offset as usize;
-                data.get(start..start + len)
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                data.get(start..start.saturating_add(len))
                     .map(<[u8]>::to_vec)
                     .ok_or_else(|| Error::corrupt(name, "read past the end of the file"))
             };
@@ -205,7 +205,9 @@ impl Directory for OpfsDirectory {
     }
 
     fn write(&self, name: &str, data: &[u8]) -> Result<()> {
-        self.forget(name);
+        if self.files.borrow().contains_key(name) {
+            return Err(Error::exists(format!("index file {name} already exists")));
+        }
         // A name reused before its removal was committed must survive it.
         self.doomed.borrow_mut().retain(|d| d != name);
         self.files.borrow_mut().insert(name.to_string(), Entry::Staged(Rc::new(data.to_vec())));

@@ -37,7 +37,29 @@ impl Collection {
     }
 }
 
-/// The whole config file.
+/// The model roles `models:` may name.
+pub const MODEL_ROLES: [&str; 3] = ["embed", "rerank", "generate"];
+
+/// `models:` must be a mapping whose known roles name a model; a typo must
+/// not fall back to the default models without a word.
+fn check_models(models: Option<&Value>) -> Result<()> {
+    let Some(models) = models else { return Ok(()) };
+    let hint = "set it to a mapping such as `models: {embed: sentence-transformers/all-MiniLM-L6-v2}`";
+    let Value::Mapping(models) = models else {
+        return Err(Error::invalid(format!("index.yml: `models` must be a mapping of role to model; {hint}")));
+    };
+    for (role, value) in models {
+        let role = string(role).unwrap_or_default();
+        let named = string(value).is_some_and(|m| !m.trim().is_empty());
+        if MODEL_ROLES.contains(&role.as_str()) && !named && !matches!(value, Value::Null) {
+            return Err(Error::invalid(format!("index.yml: `models.{role}` must be a model id or a local path")));
+        }
+    }
+    Ok(())
+}
+
+/// The whole config file. Keys are taken out with `shift_remove`, so the
+/// ones kept uninterpreted stay in the user's order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Config {
     pub global_context: Option<String>,
@@ -68,9 +90,10 @@ impl Config {
             Value::Null => Mapping::new(),
             _ => return Err(Error::invalid("index.yml must be a mapping")),
         };
-        let global_context = map.remove("global_context").as_ref().and_then(string);
+        let global_context = map.shift_remove("global_context").as_ref().and_then(string);
+        check_models(map.get("models"))?;
         let mut collections = Vec::new();
-        if let Some(value) = map.remove("collections") {
+        if let Some(value) = map.shift_remove("collections") {
             let Value::Mapping(entries) = value else {
                 return Err(Error::invalid("index.yml: `collections` must be a mapping"));
             };
@@ -87,19 +110,20 @@ impl Config {
             return Err(Error::invalid(format!("index.yml: collection '{name}' must be a mapping")));
         };
         let path = map
-            .remove("path")
+            .shift_remove("path")
             .as_ref()
             .and_then(string)
             .ok_or_else(|| Error::invalid(format!("index.yml: collection '{name}' has no path")))?;
-        let pattern = map.remove("pattern").as_ref().and_then(string).unwrap_or_else(|| DEFAULT_PATTERN.to_string());
-        let ignore = match map.remove("ignore") {
+        let pattern =
+            map.shift_remove("pattern").as_ref().and_then(string).unwrap_or_else(|| DEFAULT_PATTERN.to_string());
+        let ignore = match map.shift_remove("ignore") {
             Some(Value::Sequence(items)) => items.iter().filter_map(string).collect(),
             Some(value) => string(&value).into_iter().collect(),
             None => Vec::new(),
         };
-        let update_command = map.remove("update").as_ref().and_then(string);
-        let include_by_default = !matches!(map.remove("includeByDefault"), Some(Value::Bool(false)));
-        let contexts = match map.remove("context") {
+        let update_command = map.shift_remove("update").as_ref().and_then(string);
+        let include_by_default = !matches!(map.shift_remove("includeByDefault"), Some(Value::Bool(false)));
+        let contexts = match map.shift_remove("context") {
             Some(Value::Mapping(entries)) => {
                 entries.iter().filter_map(|(k, v)| Some((super::normalize_prefix(&string(k)?), string(v)?))).collect()
             }
@@ -109,7 +133,7 @@ impl Config {
     }
 
     /// Serialises back to YAML in qmd's key order.
-    pub fn to_yaml(&self) -> String {
+    pub fn to_yaml(&self) -> Result<String> {
         let mut root = Mapping::new();
         if let Some(global) = &self.global_context {
             root.insert("global_context".into(), global.clone().into());
@@ -142,7 +166,10 @@ impl Config {
             collections.insert(c.name.clone().into(), Value::Mapping(map));
         }
         root.insert("collections".into(), Value::Mapping(collections));
-        serde_norway::to_string(&Value::Mapping(root)).unwrap_or_default()
+        // An error, never an empty string: the caller would write it over
+        // the user's config.
+        serde_norway::to_string(&Value::Mapping(root))
+            .map_err(|e| Error::new(crate::ErrorKind::Internal, format!("cannot write index.yml: {e}")))
     }
 
     /// `models.<role>` (`embed`, `rerank`, `generate`): a model id or a
@@ -210,12 +237,60 @@ collections:
         assert_eq!(work.ignore, vec!["archive/**"]);
         assert_eq!(work.update_command.as_deref(), Some("git pull"));
         assert_eq!(config.default_collections(), vec!["notes"]);
-        let again = Config::parse(&config.to_yaml()).unwrap();
+        let again = Config::parse(&config.to_yaml().unwrap()).unwrap();
         assert_eq!(again, config);
-        assert!(config.to_yaml().contains("embed: hf:someone/model.gguf"));
+        assert!(config.to_yaml().unwrap().contains("embed: hf:someone/model.gguf"));
         assert_eq!(config.model("embed").as_deref(), Some("hf:someone/model.gguf"));
         assert_eq!(config.model("rerank"), None);
-        assert_eq!(Config::parse("models: oops").unwrap().model("embed"), None, "not a mapping: ignored");
+    }
+
+    /// Found by fuzzing: an empty tag parses but cannot be written. Writing
+    /// used to fall back to an empty string, which replaced the user's file.
+    const UNWRITABLE: &str = "gl{obal_contextQ\u{fffd}*:\n  !   /: D";
+
+    /// Found by fuzzing: keys qmd-wasm does not interpret moved around on
+    /// every write (a swap-remove of the ones it does).
+    #[test]
+    fn unknown_keys_keep_their_order() {
+        let text = "zeta: 1\nglobal_context: g\nalpha: 2\ncollections:\n  n:\n    path: /n\n    b: 1\n    update: x\n    a: 2\n";
+        let once = Config::parse(text).unwrap().to_yaml().unwrap();
+        assert_eq!(Config::parse(&once).unwrap().to_yaml().unwrap(), once);
+        assert!(once.find("zeta").unwrap() < once.find("alpha").unwrap(), "{once}");
+        assert!(once.find("    b: 1").unwrap() < once.find("    a: 2").unwrap(), "{once}");
+    }
+
+    #[test]
+    fn a_config_that_cannot_be_written_is_an_error() {
+        let config = Config::parse(UNWRITABLE).unwrap();
+        let err = config.to_yaml().unwrap_err();
+        assert!(err.message.starts_with("cannot write index.yml"), "{}", err.message);
+    }
+
+    #[test]
+    fn saving_an_unwritable_config_leaves_the_file_alone() {
+        use std::rc::Rc;
+
+        use crate::directory::{Directory, RamDirectory};
+        let config_dir = RamDirectory::new();
+        config_dir.atomic_write("index.yml", UNWRITABLE.as_bytes()).unwrap();
+        let engine = crate::Engine::new(
+            Rc::new(RamDirectory::new()),
+            Rc::new(config_dir.clone()),
+            "index.yml",
+            Rc::new(crate::MemorySource::new()),
+        );
+        assert!(engine.context_add("/", "global").is_err());
+        assert_eq!(config_dir.read("index.yml").unwrap(), UNWRITABLE.as_bytes());
+    }
+
+    #[test]
+    fn a_bad_models_block_is_an_error_not_the_defaults() {
+        let err = Config::parse("models: oops").unwrap_err().message;
+        assert!(err.contains("`models` must be a mapping"), "{err}");
+        let err = Config::parse("models:\n  embed: [a, b]").unwrap_err().message;
+        assert!(err.contains("`models.embed` must be a model id"), "{err}");
+        assert!(Config::parse("models:\n  embed: ''").is_err(), "an empty id is refused");
+        assert!(Config::parse("models:\n  embed:\n  future_role: [x]").is_ok(), "unset and unknown roles pass");
     }
 
     #[test]

@@ -9,11 +9,20 @@ use std::time::UNIX_EPOCH;
 
 use crate::directory::Directory;
 use crate::error::{Error, ErrorKind, Result};
-use crate::source::{FileStat, ReadFailure, SourceFile, SourceTree, WalkEntry};
+use crate::source::{FileStat, MAX_FILE_BYTES, ReadFailure, SourceFile, SourceTree, WalkEntry};
 
+/// An I/O error naming the path, worded without WASI's errno numbers
+/// (`os error 44` means nothing to a user on Linux).
 fn io_error(name: &Path, e: std::io::Error) -> Error {
-    let kind = if e.kind() == std::io::ErrorKind::NotFound { ErrorKind::NotFound } else { ErrorKind::Io };
-    Error::new(kind, format!("{}: {e}", name.display()))
+    use std::io::ErrorKind as K;
+    let (kind, what) = match e.kind() {
+        K::NotFound => (ErrorKind::NotFound, "not found".to_string()),
+        K::PermissionDenied => (ErrorKind::Io, "permission denied".to_string()),
+        K::UnexpectedEof => (ErrorKind::Io, "shorter than expected".to_string()),
+        K::NotADirectory => (ErrorKind::Io, "not a directory".to_string()),
+        other => (ErrorKind::Io, format!("{other}")),
+    };
+    Error::new(kind, format!("{}: {what}", name.display()))
 }
 
 /// Index files in one directory.
@@ -30,8 +39,12 @@ impl FsDirectory {
         self.root.join(name)
     }
 
+    /// Writes a new file and flushes it; never replaces one.
     fn write_synced(&self, path: &Path, data: &[u8]) -> Result<()> {
-        let mut file = File::create(path).map_err(|e| io_error(path, e))?;
+        let mut file = File::create_new(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::exists(format!("{}: already exists", path.display())),
+            _ => io_error(path, e),
+        })?;
         file.write_all(data).map_err(|e| io_error(path, e))?;
         file.sync_all().map_err(|e| io_error(path, e))
     }
@@ -48,7 +61,12 @@ impl Directory for FsDirectory {
         let mut file = File::open(&path).map_err(|e| io_error(&path, e))?;
         file.seek(SeekFrom::Start(offset)).map_err(|e| io_error(&path, e))?;
         let mut buf = vec![0; len];
-        file.read_exact(&mut buf).map_err(|e| io_error(&path, e))?;
+        file.read_exact(&mut buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                Error::corrupt(&self.describe(name), "the file is shorter than expected")
+            }
+            _ => io_error(&path, e),
+        })?;
         Ok(buf)
     }
 
@@ -88,18 +106,40 @@ impl Directory for FsDirectory {
         let path = self.path(name);
         fs::metadata(&path).map(|m| m.len()).map_err(|e| io_error(&path, e))
     }
+
+    fn describe(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
 }
 
 /// Collection roots on the filesystem.
 pub struct FsSource;
 
+/// Walks `root/rel`. Only a failure to list the root itself is an error;
+/// a subdirectory that cannot be listed and a name that is not UTF-8 are
+/// reported to the visitor and passed over.
 fn walk_dir(root: &Path, rel: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
     let dir = if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
-    let entries = fs::read_dir(&dir).map_err(|e| io_error(&dir, e))?;
-    let mut names: Vec<(String, fs::FileType)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
-        .collect();
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if rel.is_empty() => return Err(io_error(&dir, e)),
+        Err(e) => {
+            visit(WalkEntry::Unreadable { path: rel, reason: &error_code(&e), is_dir: true });
+            return Ok(());
+        }
+    };
+    let mut names: Vec<(String, fs::FileType)> = Vec::new();
+    for entry in entries.filter_map(|e| e.ok()) {
+        let Ok(kind) = entry.file_type() else { continue };
+        match entry.file_name().into_string() {
+            Ok(name) => names.push((name, kind)),
+            Err(raw) => {
+                let shown = raw.to_string_lossy();
+                let path = if rel.is_empty() { shown.into_owned() } else { format!("{rel}/{shown}") };
+                visit(WalkEntry::Unreadable { path: &path, reason: "NAME_NOT_UTF8", is_dir: kind.is_dir() });
+            }
+        }
+    }
     names.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, kind) in names {
         let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
@@ -146,16 +186,30 @@ impl SourceTree for FsSource {
             return Err(ReadFailure::OutsideCollection);
         }
         let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-        let mut file = match File::open(&path) {
-            Ok(file) => file,
+        // What the path (through any symlink) is, before opening it: opening
+        // a FIFO blocks until a writer comes, which may be never.
+        let meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
             // The sandbox refuses a symlink whose target leaves the root.
             Err(_) if is_link => return Err(ReadFailure::OutsideCollection),
             Err(e) => return Err(ReadFailure::Unreadable(error_code(&e))),
         };
+        if !meta.is_file() {
+            return Err(ReadFailure::NotAFile);
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(ReadFailure::TooLarge(meta.len()));
+        }
+        let file = File::open(&path).map_err(|e| ReadFailure::Unreadable(error_code(&e)))?;
+        // Swapped for something else since the check: still never a FIFO's wait.
+        let meta = file.metadata().map_err(|e| ReadFailure::Unreadable(error_code(&e)))?;
+        if !meta.is_file() {
+            return Err(ReadFailure::NotAFile);
+        }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| ReadFailure::Unreadable(error_code(&e)))?;
-        let modified_ms = file.metadata().map_or(0, |m| modified_ms(&m));
-        Ok(SourceFile { bytes, modified_ms })
+        // A file growing while it is read stops at the limit plus one byte.
+        file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| ReadFailure::Unreadable(error_code(&e)))?;
+        Ok(SourceFile { bytes, modified_ms: modified_ms(&meta) })
     }
 
     fn stat(&self, root: &str, relative: &str) -> Option<FileStat> {
@@ -176,6 +230,7 @@ fn error_code(e: &std::io::Error) -> String {
         std::io::ErrorKind::NotFound => "ENOENT".into(),
         std::io::ErrorKind::PermissionDenied => "EACCES".into(),
         std::io::ErrorKind::IsADirectory => "EISDIR".into(),
+        std::io::ErrorKind::NotADirectory => "ENOTDIR".into(),
         other => format!("{other:?}"),
     }
 }

@@ -30,9 +30,11 @@ wit_bindgen::generate!({
 
 use qmd::engine::types as wit;
 
-/// Where the host mounts the index and config directories in the guest;
-/// `QMD_INDEX_DIR` / `QMD_CONFIG_DIR` move them (plugin hosts often mount a
-/// granted directory at its own host path).
+/// Where the index and config directories are in the guest unless
+/// `QMD_INDEX_DIR` / `QMD_CONFIG_DIR` say otherwise (the `qmd` host mounts
+/// them at their own host paths, so messages name real paths; plugin hosts
+/// often do the same). `QMD_CONFIG_FILE` names the config file in its
+/// directory (default `<index name>.yml`).
 const INDEX_DIR: &str = "/.qmd/index";
 const CONFIG_DIR: &str = "/.qmd/config";
 
@@ -51,10 +53,11 @@ fn engine() -> Rc<Engine> {
         cell.borrow_mut()
             .get_or_insert_with(|| {
                 let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
+                let config_file = mount("QMD_CONFIG_FILE", &format!("{name}.yml"));
                 Rc::new(Engine::new(
                     Rc::new(FsDirectory::new(mount("QMD_INDEX_DIR", INDEX_DIR))),
                     Rc::new(FsDirectory::new(mount("QMD_CONFIG_DIR", CONFIG_DIR))),
-                    &format!("{name}.yml"),
+                    &config_file,
                     Rc::new(FsSource),
                 ))
             })
@@ -205,6 +208,35 @@ fn context_entry(c: crate::ContextEntry) -> wit::ContextEntry {
 
 type R<T> = Result<T, wit::Error>;
 
+/// The host's progress import (none for plugin hosts).
+fn progress_fn() -> impl FnMut(&str, u64, u64) {
+    #[cfg(not(feature = "plugin"))]
+    return |phase: &str, done: u64, total: u64| qmd::engine::host::progress(phase, done, total);
+    #[cfg(feature = "plugin")]
+    return |_: &str, _: u64, _: u64| {};
+}
+
+fn update_report(report: crate::UpdateReport) -> wit::UpdateReport {
+    wit::UpdateReport {
+        collections: report
+            .collections
+            .into_iter()
+            .map(|c| wit::CollectionReport {
+                name: c.name,
+                added: c.added,
+                updated: c.updated,
+                unchanged: c.unchanged,
+                removed: c.removed,
+                skipped: c.skipped.into_iter().map(|s| wit::SkippedFile { path: s.path, reason: s.reason }).collect(),
+                error: c.error,
+            })
+            .collect(),
+        segments_merged: report.segments_merged,
+        generation: report.generation,
+        notes: report.notes,
+    }
+}
+
 struct Component;
 
 impl Guest for Component {
@@ -314,31 +346,11 @@ impl Guest for Component {
     }
 
     fn update(collections: Vec<String>) -> R<wit::UpdateReport> {
-        #[cfg(not(feature = "plugin"))]
-        let mut progress = |phase: &str, done: u64, total: u64| qmd::engine::host::progress(phase, done, total);
-        #[cfg(feature = "plugin")]
-        let mut progress = |_: &str, _: u64, _: u64| {};
-        let report = engine().update(&collections, now_ms(), &mut progress)?;
-        Ok(wit::UpdateReport {
-            collections: report
-                .collections
-                .into_iter()
-                .map(|c| wit::CollectionReport {
-                    name: c.name,
-                    added: c.added,
-                    updated: c.updated,
-                    unchanged: c.unchanged,
-                    removed: c.removed,
-                    skipped: c
-                        .skipped
-                        .into_iter()
-                        .map(|s| wit::SkippedFile { path: s.path, reason: s.reason })
-                        .collect(),
-                })
-                .collect(),
-            segments_merged: report.segments_merged,
-            generation: report.generation,
-        })
+        Ok(update_report(engine().update(&collections, now_ms(), &mut progress_fn())?))
+    }
+
+    fn rebuild() -> R<wit::UpdateReport> {
+        Ok(update_report(engine().rebuild(now_ms(), &mut progress_fn())?))
     }
 
     fn collection_add(path: String, name: Option<String>, mask: Option<String>) -> R<wit::CollectionInfo> {
@@ -347,6 +359,15 @@ impl Guest for Component {
 
     fn collection_list() -> R<Vec<wit::CollectionInfo>> {
         Ok(engine().collection_list()?.into_iter().map(collection_info).collect())
+    }
+
+    fn collection_roots() -> R<Vec<wit::CollectionRoot>> {
+        let config = engine().config()?;
+        Ok(config
+            .collections
+            .into_iter()
+            .map(|c| wit::CollectionRoot { name: c.name, path: c.path, pattern: c.pattern })
+            .collect())
     }
 
     fn collection_remove(name: String) -> R<wit::CollectionInfo> {

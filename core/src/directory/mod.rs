@@ -14,7 +14,8 @@ use crate::error::Result;
 /// - `write` creates a new file that is never modified afterwards; it must be
 ///   durable (flushed) when `write` returns, but it need not appear
 ///   atomically: the engine only names a file in the manifest after it was
-///   written, so a torn file is never read.
+///   written, so a torn file is never read. It never replaces a file: when
+///   `name` exists it fails with [`crate::ErrorKind::AlreadyExists`].
 /// - `atomic_write` replaces a small file so that readers see either the old
 ///   or the new content, never a mix, even after a crash (temp file, flush,
 ///   rename, flush the directory).
@@ -28,4 +29,10 @@ pub trait Directory {
     fn list(&self) -> Result<Vec<String>>;
     /// Total bytes of the named files (for `status`).
     fn size(&self, name: &str) -> Result<u64>;
+
+    /// How to name a file of this directory to the user (its full path
+    /// where there is one), e.g. in "is damaged" messages.
+    fn describe(&self, name: &str) -> String {
+        name.to_string()
+    }
 }

@@ -29,19 +29,27 @@ impl Directory for RamDirectory {
 
     fn read_range(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
         let data = self.get(name)?;
-        let start = offset as usize;
-        data.get(start..start + len)
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        data.get(start..start.saturating_add(len))
             .map(<[u8]>::to_vec)
             .ok_or_else(|| Error::corrupt(name, "read past the end of the file"))
     }
 
     fn write(&self, name: &str, data: &[u8]) -> Result<()> {
-        self.files.borrow_mut().insert(name.to_string(), Rc::new(data.to_vec()));
-        Ok(())
+        match self.files.borrow_mut().entry(name.to_string()) {
+            std::collections::btree_map::Entry::Occupied(_) => {
+                Err(Error::exists(format!("index file {name} already exists")))
+            }
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(Rc::new(data.to_vec()));
+                Ok(())
+            }
+        }
     }
 
     fn atomic_write(&self, name: &str, data: &[u8]) -> Result<()> {
-        self.write(name, data)
+        self.files.borrow_mut().insert(name.to_string(), Rc::new(data.to_vec()));
+        Ok(())
     }
 
     fn delete(&self, name: &str) -> Result<()> {

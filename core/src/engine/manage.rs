@@ -108,7 +108,7 @@ impl Engine {
                 hash: &r.hash,
                 modified_ms: r.modified_ms,
                 body: &body,
-            });
+            })?;
         }
         if let Some(&time) = index.manifest.last_update.get(old) {
             writer.mark_updated(new, time);

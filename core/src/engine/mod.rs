@@ -1,6 +1,8 @@
 //! The engine facade: what the component, the browser bindings and tests
 //! call. It owns the storage handles and a cached snapshot of the index.
 
+#[cfg(test)]
+mod damage_tests;
 mod embed;
 mod manage;
 mod query;
@@ -62,8 +64,19 @@ impl Engine {
         }
     }
 
+    /// Writes the config. A file the rewrite would change other than by the
+    /// edit (comments, anchors, quoting: YAML round trips keep none of them,
+    /// in qmd neither) is first kept as `<file>.bak`.
     fn save_config(&self, config: &Config) -> Result<()> {
-        self.config_dir.atomic_write(&self.config_file, config.to_yaml().as_bytes())
+        let yaml = config.to_yaml()?;
+        if let Ok(current) = self.config_dir.read(&self.config_file) {
+            let current = String::from_utf8_lossy(&current);
+            let ours = Config::parse(&current).and_then(|c| c.to_yaml()).is_ok_and(|again| again == current);
+            if !ours && !current.trim().is_empty() {
+                self.config_dir.atomic_write(&format!("{}.bak", self.config_file), current.as_bytes())?;
+            }
+        }
+        self.config_dir.atomic_write(&self.config_file, yaml.as_bytes())
     }
 
     /// The current index generation. Re-reads only the manifest; segment

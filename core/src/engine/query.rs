@@ -22,6 +22,7 @@ use crate::collection::Config;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
 use crate::inference::{EmbedderInfo, Inference};
+use crate::query::check_length;
 use crate::query::document::{QueryDocument, parse_query_document, type_name, validate_search};
 use crate::query::lex::parse_lex;
 use crate::search::fusion::{RankedList, reciprocal_rank_fusion};
@@ -88,6 +89,11 @@ struct Candidate {
 
 fn plan(request: &QueryRequest) -> Result<Plan> {
     let (query, searches) = (request.query.as_deref().map(str::trim), &request.searches);
+    check_length("Query", query.unwrap_or_default())?;
+    check_length("Intent", request.intent.as_deref().unwrap_or_default())?;
+    for search in searches {
+        check_length("Query", &search.query)?;
+    }
     let document = match (query, searches.is_empty()) {
         (Some(_), false) => {
             return Err(Error::invalid("'query' and 'searches' are mutually exclusive; provide only one"));

@@ -19,7 +19,8 @@ use crate::vpath;
 fn slice_lines(body: &str, from: Option<u32>, count: Option<u32>, numbers: bool) -> String {
     let lines: Vec<&str> = body.split('\n').collect();
     let start = (from.unwrap_or(1).max(1) as usize - 1).min(lines.len());
-    let end = count.map_or(lines.len(), |c| (start + c as usize).min(lines.len()));
+    // Saturating: `FILE:4294967295:2` asks for lines past any end, not a panic.
+    let end = count.map_or(lines.len(), |c| start.saturating_add(c as usize).min(lines.len()));
     let text = lines[start..end].join("\n");
     if numbers { number_lines(&text, start as u32 + 1) } else { text }
 }
@@ -62,6 +63,7 @@ pub(super) struct SnippetFocus<'a> {
 impl Engine {
     /// BM25 keyword search (qmd `search`).
     pub fn search(&self, query: &str, options: &SearchOptions) -> Result<Vec<SearchHit>> {
+        crate::query::check_length("Query", query)?;
         let config = self.config()?;
         let scope = self.scope(&config, &options.collections)?;
         let index = self.index()?;
@@ -273,6 +275,8 @@ mod tests {
         assert_eq!(slice_lines(body, Some(2), Some(1), true), "2: b");
         assert_eq!(slice_lines(body, Some(0), Some(1), false), "a");
         assert_eq!(slice_lines(body, Some(99), None, false), "", "past the end is empty, not a panic");
+        assert_eq!(slice_lines(body, Some(u32::MAX), Some(u32::MAX), false), "", "no overflow");
+        assert_eq!(slice_lines(body, Some(2), Some(u32::MAX), false), "b\nc\n");
         assert_eq!(too_large(12345, 5000), "File too large (12KB > 5KB)");
     }
 }

@@ -3,14 +3,19 @@
 
 use std::collections::{HashMap, HashSet};
 
+use std::rc::Rc;
+
 use super::{Engine, Progress};
 use crate::api::{CollectionReport, SkippedFile, UpdateReport};
-use crate::collection::PathFilter;
+use crate::collection::{Config, PathFilter};
+use crate::directory::Directory;
 use crate::document::{content_hash, extract_title};
 use crate::error::Result;
 use crate::index::segment::DocInput;
-use crate::index::{CatalogEntry, IndexWriter};
-use crate::source::{FileStat, ReadFailure, WalkEntry};
+use crate::index::validate::file_number;
+use crate::index::{CatalogEntry, FORMAT_VERSION, Index, IndexWriter, Manifest};
+use crate::source::{FileStat, MAX_FILE_BYTES, ReadFailure, WalkEntry};
+use crate::vector::VectorSet;
 
 /// A file whose mtime falls this close to the previous scan may have been
 /// changed again within the same clock tick (or the filesystem's coarser
@@ -53,30 +58,85 @@ impl Engine {
             config.require(name)?;
         }
         let index = self.index()?;
+        self.scan(&config, &index, only, now_ms, progress, false)
+    }
+
+    /// Rebuilds the index from the collection folders, trusting nothing of
+    /// the current one but vectors that verify: the recovery from any
+    /// damage. Writes a new generation; the old files are collected after.
+    pub fn rebuild(&self, now_ms: i64, progress: Progress<'_>) -> Result<UpdateReport> {
+        let config = self.config()?;
+        let (base, notes) = rebuild_base(&self.index_dir)?;
+        let index = Index::from_manifest(self.index_dir.clone(), base);
+        let mut report = self.scan(&config, &index, &[], now_ms, progress, true)?;
+        report.notes = notes;
+        Ok(report)
+    }
+
+    /// Walks and indexes the collections (`only`, or all) against `index`,
+    /// then commits once (always when `commit_always`).
+    fn scan(
+        &self,
+        config: &Config,
+        index: &Index,
+        only: &[String],
+        now_ms: i64,
+        progress: Progress<'_>,
+        commit_always: bool,
+    ) -> Result<UpdateReport> {
         let catalog = index.catalog()?;
         let mut existing: HashMap<(&str, &str), &CatalogEntry> =
             catalog.iter().map(|e| ((e.record.collection.as_str(), e.record.path.as_str()), e)).collect();
-        let mut writer = IndexWriter::new(&index);
+        let mut writer = IndexWriter::new(index);
         let mut report = UpdateReport::default();
 
         for collection in config.collections.iter().filter(|c| only.is_empty() || only.contains(&c.name)) {
-            let filter = PathFilter::new(&collection.pattern, &collection.ignore)?;
-            let mut files = Vec::new();
-            self.source.walk(&collection.path, &mut |entry| match entry {
-                WalkEntry::Dir(dir) => filter.enter_dir(dir),
-                WalkEntry::File(file) => {
-                    if filter.includes(file) {
-                        files.push(file.to_string());
+            let mut stats = CollectionReport { name: collection.name.clone(), ..Default::default() };
+            let walked = PathFilter::new(&collection.pattern, &collection.ignore).and_then(|filter| {
+                let mut files = Vec::new();
+                let mut unreadable_dirs = Vec::new();
+                self.source.walk(&collection.path, &mut |entry| match entry {
+                    WalkEntry::Dir(dir) => filter.enter_dir(dir),
+                    WalkEntry::File(file) => {
+                        if filter.includes(file) {
+                            files.push(file.to_string());
+                        }
+                        true
                     }
-                    true
+                    WalkEntry::Unreadable { path, reason, is_dir } => {
+                        if is_dir || filter.includes(path) {
+                            let shown = if is_dir { format!("{path}/") } else { path.to_string() };
+                            stats.skipped.push(SkippedFile { path: shown, reason: reason.to_string() });
+                        }
+                        if is_dir {
+                            unreadable_dirs.push(format!("{path}/"));
+                        }
+                        true
+                    }
+                })?;
+                Ok((files, unreadable_dirs))
+            });
+            let (mut files, unreadable_dirs) = match walked {
+                Ok(walked) => walked,
+                Err(e) => {
+                    // Nothing of this collection changes: its documents stay
+                    // until the folder is back or the collection is removed.
+                    existing.retain(|(c, _), _| *c != collection.name);
+                    stats.error = Some(format!(
+                        "{}; its {} indexed documents are kept. Fix the folder, or remove the collection with 'qmd collection remove {}'",
+                        e.message,
+                        catalog.iter().filter(|d| d.record.collection == collection.name).count(),
+                        collection.name
+                    ));
+                    report.collections.push(stats);
+                    continue;
                 }
-            })?;
+            };
             files.sort();
             let total = files.len() as u64;
             progress(&collection.name, 0, total);
 
             let last_scan = index.manifest.last_update.get(&collection.name).copied();
-            let mut stats = CollectionReport { name: collection.name.clone(), ..Default::default() };
             let mut seen: HashSet<String> = HashSet::new();
             for (i, rel) in files.iter().enumerate() {
                 if i % 64 == 0 {
@@ -88,16 +148,17 @@ impl Engine {
                     stats.unchanged += 1;
                     continue;
                 }
-                let file = match self.source.read(&collection.path, rel) {
+                let read = self.source.read(&collection.path, rel).and_then(|file| {
+                    let size = file.bytes.len() as u64;
+                    if size > MAX_FILE_BYTES { Err(ReadFailure::TooLarge(size)) } else { Ok(file) }
+                });
+                let file = match read {
                     Ok(file) => file,
-                    Err(ReadFailure::OutsideCollection) => {
-                        stats.skipped.push(SkippedFile { path: rel.clone(), reason: "OUTSIDE_COLLECTION".into() });
-                        continue;
-                    }
-                    Err(ReadFailure::Unreadable(code)) => {
-                        // Keep the indexed version: the file may be back next time.
-                        seen.insert(rel.clone());
-                        stats.skipped.push(SkippedFile { path: rel.clone(), reason: code });
+                    Err(failure) => {
+                        if failure.keeps_indexed_version() {
+                            seen.insert(rel.clone());
+                        }
+                        stats.skipped.push(SkippedFile { path: rel.clone(), reason: failure.reason() });
                         continue;
                     }
                 };
@@ -126,16 +187,19 @@ impl Engine {
                     hash: &hash,
                     modified_ms: file.modified_ms,
                     body: &text,
-                });
+                })?;
             }
             progress(&collection.name, total, total);
             existing.retain(|(c, path), entry| {
-                if *c == collection.name && !seen.contains(*path) {
+                if *c != collection.name {
+                    return true;
+                }
+                let kept = seen.contains(*path) || unreadable_dirs.iter().any(|dir| path.starts_with(dir.as_str()));
+                if !kept {
                     writer.delete(entry.address);
                     stats.removed += 1;
-                    return false;
                 }
-                *c != collection.name
+                false
             });
             writer.mark_updated(&collection.name, now_ms);
             report.collections.push(stats);
@@ -146,7 +210,7 @@ impl Engine {
                 writer.delete(entry.address);
             }
         }
-        if !writer.is_empty() {
+        if commit_always || !writer.is_empty() {
             let stats = writer.commit()?;
             report.generation = stats.generation;
             report.segments_merged = stats.segments_merged;
@@ -155,6 +219,41 @@ impl Engine {
         }
         Ok(report)
     }
+}
+
+/// The manifest a rebuild starts from: no segments; the vectors of the old
+/// manifest if it loads and every vector file verifies; file numbers and
+/// the generation above everything in the directory, so nothing is reused.
+fn rebuild_base(dir: &Rc<dyn Directory>) -> Result<(Manifest, Vec<String>)> {
+    let mut notes = Vec::new();
+    let old = Manifest::load(dir.as_ref());
+    let listed = dir.list()?;
+    let highest = |prefix: &str, suffix: &str| {
+        listed.iter().filter_map(|f| file_number(f.split('.').next().unwrap_or(f), prefix, suffix)).max()
+    };
+    // From the files alone: the old manifest's counter may be what is damaged.
+    let next_segment =
+        [highest("seg-", ""), highest("vec-", "")].into_iter().flatten().max().map_or(0, |n| n.saturating_add(1));
+    let generation = old.as_ref().map_or(0, |m| m.generation);
+    let vectors = match &old {
+        Ok(m) => m.vectors.clone().filter(|v| match VectorSet::open(dir, v).and_then(|set| set.verify()) {
+            Ok(()) => {
+                notes.push(format!("Kept {} verified chunk vectors.", v.rows()));
+                true
+            }
+            Err(e) => {
+                notes.push(format!("Dropped the chunk vectors ({}); run 'qmd embed' to embed again.", e.message));
+                false
+            }
+        }),
+        Err(_) => {
+            notes
+                .push("Dropped the chunk vectors (the manifest is unreadable); run 'qmd embed' to embed again.".into());
+            None
+        }
+    };
+    let base = Manifest { format: FORMAT_VERSION, generation, next_segment, vectors, ..Default::default() };
+    Ok((base, notes))
 }
 
 #[cfg(test)]

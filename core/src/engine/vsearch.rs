@@ -90,6 +90,7 @@ impl Engine {
         options: &SearchOptions,
         inference: &dyn Inference,
     ) -> Result<Vec<SearchHit>> {
+        crate::query::check_length("Query", query)?;
         let embedder = inference.embedder()?;
         let texts = vec![embedder.query_text(query), embedder.query_text(&fallback_hyde(query))];
         let index = self.index()?;

@@ -34,14 +34,16 @@ pub fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 pub fn get_bytes<'a>(data: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
-    let len = get_vint(data, pos)? as usize;
-    let bytes = data.get(*pos..*pos + len)?;
-    *pos += len;
+    let len = usize::try_from(get_vint(data, pos)?).ok()?;
+    let end = pos.checked_add(len)?;
+    let bytes = data.get(*pos..end)?;
+    *pos = end;
     Some(bytes)
 }
 
 pub fn u32_at(data: &[u8], index: usize) -> Option<u32> {
-    let bytes = data.get(index * 4..index * 4 + 4)?;
+    let start = index.checked_mul(4)?;
+    let bytes = data.get(start..start.checked_add(4)?)?;
     Some(u32::from_le_bytes(bytes.try_into().ok()?))
 }
 

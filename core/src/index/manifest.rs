@@ -12,7 +12,9 @@ use crate::vector::VectorManifest;
 
 pub const MANIFEST: &str = "manifest.json";
 /// Bumped whenever a segment or manifest layout changes incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: bodies in bounded lz4 blocks; a crc32 per body, per term's postings
+/// and positions, per deletions file and per vector content.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Where a section lives inside a segment file, with its checksum.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -38,11 +40,19 @@ pub struct SegmentMeta {
     pub deletes: Option<String>,
     #[serde(default)]
     pub deleted: u32,
+    /// crc32 of the deletions file.
+    #[serde(default)]
+    pub deletes_crc32: u32,
 }
 
 impl SegmentMeta {
     pub fn alive(&self) -> u32 {
-        self.docs - self.deleted
+        self.docs.saturating_sub(self.deleted)
+    }
+
+    /// Bytes of the segment file (the sum of its sections).
+    pub fn bytes(&self) -> u64 {
+        self.sections.iter().map(|s| s.len).sum()
     }
 
     pub fn section(&self, name: &str) -> Result<&Section> {
@@ -76,34 +86,55 @@ pub struct Manifest {
     /// Chunk vectors, once `embed` has run.
     #[serde(default)]
     pub vectors: Option<VectorManifest>,
+    /// crc32 of the manifest's canonical form (compact JSON with this field
+    /// 0): every value a reader trusts is covered, while a reformatted file
+    /// still reads.
+    #[serde(default)]
+    pub checksum: u32,
 }
 
 impl Manifest {
-    /// Reads the manifest; a missing one is an empty index.
+    /// Reads the manifest; a missing one is an empty index, unless index
+    /// files are there: then the manifest that named them is lost.
     pub fn load(dir: &dyn Directory) -> Result<Manifest> {
         let bytes = match dir.read(MANIFEST) {
             Ok(bytes) => bytes,
             Err(e) if e.kind == ErrorKind::NotFound => {
+                if dir.list()?.iter().any(|f| f.starts_with("seg-") || f.starts_with("vec-")) {
+                    return Err(Error::corrupt(&dir.describe(MANIFEST), "the file is missing"));
+                }
                 return Ok(Manifest { format: FORMAT_VERSION, ..Default::default() });
             }
             Err(e) => return Err(e),
         };
-        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(MANIFEST, e))?;
+        let shown = dir.describe(MANIFEST);
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(&shown, e))?;
         if manifest.format != FORMAT_VERSION {
             return Err(Error::corrupt(
-                MANIFEST,
-                format!(
-                    "index format {} is not supported (this qmd reads format {FORMAT_VERSION}); delete the index directory and run 'qmd update'",
-                    manifest.format
-                ),
+                &shown,
+                format!("index format {} is not the one this qmd reads ({FORMAT_VERSION})", manifest.format),
             ));
         }
+        if manifest.checksum != manifest.canonical_crc32()? {
+            return Err(Error::corrupt(&shown, "checksum mismatch"));
+        }
+        super::validate::check(&manifest).map_err(|why| Error::corrupt(&shown, why))?;
         Ok(manifest)
     }
 
     pub fn store(&self, dir: &dyn Directory) -> Result<()> {
-        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+        // Never publish what the next open would call damaged.
+        super::validate::check(self)
+            .map_err(|why| Error::new(ErrorKind::Internal, format!("refusing to write a bad manifest: {why}")))?;
+        let sealed = Manifest { checksum: self.canonical_crc32()?, ..self.clone() };
+        let json = serde_json::to_vec_pretty(&sealed).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
         dir.atomic_write(MANIFEST, &json)
+    }
+
+    fn canonical_crc32(&self) -> Result<u32> {
+        let unsealed = Manifest { checksum: 0, ..self.clone() };
+        let json = serde_json::to_vec(&unsealed).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+        Ok(crc32fast::hash(&json))
     }
 
     pub fn files(&self) -> Vec<String> {

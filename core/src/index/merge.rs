@@ -7,14 +7,21 @@ use super::SegmentMeta;
 /// Above this many segments, the smallest are merged.
 pub const MAX_SEGMENTS: usize = 8;
 
+/// A segment file this large is left alone unless mostly deleted: merging
+/// full segments would only rewrite them (the writer splits at
+/// [`super::writer::SEGMENT_TEXT_BYTES`] of text).
+pub const FULL_SEGMENT_BYTES: u64 = (super::writer::SEGMENT_TEXT_BYTES / 2) as u64;
+
 /// Indices of segments to merge into one (empty: nothing to do). Picks
 /// segments that are mostly deleted, and when there are too many segments,
 /// the smallest ones until at most half the limit would remain.
 pub fn merge_candidates(segments: &[SegmentMeta]) -> Vec<usize> {
-    let mut picked: Vec<usize> = (0..segments.len()).filter(|&i| segments[i].deleted * 2 > segments[i].docs).collect();
+    let mut picked: Vec<usize> =
+        (0..segments.len()).filter(|&i| u64::from(segments[i].deleted) * 2 > u64::from(segments[i].docs)).collect();
     let remaining = segments.len() - picked.len();
     if remaining > MAX_SEGMENTS {
-        let mut by_size: Vec<usize> = (0..segments.len()).filter(|i| !picked.contains(i)).collect();
+        let mut by_size: Vec<usize> =
+            (0..segments.len()).filter(|&i| !picked.contains(&i) && segments[i].bytes() < FULL_SEGMENT_BYTES).collect();
         by_size.sort_by_key(|&i| segments[i].alive());
         picked.extend(by_size.into_iter().take(remaining - MAX_SEGMENTS / 2 + 1));
     }
@@ -38,6 +45,7 @@ mod tests {
             sections: vec![],
             deletes: None,
             deleted,
+            deletes_crc32: 0,
         }
     }
 

@@ -9,17 +9,18 @@ pub(crate) mod codec;
 mod manifest;
 mod merge;
 pub mod segment;
+pub(crate) mod validate;
 mod writer;
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-pub use manifest::{Manifest, SegmentMeta};
+pub use manifest::{FORMAT_VERSION, Manifest, SegmentMeta};
 use segment::reader::cached;
 pub use segment::{DocRecord, SegmentReader};
 pub use writer::{CommitStats, IndexWriter};
-pub(crate) use writer::{next_generation, publish};
+pub(crate) use writer::{new_file_name, next_generation, publish, write_new};
 
 use crate::directory::Directory;
 use crate::error::Result;
@@ -53,15 +54,14 @@ impl Index {
     /// Opens the current generation: reads the manifest, nothing else.
     pub fn open(dir: Rc<dyn Directory>) -> Result<Index> {
         let manifest = Manifest::load(dir.as_ref())?;
+        Ok(Self::from_manifest(dir, manifest))
+    }
+
+    /// A view of the generation `manifest` describes (not necessarily the
+    /// stored one: a rebuild starts from an empty manifest).
+    pub fn from_manifest(dir: Rc<dyn Directory>, manifest: Manifest) -> Index {
         let segments = manifest.segments.iter().map(|m| SegmentReader::open(dir.clone(), m.clone())).collect();
-        Ok(Index {
-            dir,
-            manifest,
-            segments,
-            catalog: OnceCell::new(),
-            counts: OnceCell::new(),
-            vectors: OnceCell::new(),
-        })
+        Index { dir, manifest, segments, catalog: OnceCell::new(), counts: OnceCell::new(), vectors: OnceCell::new() }
     }
 
     pub fn directory(&self) -> Rc<dyn Directory> {

@@ -9,7 +9,7 @@ use super::merge::merge_candidates;
 use super::segment::{DocInput, SegmentBuilder, SegmentReader};
 use super::{DocAddress, Index};
 use crate::directory::Directory;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 
 /// What a commit did.
 #[derive(Debug, Default, Clone)]
@@ -18,11 +18,19 @@ pub struct CommitStats {
     pub segments_merged: u32,
 }
 
+/// Text a segment holds before the writer starts another: keeps every
+/// segment (built in memory, in a 32-bit address space in wasm) and every
+/// merge bounded, however large the files being indexed.
+pub const SEGMENT_TEXT_BYTES: usize = 128 << 20;
+
 /// Buffers adds and deletes against one snapshot; nothing is visible until
-/// [`IndexWriter::commit`] replaces the manifest.
+/// [`IndexWriter::commit`] replaces the manifest. Segments that fill up are
+/// written as the adds come, named by the manifest only at the commit.
 pub struct IndexWriter<'a> {
     index: &'a Index,
     builder: SegmentBuilder,
+    /// The manifest being built: new segments are added as they are written.
+    next: Manifest,
     deletes: BTreeMap<usize, BTreeSet<u32>>,
     last_update: BTreeMap<String, i64>,
     dropped_collections: BTreeSet<String>,
@@ -33,14 +41,21 @@ impl<'a> IndexWriter<'a> {
         IndexWriter {
             index,
             builder: SegmentBuilder::new(),
+            next: next_generation(&index.manifest),
             deletes: BTreeMap::new(),
             last_update: BTreeMap::new(),
             dropped_collections: BTreeSet::new(),
         }
     }
 
-    pub fn add(&mut self, doc: &DocInput<'_>) {
+    pub fn add(&mut self, doc: &DocInput<'_>) -> Result<()> {
         self.builder.add(doc);
+        if self.builder.text_bytes() >= SEGMENT_TEXT_BYTES {
+            let full = std::mem::take(&mut self.builder);
+            let meta = write_segment(self.index.directory().as_ref(), &mut self.next, full)?;
+            self.next.segments.push(meta);
+        }
+        Ok(())
     }
 
     pub fn delete(&mut self, address: DocAddress) {
@@ -60,6 +75,7 @@ impl<'a> IndexWriter<'a> {
     /// Whether committing would change anything.
     pub fn is_empty(&self) -> bool {
         self.builder.is_empty()
+            && self.next.segments.len() == self.index.manifest.segments.len()
             && self.deletes.is_empty()
             && self.last_update.is_empty()
             && self.dropped_collections.is_empty()
@@ -67,7 +83,7 @@ impl<'a> IndexWriter<'a> {
 
     pub fn commit(self) -> Result<CommitStats> {
         let dir = self.index.directory();
-        let mut next = next_generation(&self.index.manifest);
+        let mut next = self.next;
         for (name, time) in self.last_update {
             next.last_update.insert(name, time);
         }
@@ -87,9 +103,10 @@ impl<'a> IndexWriter<'a> {
             let meta = &mut next.segments[segment];
             if deleted != meta.deleted {
                 let file = format!("{}.{}.del", meta.file.trim_end_matches(".qseg"), next.generation);
-                dir.write(&file, &bits)?;
+                write_new(dir.as_ref(), &file, &bits)?;
                 meta.deletes = Some(file);
                 meta.deleted = deleted;
+                meta.deletes_crc32 = crc32fast::hash(&bits);
             }
         }
         next.segments.retain(|s| s.alive() > 0);
@@ -122,11 +139,32 @@ pub(crate) fn publish(dir: &dyn Directory, next: &Manifest) -> Result<()> {
     Ok(())
 }
 
+/// The name for a new segment or vector file (`seg-NNNNNN.qseg`), taking
+/// its number from the manifest.
+pub(crate) fn new_file_name(manifest: &mut Manifest, prefix: &str, suffix: &str) -> Result<String> {
+    let number = manifest.next_segment;
+    manifest.next_segment =
+        number.checked_add(1).ok_or_else(|| crate::Error::corrupt(MANIFEST, "next_segment is at its maximum"))?;
+    Ok(format!("{prefix}{number:06}{suffix}"))
+}
+
+/// Writes a file no manifest names yet. Never overwrites: a file already
+/// there under a fresh number can only be what a crashed commit left
+/// (numbers are never reused once published), so it is removed first.
+pub(crate) fn write_new(dir: &dyn Directory, name: &str, data: &[u8]) -> Result<()> {
+    match dir.write(name, data) {
+        Err(e) if e.kind == ErrorKind::AlreadyExists => {
+            dir.delete(name)?;
+            dir.write(name, data)
+        }
+        other => other,
+    }
+}
+
 fn write_segment(dir: &dyn Directory, manifest: &mut Manifest, builder: SegmentBuilder) -> Result<SegmentMeta> {
-    let file = format!("seg-{:06}.qseg", manifest.next_segment);
-    manifest.next_segment += 1;
+    let file = new_file_name(manifest, "seg-", ".qseg")?;
     let (bytes, meta) = builder.finish(&file)?;
-    dir.write(&file, &bytes)?;
+    write_new(dir, &file, &bytes)?;
     Ok(meta)
 }
 
@@ -137,6 +175,7 @@ fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
         return Ok(0);
     }
     let mut builder = SegmentBuilder::new();
+    let mut written = Vec::new();
     for &i in &picked {
         let reader = SegmentReader::open(dir.clone(), manifest.segments[i].clone());
         for doc in 0..reader.meta.docs {
@@ -153,7 +192,13 @@ fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
                 modified_ms: record.modified_ms,
                 body: &body,
             });
+            if builder.text_bytes() >= SEGMENT_TEXT_BYTES {
+                written.push(write_segment(dir.as_ref(), manifest, std::mem::take(&mut builder))?);
+            }
         }
+    }
+    if !builder.is_empty() {
+        written.push(write_segment(dir.as_ref(), manifest, builder)?);
     }
     let mut kept: Vec<SegmentMeta> = Vec::new();
     for (i, meta) in manifest.segments.drain(..).enumerate() {
@@ -161,11 +206,8 @@ fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
             kept.push(meta);
         }
     }
+    kept.extend(written);
     manifest.segments = kept;
-    if !builder.is_empty() {
-        let meta = write_segment(dir.as_ref(), manifest, builder)?;
-        manifest.segments.push(meta);
-    }
     Ok(picked.len() as u32)
 }
 

@@ -40,7 +40,7 @@ pub fn length_sorted_batches(encodings: &[Encoding]) -> Vec<Vec<usize>> {
 }
 
 /// Reads a `[rows, cols]` tensor back as rows.
-pub fn rows(tensor: Tensor<2>) -> Vec<Vec<f32>> {
+pub fn rows(tensor: Tensor<2>) -> crate::Result<Vec<Vec<f32>>> {
     let [_, cols] = tensor.dims();
     split_rows(tensor.into_data(), cols)
 }
@@ -53,10 +53,30 @@ pub async fn rows_async(tensor: Tensor<2>) -> crate::Result<Vec<Vec<f32>>> {
         .into_data_async()
         .await
         .map_err(|e| crate::Error::new(crate::ErrorKind::Internal, format!("reading model output back: {e:?}")))?;
-    Ok(split_rows(data, cols))
+    split_rows(data, cols)
 }
 
-fn split_rows(data: TensorData, cols: usize) -> Vec<Vec<f32>> {
-    let data: Vec<f32> = data.try_to_vec::<f32>().unwrap_or_default();
-    data.chunks(cols.max(1)).map(<[f32]>::to_vec).collect()
+/// Rows of f32, converted from the backend's float type (f16 on some
+/// GPUs). Anything else is an error: empty vectors would be stored as if
+/// they were embeddings.
+fn split_rows(data: TensorData, cols: usize) -> crate::Result<Vec<Vec<f32>>> {
+    let dtype = data.dtype();
+    let data: Vec<f32> = data.try_into_vec_as::<f32>().map_err(|e| {
+        crate::Error::new(crate::ErrorKind::Internal, format!("model output of type {dtype:?} is not a float: {e:?}"))
+    })?;
+    Ok(data.chunks(cols.max(1)).map(<[f32]>::to_vec).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_convert_floats_and_refuse_the_rest() {
+        let halves = TensorData::new(vec![burn::tensor::f16::from_f32(0.5), burn::tensor::f16::from_f32(-1.0)], [1, 2]);
+        assert_eq!(split_rows(halves, 2).unwrap(), vec![vec![0.5, -1.0]]);
+        let flags = TensorData::new(vec![true, false], [1, 2]);
+        let err = split_rows(flags, 2).unwrap_err();
+        assert!(err.message.contains("is not a float"), "{}", err.message);
+    }
 }

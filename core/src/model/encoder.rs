@@ -94,7 +94,7 @@ impl SentenceEncoder {
         let encodings = self.tokenizer.encode(texts)?;
         let mut out = vec![Vec::new(); texts.len()];
         for batch in length_sorted_batches(&encodings) {
-            let vectors = rows(self.pooled(&batch, &encodings));
+            let vectors = rows(self.pooled(&batch, &encodings))?;
             scatter(&mut out, batch, vectors);
         }
         Ok(out)

@@ -56,7 +56,7 @@ impl CrossEncoder {
             let tokens = token_batch(&members, &self.device);
             let hidden = self.model.bert.forward(&tokens);
             let logits = self.model.classifier.forward(self.model.pooler.forward(hidden));
-            for (i, row) in batch.into_iter().zip(rows(sigmoid(logits))) {
+            for (i, row) in batch.into_iter().zip(rows(sigmoid(logits))?) {
                 out[i] = row[0];
             }
         }

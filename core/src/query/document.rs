@@ -16,9 +16,10 @@ pub enum QueryDocument {
 
 /// Strips a case-insensitive `prefix:` and the spaces after it.
 fn strip_prefix<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = line.get(..prefix.len() + 1)?;
-    (head[..prefix.len()].eq_ignore_ascii_case(prefix) && head.ends_with(':'))
-        .then(|| line[prefix.len() + 1..].trim_start())
+    // `get` keeps a multi-byte character after a short line intact.
+    let name = line.get(..prefix.len())?;
+    let rest = line[prefix.len()..].strip_prefix(':')?;
+    name.eq_ignore_ascii_case(prefix).then(|| rest.trim_start())
 }
 
 fn search_type(line: &str) -> Option<(SearchType, &str)> {
@@ -159,6 +160,15 @@ mod tests {
             vec![(SearchType::Lex, "performance".into()), (SearchType::Vec, "how to speed up pages".into())]
         );
         assert_eq!(intent.as_deref(), Some("web perf"));
+    }
+
+    /// Found by fuzzing: a multi-byte character where `lex:`'s colon would
+    /// be panicked on a char boundary.
+    #[test]
+    fn short_lines_with_wide_characters_are_plain_text() {
+        for input in ["v\u{fffd}\u{fffd}", "le\u{fffd}", "i\u{fffd}", "en\u{fffd}\u{5aa}"] {
+            assert_eq!(parse_query_document(input).unwrap(), QueryDocument::Expand(input.to_string()));
+        }
     }
 
     #[test]

@@ -72,6 +72,16 @@ impl VectorSet {
         Ok(VectorSet { manifest: manifest.clone(), segments })
     }
 
+    /// Reads every vector row and checks it against its checksum.
+    pub fn verify(&self) -> Result<()> {
+        for segment in &self.segments {
+            for content in &segment.contents {
+                segment.exact(content)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Content hashes that have vectors.
     pub fn hashes(&self) -> HashSet<&str> {
         self.segments.iter().flat_map(|s| s.contents.iter().map(|c| c.hash.as_str())).collect()

@@ -3,14 +3,15 @@
 //! (identical files share vectors; a rename re-embeds nothing).
 //!
 //! ```text
-//! "QMDVEC01"  dim u32  docs u32  rows u32
-//! docs × (hash: 64 ASCII bytes, first_row u32, rows u32)   contents, by hash
+//! "QMDVEC02"  dim u32  docs u32  rows u32
+//! docs × (hash: 64 ASCII bytes, first_row u32, rows u32, crc32 of its f32 rows u32)
 //! rows × (pos u32, scale f32)          chunk char offset, int8 scale
 //! rows × dim i8                        codes: scanned for every query
 //! rows × dim f32                       exact vectors: read for rescoring
 //! ```
-//! Everything up to the f32 block is loaded at open; the f32 rows are read
-//! one at a time, only for candidates. A content with no text has zero rows
+//! Everything up to the f32 block is loaded at open and checked against the
+//! crc32 in the manifest; the f32 rows are read one content at a time, only
+//! for candidates, and checked against that content's crc32. A content with no text has zero rows
 //! (so it is not pending again). Written once, named by the manifest only
 //! after it is complete, like text segments.
 
@@ -22,10 +23,10 @@ use super::quantize::quantize;
 use crate::directory::Directory;
 use crate::error::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"QMDVEC01";
+const MAGIC: &[u8; 8] = b"QMDVEC02";
 const HEADER: usize = 8 + 12;
 const HASH_LEN: usize = 64;
-const DOC_ENTRY: usize = HASH_LEN + 8;
+const DOC_ENTRY: usize = HASH_LEN + 12;
 const ROW_ENTRY: usize = 8;
 
 /// qmd's error when the model's dimension differs from the index's.
@@ -41,6 +42,8 @@ pub struct VectorSegmentMeta {
     pub file: String,
     pub docs: u32,
     pub rows: u32,
+    /// crc32 of everything before the f32 rows.
+    pub crc32: u32,
 }
 
 /// One embedded chunk of a document content.
@@ -92,20 +95,23 @@ impl VectorSegmentBuilder {
         for n in [self.dim, self.docs.len(), rows] {
             out.extend((n as u32).to_le_bytes());
         }
+        let floats: Vec<u8> = self.floats.iter().flat_map(|f| f.to_le_bytes()).collect();
+        let row_bytes = self.dim * 4;
         for (hash, first, n) in &self.docs {
             out.extend(hash.as_bytes());
             out.extend(first.to_le_bytes());
             out.extend(n.to_le_bytes());
+            let rows = &floats[*first as usize * row_bytes..(*first + *n) as usize * row_bytes];
+            out.extend(crc32fast::hash(rows).to_le_bytes());
         }
         for (pos, scale) in &self.rows {
             out.extend(pos.to_le_bytes());
             out.extend(scale.to_le_bytes());
         }
         out.extend(self.codes.iter().map(|c| *c as u8));
-        for f in &self.floats {
-            out.extend(f.to_le_bytes());
-        }
-        let meta = VectorSegmentMeta { file: file.to_string(), docs: self.docs.len() as u32, rows: rows as u32 };
+        let crc32 = crc32fast::hash(&out);
+        out.extend(floats);
+        let meta = VectorSegmentMeta { file: file.to_string(), docs: self.docs.len() as u32, rows: rows as u32, crc32 };
         (out, meta)
     }
 }
@@ -116,6 +122,7 @@ pub struct ContentRows {
     pub hash: String,
     pub first: u32,
     pub rows: u32,
+    crc32: u32,
 }
 
 /// An open vector segment: tables and int8 codes in memory.
@@ -136,10 +143,22 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
 
 impl VectorSegment {
     pub fn open(dir: Rc<dyn Directory>, meta: VectorSegmentMeta, dim: usize) -> Result<VectorSegment> {
-        let corrupt = |why: &str| Error::corrupt(&meta.file, why.to_string());
-        let (docs, rows) = (meta.docs as usize, meta.rows as usize);
-        let tables = HEADER + docs * DOC_ENTRY + rows * ROW_ENTRY;
+        let shown = dir.describe(&meta.file);
+        let corrupt = |why: &str| Error::corrupt(&shown, why.to_string());
+        let (docs, rows) = (meta.docs as u64, meta.rows as u64);
+        let tables = HEADER as u64 + docs * DOC_ENTRY as u64 + rows * ROW_ENTRY as u64;
+        let total = tables + rows * dim as u64 * 5;
+        // The size first: a damaged count must not become a huge read.
+        let size = dir.size(&meta.file).map_err(|e| e.missing_is_damage(&shown))?;
+        if size != total {
+            return Err(corrupt(&format!("the file has {size} bytes, the manifest says {total}")));
+        }
+        usize::try_from(total).map_err(|_| corrupt("the file is larger than memory"))?;
+        let (docs, rows, tables) = (docs as usize, rows as usize, tables as usize);
         let bytes = dir.read_range(&meta.file, 0, tables + rows * dim)?;
+        if crc32fast::hash(&bytes) != meta.crc32 {
+            return Err(corrupt("checksum mismatch"));
+        }
         if bytes.len() != tables + rows * dim || &bytes[..8] != MAGIC {
             return Err(corrupt("not a vector segment, or truncated"));
         }
@@ -154,7 +173,8 @@ impl VectorSegment {
             if first as usize + n as usize > rows {
                 return Err(corrupt("row range out of bounds"));
             }
-            contents.push(ContentRows { hash: hash.to_string(), first, rows: n });
+            let crc32 = u32_at(&bytes, at + HASH_LEN + 8);
+            contents.push(ContentRows { hash: hash.to_string(), first, rows: n, crc32 });
         }
         let row_table = HEADER + docs * DOC_ENTRY;
         let positions = (0..rows).map(|r| u32_at(&bytes, row_table + r * ROW_ENTRY)).collect();
@@ -182,8 +202,8 @@ impl VectorSegment {
         let (first, rows) = (content.first as usize, content.rows as usize);
         let len = rows * self.dim * 4;
         let bytes = self.dir.read_range(&self.meta.file, self.floats_at + (first * self.dim * 4) as u64, len)?;
-        if bytes.len() != len {
-            return Err(Error::corrupt(&self.meta.file, "truncated vector"));
+        if bytes.len() != len || crc32fast::hash(&bytes) != content.crc32 {
+            return Err(Error::corrupt(&self.dir.describe(&self.meta.file), "checksum mismatch in vector rows"));
         }
         let floats: Vec<f32> =
             bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();

@@ -14,7 +14,7 @@ use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
 use crate::directory::Directory;
 use crate::error::Result;
 use crate::index::segment::reader::cached;
-use crate::index::{Index, Manifest, next_generation, publish};
+use crate::index::{Index, Manifest, new_file_name, next_generation, publish, write_new};
 
 /// What a vector commit changes.
 pub enum VectorChange {
@@ -72,10 +72,9 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
 }
 
 fn write(dir: &dyn Directory, manifest: &mut Manifest, builder: VectorSegmentBuilder) -> Result<VectorSegmentMeta> {
-    let file = format!("vec-{:06}.qvec", manifest.next_segment);
-    manifest.next_segment += 1;
+    let file = new_file_name(manifest, "vec-", ".qvec")?;
     let (bytes, meta) = builder.finish(&file);
-    dir.write(&file, &bytes)?;
+    write_new(dir, &file, &bytes)?;
     Ok(meta)
 }
 

@@ -32,6 +32,10 @@ pub enum Command {
         /// Accepted for qmd compatibility; has no effect.
         #[arg(long)]
         pull: bool,
+        /// Rebuild the index from the collection folders, whatever state it
+        /// is in: the recovery from a damaged index (keeps vectors that verify).
+        #[arg(long)]
+        rebuild: bool,
     },
     /// Keyword (BM25) search.
     Search(SearchArgs),

@@ -8,9 +8,11 @@ use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{CollectionCommand, ContextCommand};
+use super::output::escape_controls;
 use super::time::{ago, human_size, ls_date, now_ms};
 use super::{Session, engine_result};
-use crate::component::bindings::{CollectionInfo, Listing, UpdateReport};
+use crate::component::bindings::{CollectionInfo, CollectionRoot, Listing, UpdateReport};
+use qmd_core::model::DeviceChoice;
 
 fn collections(session: &Session) -> Result<Vec<CollectionInfo>> {
     session.read(|store, engine| engine_result(engine.call_collection_list(store)))
@@ -37,17 +39,26 @@ fn progress_bar() -> Option<crate::component::ProgressFn> {
     }))
 }
 
-/// Runs `update` for `only` (all when empty) with the roots mounted.
-fn run_update(session: &Session, only: Vec<String>) -> Result<UpdateReport> {
-    let roots: Vec<PathBuf> = collections(session)?
+/// Runs `update` for `only` (all when empty), or a rebuild, with the
+/// collection folders mounted. Reads the config only, never the index, so
+/// a rebuild works on a damaged one.
+fn run_update(session: &Session, only: Vec<String>, rebuild: bool) -> Result<UpdateReport> {
+    let roots: Vec<PathBuf> = collection_roots(session)?
         .into_iter()
         .filter(|c| only.is_empty() || only.contains(&c.name))
         .map(|c| PathBuf::from(c.path))
         .collect();
-    session.call(true, roots, progress_bar(), |store, engine| engine_result(engine.call_update(store, &only)))
+    session.call(true, roots, progress_bar(), |store, engine| {
+        engine_result(if rebuild { engine.call_rebuild(store) } else { engine.call_update(store, &only) })
+    })
 }
 
-fn print_report(report: &UpdateReport) {
+fn collection_roots(session: &Session) -> Result<Vec<CollectionRoot>> {
+    session.read(|store, engine| engine_result(engine.call_collection_roots(store)))
+}
+
+/// Prints the report; returns whether every collection could be scanned.
+fn print_report(report: &UpdateReport) -> bool {
     let sum =
         |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
     println!(
@@ -57,26 +68,38 @@ fn print_report(report: &UpdateReport) {
         sum(|c| c.unchanged),
         sum(|c| c.removed)
     );
+    for note in &report.notes {
+        println!("{note}");
+    }
     for c in &report.collections {
         for s in &c.skipped {
-            eprintln!("Skipped qmd://{}/{} ({})", c.name, s.path, s.reason);
+            eprintln!("Skipped qmd://{}/{} ({})", escape_controls(&c.name), escape_controls(&s.path), s.reason);
         }
     }
+    for c in &report.collections {
+        if let Some(error) = &c.error {
+            eprintln!("Error: collection '{}' was not updated: {}", escape_controls(&c.name), escape_controls(error));
+        }
+    }
+    report.collections.iter().all(|c| c.error.is_none())
 }
 
-pub fn update(session: &Session, only: Vec<String>) -> Result<ExitCode> {
-    let list = collections(session)?;
-    if list.is_empty() {
+pub fn update(session: &Session, only: Vec<String>, rebuild: bool) -> Result<ExitCode> {
+    let list = collection_roots(session)?;
+    if list.is_empty() && !rebuild {
         println!("No collections. Add one with 'qmd collection add <path>'.");
         return Ok(ExitCode::SUCCESS);
     }
-    for (i, c) in list.iter().enumerate() {
-        println!("[{}/{}] {} ({})", i + 1, list.len(), c.name, c.pattern);
+    if rebuild {
+        println!("Rebuilding the index from {} collection folders", list.len());
     }
-    let report = run_update(session, only)?;
+    for (i, c) in list.iter().enumerate() {
+        println!("[{}/{}] {} ({})", i + 1, list.len(), escape_controls(&c.name), c.pattern);
+    }
+    let report = run_update(session, only, rebuild)?;
     println!();
-    print_report(&report);
-    Ok(ExitCode::SUCCESS)
+    let complete = print_report(&report);
+    Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode> {
@@ -99,8 +122,10 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             })?;
             println!("Creating collection '{}'...", info.name);
             println!("Collection: {} ({})\n", info.path, info.pattern);
-            let report = run_update(session, vec![info.name.clone()])?;
-            print_report(&report);
+            let report = run_update(session, vec![info.name.clone()], false)?;
+            if !print_report(&report) {
+                return Ok(ExitCode::FAILURE);
+            }
             println!("✓ Collection '{}' created successfully", info.name);
         }
         CollectionCommand::List => {
@@ -231,7 +256,7 @@ pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
         Listing::Collections(list) => {
             println!("Collections:\n");
             for c in list {
-                println!("  qmd://{}/  ({} files)", c.name, c.files);
+                println!("  qmd://{}/  ({} files)", escape_controls(&c.name), c.files);
             }
         }
         Listing::Files(files) => {
@@ -240,7 +265,12 @@ pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
             let sizes: Vec<String> = files.iter().map(|f| human_size(f.size)).collect();
             let width = sizes.iter().map(|s| s.chars().count()).max().unwrap_or(0);
             for (f, size) in files.iter().zip(&sizes) {
-                println!("{size:>width$}  {}  qmd://{}/{}", ls_date(f.modified, now), f.collection, f.path);
+                println!(
+                    "{size:>width$}  {}  qmd://{}/{}",
+                    ls_date(f.modified, now),
+                    escape_controls(&f.collection),
+                    escape_controls(&f.path)
+                );
             }
         }
     }
@@ -296,14 +326,16 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
         println!("  Vectors in the index are from {model}: run 'qmd embed -f' to re-embed.");
     }
-    match crate::models::device() {
-        Ok(device) => println!(
-            "  Device:    {}{}",
-            device.description,
-            if crate::models::force_cpu() { ", forced by QMD_FORCE_CPU" } else { "" }
-        ),
-        Err(e) => println!("  Device:    none ({e})"),
-    }
+    // Named, not probed: opening a GPU costs a second and wakes drivers
+    // (and their noise) for a command that runs no model.
+    let device = match crate::models::device_choice() {
+        Ok(DeviceChoice::Cpu) if crate::models::force_cpu() => "CPU (forced by --no-gpu / QMD_FORCE_CPU)".to_string(),
+        Ok(DeviceChoice::Cpu) => "CPU (QMD_DEVICE=cpu)".to_string(),
+        Ok(DeviceChoice::Gpu) => "GPU, any adapter (QMD_DEVICE=gpu)".to_string(),
+        Ok(DeviceChoice::Auto) => "auto: a hardware GPU when a model job starts, else the CPU".to_string(),
+        Err(e) => format!("none ({e})"),
+    };
+    println!("  Device:    {device}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -314,7 +346,7 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         force: args.force,
         collection: args.collection,
         max_docs_per_batch: args.max_docs_per_batch.max(1),
-        max_batch_bytes: args.max_batch_mb.max(1) << 20,
+        max_batch_bytes: args.max_batch_mb.max(1).saturating_mul(1 << 20),
     };
     if args.force {
         println!("Force re-indexing: clearing all vectors...");

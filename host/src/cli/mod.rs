@@ -20,7 +20,7 @@ use output::{Format, SearchView, Style};
 
 /// A component call's result, or the engine's error as a user message.
 pub(crate) fn engine_result<T>(r: wasmtime::Result<std::result::Result<T, bindings::Error>>) -> Result<T> {
-    r.map_err(anyhow::Error::from)?.map_err(|e| anyhow!(e.message))
+    r.map_err(crate::component::call_failed)?.map_err(|e| anyhow!(e.message))
 }
 
 /// The index a command works on, and a way to call the engine on it.
@@ -28,19 +28,19 @@ pub struct Session {
     runtime: std::sync::Arc<Runtime>,
     pub index_name: String,
     pub index_dir: std::path::PathBuf,
-    pub config_dir: std::path::PathBuf,
+    pub config: paths::ConfigFile,
     pub models: crate::models::ModelSources,
 }
 
 impl Session {
     fn new(index: Option<&str>) -> Result<Session> {
         let index_name = paths::index_name(index);
-        let config_dir = paths::config_dir();
-        let models = crate::models::ModelSources::for_index(&config_dir, &index_name);
+        let config = paths::ConfigFile::for_index(&index_name);
+        let models = crate::models::ModelSources::for_index(&config)?;
         Ok(Session {
             runtime: std::sync::Arc::new(Runtime::new(&models)?),
             index_dir: paths::index_dir(&index_name),
-            config_dir,
+            config,
             index_name,
             models,
         })
@@ -54,7 +54,7 @@ impl Session {
         progress: Option<ProgressFn>,
         f: impl FnOnce(&mut wasmtime::Store<crate::component::HostState>, &bindings::Engine) -> Result<T>,
     ) -> Result<T> {
-        let grants = Grants { index_dir: self.index_dir.clone(), config_dir: self.config_dir.clone(), write, roots };
+        let grants = Grants { index_dir: self.index_dir.clone(), config: self.config.clone(), write, roots };
         if write {
             std::fs::create_dir_all(&self.index_dir)?;
         }
@@ -85,14 +85,17 @@ pub fn run() -> Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
+    if !matches!(cli.command, Command::Mcp(_) | Command::Web(_)) {
+        die_quietly_on_closed_pipe();
+    }
     if cli.no_gpu {
         // SAFETY: set before any thread is started.
         unsafe { std::env::set_var("QMD_FORCE_CPU", "1") };
     }
     if let Command::Web(args) = cli.command {
         // The app runs its own engine in the browser: no component here.
-        let models =
-            crate::models::ModelSources::for_index(&paths::config_dir(), &paths::index_name(cli.index.as_deref()));
+        let config = paths::ConfigFile::for_index(&paths::index_name(cli.index.as_deref()));
+        let models = crate::models::ModelSources::for_index(&config)?;
         return crate::web::run(&models, crate::web::WebOptions { port: args.port, dir: args.dir });
     }
     let session = Session::new(cli.index.as_deref())?;
@@ -100,7 +103,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Collection(cmd) => manage::collection(&session, cmd),
         Command::Context(cmd) => manage::context(&session, cmd),
         Command::Ls { target } => manage::ls(&session, target),
-        Command::Update { .. } => manage::update(&session, Vec::new()),
+        Command::Update { rebuild, .. } => manage::update(&session, Vec::new(), rebuild),
         Command::Status => manage::status(&session),
         Command::Search(args) => search(&session, args),
         Command::Vsearch(args) => vsearch(&session, args),
@@ -118,6 +121,14 @@ pub fn run() -> Result<ExitCode> {
         },
         Command::Web(_) => unreachable!("handled before the session is opened"),
     }
+}
+
+/// `qmd search x | head` closes stdout early: like `cat`, end quietly
+/// instead of panicking in `println!`. Servers keep Rust's default (the
+/// signal ignored), so a client that hangs up mid-reply cannot kill them.
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: resetting a signal disposition to its default has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 fn style() -> Style {
@@ -146,7 +157,9 @@ fn search_options(args: &SearchArgs, format: Format, all_limit: u32, min_score: 
     let limit = if args.all {
         all_limit
     } else {
-        args.limit.unwrap_or(if matches!(format, Format::Json | Format::Files) { 20 } else { 5 }) as u32
+        let limit = args.limit.unwrap_or(if matches!(format, Format::Json | Format::Files) { 20 } else { 5 });
+        // Past 32 bits means "all of them", not a wrap to 0.
+        u32::try_from(limit).unwrap_or(u32::MAX)
     };
     bindings::SearchOptions {
         collections: args.collections.clone(),
@@ -218,7 +231,8 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
         max_lines: args.lines,
         line_numbers: !args.no_line_numbers,
     };
-    let result = session.read(|store, engine| engine.call_get(store, &request).map_err(anyhow::Error::from))?;
+    let result =
+        session.read(|store, engine| engine.call_get(store, &request).map_err(crate::component::call_failed))?;
     match result {
         Ok(mut doc) => {
             if args.full_path {

@@ -102,7 +102,7 @@ pub fn render_get(doc: &Document, full_path: bool) -> String {
     } else {
         format!("{}  #{}", qmd_uri(&doc.collection, &doc.path), doc.docid)
     };
-    let mut out = header + "\n";
+    let mut out = escape_controls(&header).into_owned() + "\n";
     if let Some(ctx) = nonempty(&doc.context) {
         out += &format!("Folder Context: {ctx}\n");
     }
@@ -168,20 +168,21 @@ fn search_cli(hits: &[SearchHit], view: &SearchView, style: &Style) -> String {
 fn cli_block(hit: &SearchHit, view: &SearchView, style: &Style) -> String {
     let (reset, dim, bold) = (style.paint(RESET), style.paint(DIM), style.paint(BOLD));
     let (ident, show_docid) = search_ident(hit, view);
+    let ident = escape_controls(&ident);
     // `:LINE` only when a query term occurs in the snippet (engine decides).
     let line_info = if hit.line_matched { format!(":{}", hit.line) } else { String::new() };
     let docid =
         if show_docid && !hit.docid.is_empty() { format!(" {dim}#{}{reset}", hit.docid) } else { String::new() };
     let mut out = format!("{}{ident}{dim}{line_info}{reset}{docid}\n", style.paint(CYAN));
     if !hit.title.is_empty() {
-        out += &format!("{bold}Title: {}{reset}\n", hit.title);
+        out += &format!("{bold}Title: {}{reset}\n", escape_controls(&hit.title));
     }
     if let Some(ctx) = nonempty(&hit.context) {
-        out += &format!("{dim}Context: {ctx}{reset}\n");
+        out += &format!("{dim}Context: {}{reset}\n", escape_controls(ctx));
     }
     out += &format!("Score: {bold}{}{reset}\n\n", format_score(hit.score, style));
     let content = numbered(search_content(hit, view), view, cli_start(hit, view));
-    out + &content + "\n"
+    out + &escape_controls_in_text(&content) + "\n"
 }
 
 /// `NN%` right-aligned to three columns, coloured by strength.
@@ -278,7 +279,8 @@ fn search_files(hits: &[SearchHit], view: &SearchView) -> String {
     let mut out = String::new();
     for hit in hits {
         let (ident, _) = search_ident(hit, view);
-        let ctx = nonempty(&hit.context).map(quoted_context).unwrap_or_default();
+        let ident = escape_controls(&ident);
+        let ctx = nonempty(&hit.context).map(|c| quoted_context(&escape_controls(c))).unwrap_or_default();
         let score = to_fixed(hit.score, 2);
         // Upstream drops the docid under --full-path even for unresolved rows.
         if view.full_path {
@@ -341,7 +343,7 @@ fn multi_cli(rows: &[MultiRow]) -> String {
     let mut out = String::new();
     for row in rows {
         let id = row.docid.map(|d| format!("  #{d}")).unwrap_or_default();
-        out += &format!("\n{rule}\nFile: {}{id}\n{rule}\n\n", row.ident);
+        out += &format!("\n{rule}\nFile: {}{id}\n{rule}\n\n", escape_controls(&row.ident));
         if let Some(reason) = &row.skipped {
             out += &format!("[SKIPPED: {reason}]\n");
             continue;
@@ -440,15 +442,46 @@ fn multi_files(rows: &[MultiRow]) -> String {
     let mut out = String::new();
     for row in rows {
         let id = row.docid.map(|d| format!("#{d},")).unwrap_or_default();
-        let ctx = row.context.map(quoted_context).unwrap_or_default();
+        let ctx = row.context.map(|c| quoted_context(&escape_controls(c))).unwrap_or_default();
         let status = if row.skipped.is_some() { ",[SKIPPED]" } else { "" };
-        out += &format!("{id}{}{ctx}{status}\n", row.ident);
+        out += &format!("{id}{}{ctx}{status}\n", escape_controls(&row.ident));
     }
     out
 }
 
 // ---------------------------------------------------------------------------
 // Shared helpers
+
+/// `text` with control characters made visible (`\x1b`, `\r`, `\n`, …), for
+/// one-line fields of human and line formats: a file name or title must not
+/// move the cursor, recolour or rewrite the user's terminal, or forge a line.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// As [`escape_controls`], keeping line breaks and tabs (snippets, bodies).
+fn escape_controls_in_text(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && !(keep_lines && (c == '\n' || c == '\t'));
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !unsafe_char(c) => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
 
 fn qmd_uri(collection: &str, path: &str) -> String {
     format!("qmd://{collection}/{path}")

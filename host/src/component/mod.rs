@@ -14,6 +14,7 @@ use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::models::{ModelSources, Models};
+use crate::paths::ConfigFile;
 
 static COMPONENT: &[u8] = include_bytes!(env!("QMD_COMPONENT_PATH"));
 const COMPONENT_HASH: &str = env!("QMD_COMPONENT_HASH");
@@ -73,7 +74,7 @@ impl bindings::qmd::engine::inference::Host for HostState {
 /// What one call may touch.
 pub struct Grants {
     pub index_dir: PathBuf,
-    pub config_dir: PathBuf,
+    pub config: ConfigFile,
     /// Index and config writable (update, collection and context commands).
     pub write: bool,
     /// Collection roots, mounted read-only at their own absolute paths.
@@ -110,19 +111,25 @@ impl Runtime {
         // File I/O on the calling thread: handing every WASI filesystem call to
         // tokio's blocking pool costs two thread wake-ups per call (14 s of a
         // no-op update over 38k files went there).
-        wasi.inherit_stderr().env("QMD_INDEX_NAME", index_name).allow_blocking_current_thread(true);
+        wasi.inherit_stderr()
+            .env("QMD_INDEX_NAME", index_name)
+            .env("QMD_CONFIG_FILE", &grants.config.name)
+            .allow_blocking_current_thread(true);
         let perms = if grants.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-        for (host, guest) in [(&grants.index_dir, "/.qmd/index"), (&grants.config_dir, "/.qmd/config")] {
+        // Mounted at their own paths, as the roots are, so every message the
+        // engine words names the user's real path.
+        for (host, var) in [(&grants.index_dir, "QMD_INDEX_DIR"), (&grants.config.dir, "QMD_CONFIG_DIR")] {
             std::fs::create_dir_all(host).with_context(|| format!("cannot create {}", host.display()))?;
-            wasi.preopened_dir(host, guest, perms)
+            let guest = guest_path(host);
+            wasi.preopened_dir(host, &guest, perms)
                 .map_err(anyhow::Error::from)
                 .with_context(|| format!("cannot open {}", host.display()))?;
+            wasi.env(var, &guest);
         }
-        for root in &grants.roots {
-            let guest = root.to_string_lossy();
-            if let Err(e) = wasi.preopened_dir(root, &*guest, FsPerms::ReadOnly) {
-                eprintln!("Warning: cannot open collection root {}: {e}", root.display());
-            }
+        for root in grants.roots.iter().filter(|r| **r != grants.index_dir && **r != grants.config.dir) {
+            // A missing or unreadable root is reported by the engine, per
+            // collection, when it cannot walk it.
+            let _ = wasi.preopened_dir(root, &*guest_path(root), FsPerms::ReadOnly);
         }
         let state =
             HostState { wasi: wasi.build(), table: ResourceTable::new(), progress, models: self.models.clone() };
@@ -131,6 +138,26 @@ impl Runtime {
             bindings::Engine::instantiate(&mut store, &self.component, &self.linker).map_err(anyhow::Error::from)?;
         Ok((store, instance))
     }
+}
+
+/// A failed call into the component as the user sees it. A trap (a panic
+/// in the engine) becomes one line: its wasm backtrace is for developers,
+/// and must reach neither a terminal nor an MCP client. The engine's own
+/// panic message is on stderr already. Nothing was committed: a write
+/// publishes its manifest last.
+pub fn call_failed(error: impl Into<anyhow::Error>) -> anyhow::Error {
+    let error: anyhow::Error = error.into();
+    match error.chain().find_map(|e| e.downcast_ref::<wasmtime::Trap>()) {
+        Some(trap) => anyhow::anyhow!(
+            "internal error: the qmd engine stopped ({trap}); the index is unchanged. This is a bug: please report it with the command that caused it"
+        ),
+        None => error,
+    }
+}
+
+/// Where a host directory is mounted in the guest: at its own path.
+fn guest_path(host: &Path) -> String {
+    host.to_string_lossy().into_owned()
 }
 
 /// The compiled component, from the on-disk cache when it matches this

@@ -42,7 +42,7 @@ pub fn run(session: &Session, options: McpOptions) -> Result<ExitCode> {
     }
     let grants = Grants {
         index_dir: session.index_dir.clone(),
-        config_dir: session.config_dir.clone(),
+        config: session.config.clone(),
         write: false,
         roots: Vec::new(),
     };

@@ -52,7 +52,7 @@ impl EnginePool {
                     Instance { store, engine }
                 }
             };
-            let result = f(&mut instance.store, &instance.engine);
+            let result = f(&mut instance.store, &instance.engine).map_err(crate::component::call_failed);
             // An instance that trapped is dropped: its state is unknown.
             if result.is_ok()
                 && let Ok(mut idle) = pool.idle.lock()

@@ -177,16 +177,22 @@ pub struct ModelSources {
 }
 
 impl ModelSources {
-    /// From the index's config (`<config dir>/<index>.yml`), the environment
-    /// and the defaults. An unreadable or invalid config names no models
-    /// here; the engine reports it on its own.
-    pub fn for_index(config_dir: &std::path::Path, index_name: &str) -> ModelSources {
-        let text = std::fs::read_to_string(config_dir.join(format!("{index_name}.yml"))).unwrap_or_default();
-        let config = qmd_core::collection::Config::parse(&text).unwrap_or_default();
-        ModelSources {
+    /// From the index's config file, the environment and the defaults. A
+    /// config that cannot be parsed is an error (a typo in `models:` must
+    /// not quietly run the default models); a missing one names none.
+    pub fn for_index(config: &crate::paths::ConfigFile) -> anyhow::Result<ModelSources> {
+        let path = config.path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        };
+        let config = qmd_core::collection::Config::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, path.display()))?;
+        Ok(ModelSources {
             embed: ModelSource::configured(ModelRole::Embed, &config),
             rerank: ModelSource::configured(ModelRole::Rerank, &config),
-        }
+        })
     }
 }
 

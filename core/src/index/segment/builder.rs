@@ -37,6 +37,8 @@ pub struct SegmentBuilder {
     docs: Vec<u8>,
     bodies: Vec<u8>,
     tokens: u64,
+    /// Text bytes added, for splitting large updates into several segments.
+    text_bytes: usize,
     /// Per-document scratch: term → positions per field. Reused across docs.
     scratch: HashMap<String, [Vec<u32>; FIELDS]>,
     scratch_free: Vec<[Vec<u32>; FIELDS]>,
@@ -53,6 +55,11 @@ impl SegmentBuilder {
 
     pub fn is_empty(&self) -> bool {
         self.doc_lens.is_empty()
+    }
+
+    /// Bytes of text (bodies, titles, paths) added so far.
+    pub fn text_bytes(&self) -> usize {
+        self.text_bytes
     }
 
     /// Adds a document; returns its ordinal in this segment.
@@ -101,6 +108,7 @@ impl SegmentBuilder {
         }
         self.doc_lens.push(doc_len);
         self.tokens += u64::from(doc_len);
+        self.text_bytes += doc.body.len() + doc.title.len() + doc.path.len();
         self.doc_colls.push(coll as u16);
 
         self.doc_offsets.push(self.docs.len() as u32);
@@ -109,10 +117,11 @@ impl SegmentBuilder {
         self.docs.extend_from_slice(&crate::document::hash_bytes(doc.hash));
         self.docs.extend_from_slice(&doc.modified_ms.to_le_bytes());
         put_vint(&mut self.docs, doc.body.len() as u64);
-        let compressed = lz4_flex::compress_prepend_size(doc.body.as_bytes());
+        let stored = super::body::encode(doc.body);
         put_vint(&mut self.docs, self.bodies.len() as u64);
-        put_vint(&mut self.docs, compressed.len() as u64);
-        self.bodies.extend_from_slice(&compressed);
+        put_vint(&mut self.docs, stored.len() as u64);
+        self.docs.extend_from_slice(&crc32fast::hash(&stored).to_le_bytes());
+        self.bodies.extend_from_slice(&stored);
         ord
     }
 
@@ -127,11 +136,12 @@ impl SegmentBuilder {
         let (mut postings, mut positions) = (Vec::new(), Vec::new());
         for (ord, (term, p)) in terms.iter().enumerate() {
             fst.insert(term, ord as u64).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
-            push_terminfo(&mut terminfo, p.df, postings.len() as u64, positions.len() as u64);
+            let crcs = [crc32fast::hash(&p.postings), crc32fast::hash(&p.positions)];
+            push_terminfo(&mut terminfo, p.df, postings.len() as u64, positions.len() as u64, crcs);
             postings.extend_from_slice(&p.postings);
             positions.extend_from_slice(&p.positions);
         }
-        push_terminfo(&mut terminfo, 0, postings.len() as u64, positions.len() as u64);
+        push_terminfo(&mut terminfo, 0, postings.len() as u64, positions.len() as u64, [0, 0]);
         let fst = fst.into_inner().map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
 
         self.doc_offsets.push(self.docs.len() as u32);
@@ -167,13 +177,17 @@ impl SegmentBuilder {
             sections,
             deletes: None,
             deleted: 0,
+            deletes_crc32: 0,
         };
         Ok((file_bytes, meta))
     }
 }
 
-fn push_terminfo(out: &mut Vec<u8>, df: u32, postings: u64, positions: u64) {
+fn push_terminfo(out: &mut Vec<u8>, df: u32, postings: u64, positions: u64, crcs: [u32; 2]) {
     out.extend_from_slice(&df.to_le_bytes());
     out.extend_from_slice(&postings.to_le_bytes());
     out.extend_from_slice(&positions.to_le_bytes());
+    for crc in crcs {
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
 }

@@ -10,12 +10,13 @@ use crate::error::{Error, Result};
 use crate::index::codec::{get_bytes, get_vint, u32_at};
 use crate::index::manifest::SegmentMeta;
 
-/// Where a term's postings and positions are.
+/// Where a term's postings and positions are, with their checksums.
 #[derive(Clone, Copy, Debug)]
 pub struct TermInfo {
     pub df: u32,
     postings: (u64, u64),
     positions: (u64, u64),
+    crcs: [u32; 2],
 }
 
 /// A document's stored metadata.
@@ -29,6 +30,7 @@ pub struct DocRecord {
     pub size: u64,
     body_offset: u64,
     body_len: u64,
+    body_crc32: u32,
 }
 
 pub struct SegmentReader {
@@ -41,6 +43,10 @@ pub struct SegmentReader {
     docoffs: OnceCell<Vec<u8>>,
     docs: OnceCell<Vec<u8>>,
     deleted: OnceCell<Vec<u8>>,
+    /// Set once the file was found to be as long as the manifest says.
+    size_checked: OnceCell<()>,
+    /// Off only for fuzzing the decoders behind the checksums.
+    verify_checksums: bool,
 }
 
 /// The cell's value, loading it on first use; a failed load leaves the cell
@@ -65,29 +71,72 @@ impl SegmentReader {
             docoffs: OnceCell::new(),
             docs: OnceCell::new(),
             deleted: OnceCell::new(),
+            size_checked: OnceCell::new(),
+            verify_checksums: true,
         }
     }
 
+    /// A reader that skips checksum comparisons, so a fuzzer's mutations
+    /// reach the decoders behind them (which must hold up on their own).
+    #[doc(hidden)]
+    pub fn without_checksums(mut self) -> Self {
+        self.verify_checksums = false;
+        self
+    }
+
+    fn checksum_matches(&self, data: &[u8], crc32: u32) -> bool {
+        !self.verify_checksums || crc32fast::hash(data) == crc32
+    }
+
     fn corrupt(&self, what: &str) -> Error {
-        Error::corrupt(&self.meta.file, what)
+        Error::corrupt(&self.dir.describe(&self.meta.file), what)
+    }
+
+    fn missing_is_damage(&self, e: Error) -> Error {
+        e.missing_is_damage(&self.dir.describe(&self.meta.file))
+    }
+
+    /// Bytes of the segment file; a missing or short file is damage. The
+    /// first read compares the file's size with the manifest's sections,
+    /// so a damaged length never becomes a huge allocation.
+    fn read_file(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
+        cached(&self.size_checked, || {
+            let expected = self.meta.sections.last().map_or(0, |s| s.offset + s.len);
+            let actual = self.dir.size(&self.meta.file).map_err(|e| self.missing_is_damage(e))?;
+            if actual != expected {
+                return Err(self.corrupt(&format!("the file has {actual} bytes, the manifest says {expected}")));
+            }
+            Ok(())
+        })?;
+        let len = usize::try_from(len).map_err(|_| self.corrupt("section larger than memory"))?;
+        self.dir.read_range(&self.meta.file, offset, len).map_err(|e| self.missing_is_damage(e))
     }
 
     /// Reads a whole section and checks its crc32.
     fn section(&self, name: &str) -> Result<Vec<u8>> {
         let s = self.meta.section(name)?;
-        let data = self.dir.read_range(&self.meta.file, s.offset, s.len as usize)?;
-        if crc32fast::hash(&data) != s.crc32 {
+        let data = self.read_file(s.offset, s.len)?;
+        // The term dictionary is verified even when fuzzing: the fst crate
+        // trusts a map's structure once its header checks out, so a damaged
+        // one must never get past its checksum.
+        let verify = self.verify_checksums || name == "terms";
+        if verify && crc32fast::hash(&data) != s.crc32 {
             return Err(self.corrupt(&format!("checksum mismatch in section {name}")));
         }
         Ok(data)
     }
 
-    fn read_in(&self, section: &str, start: u64, end: u64) -> Result<Vec<u8>> {
+    /// Bytes `start..end` of a section, checked against `crc32`.
+    fn read_in(&self, section: &str, start: u64, end: u64, crc32: u32) -> Result<Vec<u8>> {
         let s = self.meta.section(section)?;
         if end < start || end > s.len {
             return Err(self.corrupt(&format!("range outside section {section}")));
         }
-        self.dir.read_range(&self.meta.file, s.offset + start, (end - start) as usize)
+        let data = self.read_file(s.offset + start, end - start)?;
+        if !self.checksum_matches(&data, crc32) {
+            return Err(self.corrupt(&format!("checksum mismatch in section {section}")));
+        }
+        Ok(data)
     }
 
     fn fst(&self) -> Result<&fst::Map<Vec<u8>>> {
@@ -96,17 +145,20 @@ impl SegmentReader {
 
     fn terminfo_at(&self, ord: u64) -> Result<TermInfo> {
         let table = cached(&self.terminfo, || self.section("terminfo"))?;
-        let at = |i: u64| -> Option<(u32, u64, u64)> {
-            let b = table.get(i as usize * TERMINFO_WIDTH..(i as usize + 1) * TERMINFO_WIDTH)?;
+        let at = |i: u64| -> Option<(u32, u64, u64, [u32; 2])> {
+            let start = usize::try_from(i).ok()?.checked_mul(TERMINFO_WIDTH)?;
+            let b = table.get(start..start.checked_add(TERMINFO_WIDTH)?)?;
+            let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
             Some((
-                u32::from_le_bytes(b[0..4].try_into().ok()?),
+                u32_at(0),
                 u64::from_le_bytes(b[4..12].try_into().ok()?),
                 u64::from_le_bytes(b[12..20].try_into().ok()?),
+                [u32_at(20), u32_at(24)],
             ))
         };
-        let ((df, p0, q0), (_, p1, q1)) =
-            at(ord).zip(at(ord + 1)).ok_or_else(|| self.corrupt("term ordinal out of range"))?;
-        Ok(TermInfo { df, postings: (p0, p1), positions: (q0, q1) })
+        let ((df, p0, q0, crcs), (_, p1, q1, _)) =
+            at(ord).zip(ord.checked_add(1).and_then(at)).ok_or_else(|| self.corrupt("term ordinal out of range"))?;
+        Ok(TermInfo { df, postings: (p0, p1), positions: (q0, q1), crcs })
     }
 
     /// Exact term lookup.
@@ -134,12 +186,18 @@ impl SegmentReader {
 
     /// Decoded postings of a term: `(doc, tf per field)`.
     pub fn postings(&self, info: &TermInfo) -> Result<Vec<(u32, [u32; FIELDS])>> {
-        let data = self.read_in("postings", info.postings.0, info.postings.1)?;
-        let mut out = Vec::with_capacity(info.df as usize);
+        let data = self.read_in("postings", info.postings.0, info.postings.1, info.crcs[0])?;
+        // Each posting takes at least two bytes: a damaged df cannot make
+        // this allocate more than the data.
+        let mut out = Vec::with_capacity((info.df as usize).min(data.len() / 2));
         let (mut pos, mut doc) = (0usize, 0u32);
         for i in 0..info.df {
-            let delta = get_vint(&data, &mut pos).ok_or_else(|| self.corrupt("truncated postings"))? as u32;
-            doc = if i == 0 { delta } else { doc + delta };
+            let delta = get_vint(&data, &mut pos).ok_or_else(|| self.corrupt("truncated postings"))?;
+            let next = if i == 0 { Some(delta) } else { u64::from(doc).checked_add(delta) };
+            doc = next
+                .and_then(|d| u32::try_from(d).ok())
+                .filter(|&d| d < self.meta.docs)
+                .ok_or_else(|| self.corrupt("posting names a document out of range"))?;
             let mask = *data.get(pos).ok_or_else(|| self.corrupt("truncated postings"))?;
             pos += 1;
             let mut tfs = [0u32; FIELDS];
@@ -155,15 +213,17 @@ impl SegmentReader {
 
     /// Positions of a term, aligned with [`Self::postings`]: per doc, per field.
     pub fn positions(&self, info: &TermInfo, postings: &[(u32, [u32; FIELDS])]) -> Result<Vec<[Vec<u32>; FIELDS]>> {
-        let data = self.read_in("positions", info.positions.0, info.positions.1)?;
+        let data = self.read_in("positions", info.positions.0, info.positions.1, info.crcs[1])?;
         let mut pos = 0usize;
         let mut out = Vec::with_capacity(postings.len());
+        let truncated = || self.corrupt("truncated positions");
         for (_, tfs) in postings {
             let mut fields: [Vec<u32>; FIELDS] = Default::default();
             for (f, &tf) in tfs.iter().enumerate() {
                 let mut last = 0u32;
                 for _ in 0..tf {
-                    last += get_vint(&data, &mut pos).ok_or_else(|| self.corrupt("truncated positions"))? as u32;
+                    let delta = get_vint(&data, &mut pos).ok_or_else(truncated)?;
+                    last = u32::try_from(delta).ok().and_then(|d| last.checked_add(d)).ok_or_else(truncated)?;
                     fields[f].push(last);
                 }
             }
@@ -199,20 +259,39 @@ impl SegmentReader {
     }
 
     pub fn is_deleted(&self, doc: u32) -> Result<bool> {
-        let Some(file) = &self.meta.deletes else { return Ok(false) };
-        let bits = cached(&self.deleted, || self.dir.read(file))?;
+        let Some(bits) = self.deletions()? else { return Ok(false) };
         Ok(bits.get(doc as usize / 8).is_some_and(|b| b & (1 << (doc % 8)) != 0))
     }
 
     /// The deleted-docs bitset (empty when none).
     pub fn deleted_bits(&self) -> Result<Vec<u8>> {
-        match &self.meta.deletes {
-            Some(file) => cached(&self.deleted, || self.dir.read(file)).cloned(),
-            None => Ok(Vec::new()),
-        }
+        Ok(self.deletions()?.cloned().unwrap_or_default())
+    }
+
+    /// The deletions file, checked against the manifest: its crc32, one
+    /// bit per document, as many set as the manifest counts.
+    fn deletions(&self) -> Result<Option<&Vec<u8>>> {
+        let Some(file) = &self.meta.deletes else { return Ok(None) };
+        let shown = self.dir.describe(file);
+        let damaged = |why: &str| Error::corrupt(&shown, why);
+        cached(&self.deleted, || {
+            let bits = self.dir.read(file).map_err(|e| e.missing_is_damage(&shown))?;
+            if !self.checksum_matches(&bits, self.meta.deletes_crc32) {
+                return Err(damaged("checksum mismatch"));
+            }
+            let ones: u32 = bits.iter().map(|b| b.count_ones()).sum();
+            if bits.len() != self.meta.docs.div_ceil(8) as usize || ones != self.meta.deleted {
+                return Err(damaged("does not match the manifest"));
+            }
+            Ok(bits)
+        })
+        .map(Some)
     }
 
     pub fn doc(&self, doc: u32) -> Result<DocRecord> {
+        if doc >= self.meta.docs {
+            return Err(self.corrupt("doc out of range"));
+        }
         let offsets = cached(&self.docoffs, || self.section("docoffs"))?;
         let docs = cached(&self.docs, || self.section("docs"))?;
         let start = u32_at(offsets, doc as usize).ok_or_else(|| self.corrupt("doc out of range"))? as usize;
@@ -229,13 +308,15 @@ impl SegmentReader {
         let size = get_vint(docs, &mut pos).ok_or_else(bad)?;
         let body_offset = get_vint(docs, &mut pos).ok_or_else(bad)?;
         let body_len = get_vint(docs, &mut pos).ok_or_else(bad)?;
+        let body_crc32 = u32_at(docs.get(pos..).ok_or_else(bad)?, 0).ok_or_else(bad)?;
         let collection = self.meta.collections.get(self.doc_collection(doc)? as usize).cloned().ok_or_else(bad)?;
-        Ok(DocRecord { collection, path, title, hash, modified_ms, size, body_offset, body_len })
+        Ok(DocRecord { collection, path, title, hash, modified_ms, size, body_offset, body_len, body_crc32 })
     }
 
+    /// A document's text, verified against its checksum.
     pub fn body(&self, record: &DocRecord) -> Result<String> {
-        let data = self.read_in("bodies", record.body_offset, record.body_offset + record.body_len)?;
-        let raw = lz4_flex::decompress_size_prepended(&data).map_err(|e| self.corrupt(&e.to_string()))?;
-        String::from_utf8(raw).map_err(|_| self.corrupt("body is not UTF-8"))
+        let end = record.body_offset.checked_add(record.body_len).ok_or_else(|| self.corrupt("bad body range"))?;
+        let stored = self.read_in("bodies", record.body_offset, end, record.body_crc32)?;
+        super::body::decode(&stored).map_err(|why| self.corrupt(&why))
     }
 }
