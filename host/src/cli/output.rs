@@ -178,7 +178,7 @@ fn cli_block(hit: &SearchHit, view: &SearchView, style: &Style) -> String {
         out += &format!("{bold}Title: {}{reset}\n", escape_controls(&hit.title));
     }
     if let Some(ctx) = nonempty(&hit.context) {
-        out += &format!("{dim}Context: {}{reset}\n", escape_controls(ctx));
+        out += &format!("{dim}Context: {}{reset}\n", escape_controls_in_text(ctx));
     }
     out += &format!("Score: {bold}{}{reset}\n\n", format_score(hit.score, style));
     let content = numbered(search_content(hit, view), view, cli_start(hit, view));
@@ -280,7 +280,7 @@ fn search_files(hits: &[SearchHit], view: &SearchView) -> String {
     for hit in hits {
         let (ident, _) = search_ident(hit, view);
         let ident = escape_controls(&ident);
-        let ctx = nonempty(&hit.context).map(|c| quoted_context(&escape_controls(c))).unwrap_or_default();
+        let ctx = nonempty(&hit.context).map(|c| quoted_context(&escape_controls_in_text(c))).unwrap_or_default();
         let score = to_fixed(hit.score, 2);
         // Upstream drops the docid under --full-path even for unresolved rows.
         if view.full_path {
@@ -442,7 +442,7 @@ fn multi_files(rows: &[MultiRow]) -> String {
     let mut out = String::new();
     for row in rows {
         let id = row.docid.map(|d| format!("#{d},")).unwrap_or_default();
-        let ctx = row.context.map(|c| quoted_context(&escape_controls(c))).unwrap_or_default();
+        let ctx = row.context.map(|c| quoted_context(&escape_controls_in_text(c))).unwrap_or_default();
         let status = if row.skipped.is_some() { ",[SKIPPED]" } else { "" };
         out += &format!("{id}{}{ctx}{status}\n", escape_controls(&row.ident));
     }

@@ -21,6 +21,16 @@ pub struct Output {
     pub code: i32,
 }
 
+impl From<std::process::Output> for Output {
+    fn from(out: std::process::Output) -> Output {
+        Output {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code().unwrap_or(-1),
+        }
+    }
+}
+
 impl Output {
     /// Panics with the whole output unless the command exited 0.
     #[track_caller]
@@ -168,12 +178,7 @@ impl Env {
 
     /// Runs `qmd args…` in `cwd` with extra environment variables.
     pub fn qmd_with(&self, cwd: &Path, args: &[&str], envs: &[(&str, &str)]) -> Output {
-        let out = self.command(cwd, args, envs).output().expect("run qmd");
-        Output {
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            code: out.status.code().unwrap_or(-1),
-        }
+        self.command(cwd, args, envs).output().expect("run qmd").into()
     }
 
     /// Runs `qmd args…` and requires exit 0.
