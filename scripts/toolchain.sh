@@ -9,23 +9,20 @@ cd "$(dirname "$0")/.."
 command -v rustup >/dev/null || { echo "toolchain.sh: rustup not found (https://rustup.rs)" >&2; exit 1; }
 # `rustup show active-toolchain` installs the pinned toolchain when missing.
 rustup show active-toolchain >/dev/null
-targets="$(sed -n 's/^targets *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '"' | tr ',' ' ')"
-components="$(sed -n 's/^components *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '"' | tr ',' ' ')"
-installed_targets="$(rustup target list --installed)"
-missing=()
-for t in $targets; do
-    grep -qx "$t" <<<"$installed_targets" || missing+=("$t")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "toolchain.sh: adding targets ${missing[*]}" >&2
-    rustup target add "${missing[@]}" >&2
-fi
-installed_components="$(rustup component list --installed)"
-missing=()
-for c in $components; do
-    grep -q "^$c" <<<"$installed_components" || missing+=("$c")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "toolchain.sh: adding components ${missing[*]}" >&2
-    rustup component add "${missing[@]}" >&2
-fi
+
+# ensure KIND (target|component): adds what rust-toolchain.toml lists under
+# `KINDs` and rustup does not list as installed.
+ensure() {
+    local wanted installed missing=()
+    wanted="$(sed -n "s/^$1s *= *\[\(.*\)\]/\1/p" rust-toolchain.toml | tr -d '"' | tr ',' ' ')"
+    installed="$(rustup "$1" list --installed)"
+    for item in $wanted; do
+        grep -q "^$item" <<<"$installed" || missing+=("$item")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "toolchain.sh: adding ${1}s ${missing[*]}" >&2
+        rustup "$1" add "${missing[@]}" >&2
+    fi
+}
+ensure target
+ensure component

@@ -118,11 +118,11 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
   });
   assert.equal(first.step.state, 'running', 'the first batch committed and more were left');
   assert.equal(first.end.state, 'cancelled');
-  const { docs, pending } = first.end.report;
-  assert.ok(docs >= 1 && docs < pending, `cancelled part way: ${docs} of ${pending} documents`);
+  const { docs: embedded, pending } = first.end.report;
+  assert.ok(embedded >= 1 && embedded < pending, `cancelled part way: ${embedded} of ${pending} documents`);
   const resumed = await page.evaluate(() => window.qmd.embed());
   assert.equal(resumed.state, 'done');
-  assert.equal(resumed.report.pending, pending - docs, 'the resumed run starts after the committed batches');
+  assert.equal(resumed.report.pending, pending - embedded, 'the resumed run starts after the committed batches');
   const status = await page.evaluate(() => window.qmd.status());
   assert.equal(status.needs_embedding, 0);
   assert.ok(status.has_vector_index);

@@ -62,7 +62,10 @@ pub async fn rows_async(tensor: Tensor<2>) -> crate::Result<Vec<Vec<f32>>> {
 fn split_rows(data: TensorData, cols: usize) -> crate::Result<Vec<Vec<f32>>> {
     let dtype = data.dtype();
     let data: Vec<f32> = data.try_into_vec_as::<f32>().map_err(|e| {
-        crate::Error::new(crate::ErrorKind::Internal, format!("model output of type {dtype:?} cannot be read as f32: {e:?}"))
+        crate::Error::new(
+            crate::ErrorKind::Internal,
+            format!("model output of type {dtype:?} cannot be read as f32: {e:?}"),
+        )
     })?;
     Ok(data.chunks(cols.max(1)).map(<[f32]>::to_vec).collect())
 }
