@@ -286,7 +286,7 @@ fn segment(data: &[u8]) {
 // Seeds
 
 fn lex_seeds() -> Vec<Vec<u8>> {
-    [
+    byte_seeds(&[
         "consistency",
         "leader election",
         "\"log replication\" -raft",
@@ -296,21 +296,21 @@ fn lex_seeds() -> Vec<Vec<u8>> {
         "-only -negative",
         "\"unclosed phrase",
         "a.b.c e-mail",
-    ]
-    .map(|s| s.as_bytes().to_vec())
-    .to_vec()
+    ])
+}
+
+fn byte_seeds(texts: &[&str]) -> Vec<Vec<u8>> {
+    texts.iter().map(|s| s.as_bytes().to_vec()).collect()
 }
 
 fn document_seeds() -> Vec<Vec<u8>> {
-    [
+    byte_seeds(&[
         "lex: consistency\nvec: how do replicas agree",
         "intent: databases\nlex: \"log replication\" -raft\nhyde: Raft elects a leader.",
         "expand: leader election",
         "plain question about consistency",
         "lex:\nvec: ",
-    ]
-    .map(|s| s.as_bytes().to_vec())
-    .to_vec()
+    ])
 }
 
 fn config_seeds() -> Vec<Vec<u8>> {
