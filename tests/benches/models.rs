@@ -1,4 +1,4 @@
-//! Embedding throughput on burn's CPU backend, next to this machine's f32
+//! Embedding throughput on burn's CPU backend at 1, 2, 4 … all threads, each next to the f32
 //! matrix-multiply peak measured in the same run (a large square matmul on
 //! the same backend), and the exact vector scan at growing sizes.
 //! `cargo bench -p qmd-tests --bench models`.
@@ -55,39 +55,61 @@ fn texts(count: usize) -> Vec<String> {
         "commit",
     ];
     (0..count)
-        .map(|i| (0..150).map(|j| words[(i * 31 + j * 17 + j * j) % words.len()]).collect::<Vec<_>>().join(" "))
+        .map(|i| {
+            // 40 to 240 words: a spread of chunk lengths, as real notes have.
+            let length = 40 + (i * 37) % 200;
+            (0..length).map(|j| words[(i * 31 + j * 17 + j * j) % words.len()]).collect::<Vec<_>>().join(" ")
+        })
         .collect()
 }
 
-fn main() {
-    let peak = matmul_peak(1024);
-    println!("f32 matmul peak (1024³, burn flex): {peak:.1} GFLOP/s");
+/// Thread counts to measure: 1, 2, 4, … and the machine's count.
+fn thread_counts() -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut counts: Vec<usize> = std::iter::successors(Some(1), |n| Some(n * 2)).take_while(|&n| n < cores).collect();
+    counts.push(cores);
+    counts
+}
 
+fn main() {
     let embedder = NativeEmbedder::load(&test_model_dir());
     let encoder = &embedder.encoder;
-    let texts = texts(128);
+    let texts = texts(192);
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let tokens: usize = encoder.tokenizer().count(&refs).unwrap().iter().map(|t| (t + 2).min(256)).sum();
-    let _ = encoder.embed(&refs[..8]).unwrap(); // warm-up
-    let start = Instant::now();
-    let vectors = encoder.embed(&refs).unwrap();
-    let secs = start.elapsed().as_secs_f64();
-    assert_eq!(vectors.len(), texts.len());
+    let tokens: usize = encoder.tokenizer().encode_counted(&refs).unwrap().iter().map(|(e, _)| e.len()).sum();
     // MiniLM-L6: 6 layers, hidden 384, FFN 1536.
     let (layers, hidden, ffn) = (6.0, 384.0, 1536.0);
     let per_token = 2.0 * layers * (4.0 * hidden * hidden + 2.0 * hidden * ffn);
     let seq = tokens as f64 / texts.len() as f64;
     let attention = 2.0 * layers * 2.0 * seq * hidden;
-    let gflops = tokens as f64 * (per_token + attention) / secs / 1e9;
-    println!(
-        "embedding (all-MiniLM-L6-v2, {} texts of {:.0} tokens): {:.1} chunks/s, {:.0} tokens/s, {:.1} GFLOP/s = {:.0}% of the matmul peak",
-        texts.len(),
-        seq,
-        texts.len() as f64 / secs,
-        tokens as f64 / secs,
-        gflops,
-        100.0 * gflops / peak
-    );
+
+    println!("| threads | f32 matmul peak, 1024³ | embedding | tokens/s | matmul work | of the peak | vs 1 thread |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let mut one_thread = None;
+    let mut vectors = Vec::new();
+    for threads in thread_counts() {
+        // burn's CPU backend and the encoder's passes both run on the
+        // current rayon pool: a pool of `threads` is that many cores.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
+        let (peak, secs) = pool.install(|| {
+            let peak = matmul_peak(1024);
+            let _ = encoder.embed(&refs[..8]).unwrap(); // warm-up
+            let start = Instant::now();
+            vectors = encoder.embed(&refs).unwrap();
+            (peak, start.elapsed().as_secs_f64())
+        });
+        assert_eq!(vectors.len(), texts.len());
+        let rate = texts.len() as f64 / secs;
+        let base = *one_thread.get_or_insert(rate);
+        let gflops = tokens as f64 * (per_token + attention) / secs / 1e9;
+        println!(
+            "| {threads} | {peak:.1} GFLOP/s | {rate:.1} chunks/s | {:.0} | {gflops:.1} GFLOP/s | {:.0}% | {:.2}× |",
+            tokens as f64 / secs,
+            100.0 * gflops / peak,
+            rate / base
+        );
+    }
+    println!("\n({} texts of {seq:.0} tokens on average, all-MiniLM-L6-v2)\n", texts.len());
 
     // Exact vector scan: int8 pass + f32 rescoring, per query.
     let dim = 384;

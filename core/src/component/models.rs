@@ -55,6 +55,9 @@ fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {
         collection: o.collection,
         max_docs_per_batch: o.max_docs_per_batch as usize,
         max_batch_bytes: o.max_batch_bytes,
+        // The host runs passes side by side on its cores (or on a GPU):
+        // give it a batch's chunks in one call.
+        texts_per_call: 256,
     };
     let mut progress = |phase: &str, done: u64, total: u64| super::qmd::engine::host::progress(phase, done, total);
     let r = engine().embed_with(&HostModels, &options, &mut progress)?;

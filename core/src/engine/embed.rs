@@ -17,9 +17,6 @@ use crate::index::{DocAddress, Index};
 use crate::inference::{EmbedderInfo, Embedding, Inference};
 use crate::vector::{ChunkVector, VectorChange, VectorSegmentBuilder, commit_vectors};
 
-/// Texts per embedding call (qmd's `embedBatch` size).
-const TEXTS_PER_CALL: usize = 32;
-
 #[derive(Clone, Debug)]
 pub struct EmbedOptions {
     /// Drop existing vectors first (`-f`).
@@ -28,11 +25,20 @@ pub struct EmbedOptions {
     pub collection: Option<String>,
     pub max_docs_per_batch: usize,
     pub max_batch_bytes: u64,
+    /// Texts per embedding call. qmd's `embedBatch` is 32; a native host
+    /// asks for more, so its passes can fill every core or a GPU.
+    pub texts_per_call: usize,
 }
 
 impl Default for EmbedOptions {
     fn default() -> Self {
-        EmbedOptions { force: false, collection: None, max_docs_per_batch: 64, max_batch_bytes: 64 << 20 }
+        EmbedOptions {
+            force: false,
+            collection: None,
+            max_docs_per_batch: 64,
+            max_batch_bytes: 64 << 20,
+            texts_per_call: 32,
+        }
     }
 }
 
@@ -77,6 +83,7 @@ pub struct EmbedJob {
     asked: Vec<(usize, usize)>,
     max_docs: usize,
     max_bytes: u64,
+    texts_per_call: usize,
     pub report: EmbedReport,
 }
 
@@ -150,6 +157,7 @@ impl Engine {
             asked: Vec::new(),
             max_docs: options.max_docs_per_batch.max(1),
             max_bytes: options.max_batch_bytes.max(1),
+            texts_per_call: options.texts_per_call.max(1),
             report,
         })
     }
@@ -168,7 +176,7 @@ impl Engine {
                 .flat_map(|(c, content)| {
                     content.chunks.iter().enumerate().filter(|(_, w)| w.vector.is_none()).map(move |(i, _)| (c, i))
                 })
-                .take(TEXTS_PER_CALL)
+                .take(job.texts_per_call)
                 .collect();
             if !missing.is_empty() {
                 let texts = missing

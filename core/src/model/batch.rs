@@ -1,14 +1,103 @@
-//! Turning tokenizer output into padded tensors, in length-sorted batches
-//! so short texts are not padded to the longest one.
+//! Turning tokenizer output into padded tensors, and cutting a call's
+//! texts into forward passes: texts of similar length together (short
+//! texts are not padded to the longest), each pass bounded by padded
+//! tokens rather than by texts, so a pass costs about the same whatever the
+//! texts' lengths.
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use tokenizers::Encoding;
 
 use super::bert::TokenBatch;
+use super::parallel;
+use crate::error::Result;
 
-/// Texts per forward pass: large enough to keep matmuls efficient, small
-/// enough that a batch of 256-token sequences stays in cache-sized tensors.
-pub const BATCH_SIZE: usize = 32;
+/// The largest pass on the CPU: its activations (tokens × 1,536 floats in
+/// the feed-forward layer, 48 MiB at 8,192 tokens) stay near the caches.
+const CPU_PASS_TOKENS: usize = 8_192;
+/// The smallest pass the CPU is given when spreading a call over its
+/// workers: below this, per-operation overhead outweighs the matmuls.
+const CPU_MIN_PASS_TOKENS: usize = 512;
+/// A GPU pass: large enough to fill a discrete GPU, small enough that the
+/// attention scores (tokens × heads × sequence length floats, 200 MB for
+/// MiniLM at 16,384 tokens of 256) fit one buffer on the adapters we know.
+#[cfg(not(target_family = "wasm"))]
+const GPU_PASS_TOKENS: usize = 16_384;
+/// WebGPU's default storage-buffer limit is 128 MiB: the scores of a pass
+/// must stay below it.
+#[cfg(target_family = "wasm")]
+const GPU_PASS_TOKENS: usize = 8_192;
+
+/// Texts in input order, cut into forward passes for one device.
+pub struct PassPlan {
+    passes: Vec<Vec<usize>>,
+    texts: usize,
+    /// Passes run at once on the CPU's workers (else one after another).
+    parallel: bool,
+}
+
+impl PassPlan {
+    /// Plans passes over texts of these token lengths. On the CPU the
+    /// passes are sized so every worker gets one (a pass's elementwise
+    /// operations run on one core, so cores are kept busy by running
+    /// passes side by side); on a GPU they are as large as allowed.
+    pub fn new(lengths: &[usize], device: &Device) -> PassPlan {
+        let cpu = *device == Device::flex();
+        if cpu {
+            super::heap::keep_freed_pages();
+        }
+        let workers = if cpu { parallel::workers() } else { 1 };
+        let budget = if cpu {
+            let padded: usize = lengths.iter().sum();
+            padded.div_ceil(workers).clamp(CPU_MIN_PASS_TOKENS, CPU_PASS_TOKENS)
+        } else {
+            GPU_PASS_TOKENS
+        };
+        PassPlan { passes: passes(lengths, budget), texts: lengths.len(), parallel: workers > 1 }
+    }
+
+    /// The passes, each a list of text indices (shortest texts first).
+    pub fn passes(&self) -> &[Vec<usize>] {
+        &self.passes
+    }
+
+    /// Runs `pass` on every pass (side by side on the CPU's workers) and
+    /// returns one output per text, in input order.
+    pub fn run<T: Send>(&self, pass: impl Fn(&[usize]) -> Result<Vec<T>> + Sync + Send) -> Result<Vec<T>> {
+        let outputs = if self.parallel {
+            parallel::map(&self.passes, |indices| pass(indices))?
+        } else {
+            self.passes.iter().map(|indices| pass(indices)).collect::<Result<Vec<_>>>()?
+        };
+        Ok(self.scatter(outputs))
+    }
+
+    /// Puts each pass's outputs back at their texts' positions.
+    pub fn scatter<T>(&self, outputs: Vec<Vec<T>>) -> Vec<T> {
+        let mut slots: Vec<Option<T>> = (0..self.texts).map(|_| None).collect();
+        for (indices, rows) in self.passes.iter().zip(outputs) {
+            for (&i, row) in indices.iter().zip(rows) {
+                slots[i] = Some(row);
+            }
+        }
+        slots.into_iter().map(|slot| slot.expect("every text is in one pass")).collect()
+    }
+}
+
+/// Indices grouped by length, each group at most `budget` padded tokens
+/// (one text alone may exceed it).
+fn passes(lengths: &[usize], budget: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut passes: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        // Sorted ascending: this text is the longest of its pass so far.
+        match passes.last_mut() {
+            Some(pass) if (pass.len() + 1) * lengths[i] <= budget => pass.push(i),
+            _ => passes.push(vec![i]),
+        }
+    }
+    passes
+}
 
 pub fn token_batch(encodings: &[&Encoding], device: &Device) -> TokenBatch {
     let n = encodings.len();
@@ -30,13 +119,6 @@ pub fn token_batch(encodings: &[&Encoding], device: &Device) -> TokenBatch {
         type_ids: Tensor::<2, Int>::from_data(TensorData::new(type_ids, [n, t]), device),
         mask: Tensor::<2>::from_data(TensorData::new(mask, [n, t]), device),
     }
-}
-
-/// Indices of `encodings` grouped into batches of similar length.
-pub fn length_sorted_batches(encodings: &[Encoding]) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..encodings.len()).collect();
-    order.sort_by_key(|&i| encodings[i].len());
-    order.chunks(BATCH_SIZE).map(<[usize]>::to_vec).collect()
 }
 
 /// Reads a `[rows, cols]` tensor back as rows.
@@ -73,6 +155,34 @@ fn split_rows(data: TensorData, cols: usize) -> crate::Result<Vec<Vec<f32>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passes_hold_similar_lengths_within_the_token_budget() {
+        let lengths = [10, 200, 12, 11, 190, 300, 9];
+        let plan = passes(&lengths, 400);
+        assert_eq!(plan, vec![vec![6, 0, 3, 2], vec![4, 1], vec![5]]);
+        for pass in &plan {
+            let longest = pass.iter().map(|&i| lengths[i]).max().unwrap();
+            assert!(pass.len() == 1 || pass.len() * longest <= 400, "{pass:?}");
+        }
+        // A text longer than the budget still gets a pass of its own.
+        assert_eq!(passes(&[500, 5], 100), vec![vec![1], vec![0]]);
+        assert!(passes(&[], 100).is_empty());
+    }
+
+    #[test]
+    fn the_cpu_spreads_a_call_over_its_workers_and_outputs_keep_input_order() {
+        let lengths: Vec<usize> = (0..64).map(|i| 40 + (i * 37) % 200).collect();
+        let plan = PassPlan::new(&lengths, &Device::flex());
+        let workers = parallel::workers();
+        assert!(
+            plan.passes().len() >= workers.min(lengths.len() * 40 / CPU_MIN_PASS_TOKENS),
+            "{}",
+            plan.passes().len()
+        );
+        let out = plan.run(|pass| Ok(pass.iter().map(|&i| lengths[i] * 2).collect())).unwrap();
+        assert_eq!(out, lengths.iter().map(|l| l * 2).collect::<Vec<_>>());
+    }
 
     /// Half-precision output (GPUs with `shader-f16`) used to read back
     /// as no vectors at all.

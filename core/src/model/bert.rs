@@ -8,7 +8,9 @@
 
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::tensor::activation::{gelu, softmax};
+use burn::tensor::activation::gelu;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Int, Tensor};
 
 use super::config::BertConfig;
@@ -146,8 +148,10 @@ impl Layer {
         let q = split(a.query.forward(x.clone()));
         let k = split(a.key.forward(x.clone()));
         let v = split(a.value.forward(x.clone()));
-        let scores = q.matmul(k.swap_dims(2, 3)).div_scalar((d as f64).sqrt()) + bias;
-        let context = softmax(scores, 3).matmul(v).swap_dims(1, 2).reshape([n, t, h]);
+        // The backend's fused attention (softmax(QKᵀ/√d + bias)·V): on the
+        // CPU one pass per head without materialising every score tensor.
+        let context = attention(q, k, v, None, Some(bias), AttentionModuleOptions::default());
+        let context = context.swap_dims(1, 2).reshape([n, t, h]);
         let out = &self.attention.output;
         let x = out.layer_norm.forward(out.dense.forward(context) + x);
         let inner = gelu(self.intermediate.dense.forward(x.clone()));

@@ -5,7 +5,7 @@ use burn::tensor::{Device, Tensor};
 use tokenizers::Encoding;
 
 use super::ModelFiles;
-use super::batch::{length_sorted_batches, rows, rows_async, token_batch};
+use super::batch::{PassPlan, rows, rows_async, token_batch};
 use super::bert::Bert;
 use super::config::{BertConfig, Pooling, SentenceSettings};
 use super::load::load_safetensors;
@@ -70,50 +70,45 @@ impl SentenceEncoder {
     /// [`embed`](Self::embed) plus each text's untruncated token count,
     /// which the engine's chunker needs to see a chunk past the window.
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = self.embed(&refs)?;
-        self.counted(&refs, vectors)
+        let (encodings, counts) = self.encode(texts)?;
+        let vectors = self.plan(&encodings).run(|pass| rows(self.pooled(pass, &encodings)))?;
+        Ok(counted(vectors, counts))
     }
 
     /// [`embed_counted`](Self::embed_counted) with asynchronous readback:
     /// the only way to read a WebGPU buffer in a browser.
     pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vectors = self.embed_async(&refs).await?;
-        self.counted(&refs, vectors)
-    }
-
-    fn counted(&self, texts: &[&str], vectors: Vec<Vec<f32>>) -> Result<Vec<Embedding>> {
-        let tokens = self.tokenizer.count(texts)?;
-        Ok(vectors.into_iter().zip(tokens).map(|(vector, t)| Embedding { vector, tokens: t as u32 }).collect())
+        let (encodings, counts) = self.encode(texts)?;
+        let plan = self.plan(&encodings);
+        let mut outputs = Vec::with_capacity(plan.passes().len());
+        for pass in plan.passes() {
+            outputs.push(rows_async(self.pooled(pass, &encodings)).await?);
+        }
+        Ok(counted(plan.scatter(outputs), counts))
     }
 
     /// One unit vector per text, in input order. Texts longer than the
     /// model's window are truncated, as sentence-transformers does.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let encodings = self.tokenizer.encode(texts)?;
-        let mut out = vec![Vec::new(); texts.len()];
-        for batch in length_sorted_batches(&encodings) {
-            let vectors = rows(self.pooled(&batch, &encodings))?;
-            scatter(&mut out, batch, vectors);
-        }
-        Ok(out)
+        let (encodings, _) = self.encode(texts)?;
+        self.plan(&encodings).run(|pass| rows(self.pooled(pass, &encodings)))
     }
 
-    /// [`embed`](Self::embed), awaiting each batch's readback.
-    pub async fn embed_async(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let encodings = self.tokenizer.encode(texts)?;
-        let mut out = vec![Vec::new(); texts.len()];
-        for batch in length_sorted_batches(&encodings) {
-            let vectors = rows_async(self.pooled(&batch, &encodings)).await?;
-            scatter(&mut out, batch, vectors);
-        }
-        Ok(out)
+    /// Each text tokenized once: encodings truncated to the window, and
+    /// the untruncated token counts.
+    fn encode(&self, texts: &[impl AsRef<str> + Sync]) -> Result<(Vec<Encoding>, Vec<usize>)> {
+        let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        Ok(self.tokenizer.encode_counted(&refs)?.into_iter().unzip())
+    }
+
+    fn plan(&self, encodings: &[Encoding]) -> PassPlan {
+        let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
+        PassPlan::new(&lengths, &self.device)
     }
 
     /// The normalised sentence vectors of one batch, still on the device.
-    fn pooled(&self, batch: &[usize], encodings: &[Encoding]) -> Tensor<2> {
-        let members: Vec<_> = batch.iter().map(|&i| &encodings[i]).collect();
+    fn pooled(&self, pass: &[usize], encodings: &[Encoding]) -> Tensor<2> {
+        let members: Vec<_> = pass.iter().map(|&i| &encodings[i]).collect();
         let tokens = token_batch(&members, &self.device);
         let hidden = self.bert.forward(&tokens);
         let pooled = match self.pooling {
@@ -127,11 +122,8 @@ impl SentenceEncoder {
     }
 }
 
-/// Puts a batch's vectors back at their texts' positions.
-fn scatter(out: &mut [Vec<f32>], batch: Vec<usize>, vectors: Vec<Vec<f32>>) {
-    for (i, vector) in batch.into_iter().zip(vectors) {
-        out[i] = vector;
-    }
+fn counted(vectors: Vec<Vec<f32>>, counts: Vec<usize>) -> Vec<Embedding> {
+    vectors.into_iter().zip(counts).map(|(vector, tokens)| Embedding { vector, tokens: tokens as u32 }).collect()
 }
 
 /// Average of the real (unpadded) token states.

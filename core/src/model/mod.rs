@@ -10,7 +10,9 @@ mod bert;
 pub mod config;
 mod device;
 mod encoder;
+mod heap;
 mod load;
+mod parallel;
 mod reranker;
 mod tokenize;
 

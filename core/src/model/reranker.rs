@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use burn::tensor::activation::sigmoid;
 
 use super::ModelFiles;
-use super::batch::{length_sorted_batches, rows, token_batch};
+use super::batch::{PassPlan, rows, token_batch};
 use super::bert::{Bert, Pooler};
 use super::config::BertConfig;
 use super::load::load_safetensors;
@@ -50,16 +50,14 @@ impl CrossEncoder {
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
         let encodings = self.tokenizer.encode_pairs(query, documents)?;
-        let mut out = vec![0.0; documents.len()];
-        for batch in length_sorted_batches(&encodings) {
-            let members: Vec<_> = batch.iter().map(|&i| &encodings[i]).collect();
+        let lengths: Vec<usize> = encodings.iter().map(|e| e.len()).collect();
+        let scores = PassPlan::new(&lengths, &self.device).run(|pass| {
+            let members: Vec<_> = pass.iter().map(|&i| &encodings[i]).collect();
             let tokens = token_batch(&members, &self.device);
             let hidden = self.model.bert.forward(&tokens);
             let logits = self.model.classifier.forward(self.model.pooler.forward(hidden));
-            for (i, row) in batch.into_iter().zip(rows(sigmoid(logits))?) {
-                out[i] = row[0];
-            }
-        }
-        Ok(out)
+            rows(sigmoid(logits))
+        })?;
+        Ok(scores.into_iter().map(|row| row[0]).collect())
     }
 }
