@@ -372,7 +372,8 @@ function renderModel() {
   const { model, status, embedding } = state;
   const pending = status?.needs_embedding ?? 0;
   $('model-status').textContent = model
-    ? `${model.model.split('/').at(-1)} · ${model.dimension} dims · ${model.device}. ` +
+    ? `${model.model.split('/').at(-1)} · ${model.dimension} dims · ${model.device}` +
+      (model.workers > 1 ? ` · embeds on ${model.workers} cores. ` : '. ') +
       (pending ? `${pending} document(s) need embedding.` : 'All documents embedded.')
     : 'Model not loaded: keyword search only.';
   $('load-model').disabled = Boolean(model);

@@ -7,6 +7,7 @@ const VERSION = '__QMD_BUILD__';
 const CACHE = `qmd-shell-${VERSION}`;
 const SHELL = [
   './', 'index.html', 'style.css', 'app.js', 'folders.js', 'highlight.js', 'worker.js', 'model-cache.js',
+  'helpers.js', 'model-worker.js',
   'pkg/qmd_web.js', 'pkg/qmd_web_bg.wasm',
 ];
 

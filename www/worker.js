@@ -9,10 +9,13 @@
 
 import init, { QmdIndex } from './pkg/qmd_web.js';
 import { modelFiles } from './model-cache.js';
+import { HelperPool } from './helpers.js';
 
 let index = null;
 let queue = Promise.resolve();
 let embedRun = null;
+/** Helper Workers for CPU embedding (none on a GPU: one queue feeds it). */
+let helpers = null;
 
 /** `auto` as on the command line: a hardware adapter, else the CPU.
  * A software adapter (Chromium's SwiftShader) is passed over; it is far
@@ -34,7 +37,8 @@ function embedStep(run) {
       return postMessage({ embed: { state: 'cancelled', report: run.report } });
     }
     try {
-      const step = await index.embedStep();
+      const share = helpers?.helpers.length ? (texts) => helpers.embed(texts, (t) => index.embedShare(t)) : undefined;
+      const step = await index.embedStep(share);
       run.report = step.report;
       postMessage({ embed: { state: step.done ? 'done' : 'running', report: step.report } });
       if (step.done) embedRun = null;
@@ -145,7 +149,10 @@ const methods = {
     postMessage({ progress: { label: 'Loading model', phase: id, done: 0, total: 0 } });
     const [choice, reason] = await resolveDevice(device ?? 'auto');
     const loaded = await index.loadEmbedder(id, files, choice);
-    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached };
+    helpers?.stop();
+    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files) : null;
+    const workers = helpers?.workers ?? 1;
+    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached, workers };
   },
   embedTexts: ({ texts }) => index.embedTexts(texts),
   async embed({ force, collection, maxDocsPerBatch }) {

@@ -106,6 +106,11 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
   const loaded = await loadOn('auto');
   assert.match(loaded.device, /^CPU \(burn flex\), the WebGPU adapter is software/);
   assert.match(await page.locator('#notice').textContent(), /No hardware WebGPU here/);
+  // Bulk embedding spreads over helper Workers, one per core (at most 8):
+  // the documents below are embedded by them.
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  assert.equal(loaded.workers, Math.min(cores, 8));
+  if (cores > 1) assert.match(await page.locator('#model-status').textContent(), new RegExp(`embeds on ${loaded.workers} cores`));
   await stageFolder(page, 'eval-docs', docs);
   await addStagedFolder(page, 'eval-docs', 'eval');
   // One document per batch; cancelled once the first batch is committed.

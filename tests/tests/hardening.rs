@@ -354,7 +354,7 @@ fn status_probes_no_gpu_and_drivers_stay_quiet() {
     let mut status = env.command(env.root(), &["status"], &[]);
     let out = Output::from(status.env_remove("XDG_RUNTIME_DIR").output().unwrap()).success();
     assert!(!out.stderr.contains("XDG_RUNTIME_DIR"), "driver noise: {}", out.stderr);
-    assert!(out.stdout.contains("Device:    auto: a hardware GPU when a model job starts"), "{}", out.stdout);
+    assert!(out.stdout.contains("Device:    auto: embed and the MCP server on a hardware GPU"), "{}", out.stdout);
 }
 
 #[test]

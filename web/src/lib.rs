@@ -35,6 +35,7 @@ use js::{from_value, opfs_root, to_js, to_value};
 use models::BrowserEmbedder;
 use opfs::OpfsDirectory;
 use source::{BrowserSource, FolderFilter};
+use wasm_bindgen_futures::JsFuture;
 
 /// OPFS layout: `qmd/<index>/config/index.yml` and `qmd/<index>/index/…`,
 /// the two directories the CLI keeps apart too.
@@ -327,6 +328,17 @@ impl QmdIndex {
         })
     }
 
+    /// Unit vectors and untruncated token counts of `texts` (prompts
+    /// already added): this Worker's share of a step spread over helpers.
+    #[wasm_bindgen(js_name = embedShare)]
+    pub fn embed_share(&self, texts: Vec<String>) -> Promise {
+        let embedder = self.inner.embedder.borrow().clone();
+        future_to_promise(async move {
+            let embedder = embedder.ok_or_else(|| JsError::new("no embedding model loaded"))?;
+            Ok(models::embeddings_to_js(&embedder.embed(&texts).await.map_err(to_js)?).into())
+        })
+    }
+
     /// Plans an `embed` run (`force`: drop existing vectors first, `-f`;
     /// `collection`: only its documents, `-c`; `max_docs_per_batch`, as
     /// `--max-docs-per-batch`). Resolves to its report so far (contents
@@ -349,9 +361,12 @@ impl QmdIndex {
 
     /// Embeds the next texts of the run and commits each finished batch.
     /// Resolves to `{done, report}`; stopping between steps loses at most
-    /// the uncommitted batch, which the next run redoes.
+    /// the uncommitted batch, which the next run redoes. `share`, when
+    /// given, embeds the texts instead (`texts → Promise<{vectors,
+    /// tokens}>`): the Worker spreads them over helper Workers, one core
+    /// each.
     #[wasm_bindgen(js_name = embedStep)]
-    pub fn embed_step(&self) -> Promise {
+    pub fn embed_step(&self, share: Option<Function>) -> Promise {
         writing(&self.inner, async move |inner: &Inner| {
             let mut job = inner.embed_job.borrow_mut().take().ok_or_else(|| Error::invalid("no embed run started"))?;
             let embedder =
@@ -359,7 +374,10 @@ impl QmdIndex {
             let done = match inner.engine.embed_next(&mut job)? {
                 None => true,
                 Some(texts) => {
-                    let embeddings = embedder.embed(&texts).await?;
+                    let embeddings = match &share {
+                        Some(share) => shared_embeddings(share, &texts).await?,
+                        None => embedder.embed(&texts).await?,
+                    };
                     inner.engine.embed_supply(&mut job, embeddings)?;
                     false
                 }
@@ -399,5 +417,53 @@ impl QmdIndex {
     /// Documents, vectors, index size, collections (`qmd status`).
     pub fn status(&self) -> Result<JsValue, JsError> {
         to_value(&self.inner.engine.status().map_err(to_js)?)
+    }
+}
+
+/// Embeddings of `texts` from the Worker's `share` function.
+async fn shared_embeddings(
+    share: &Function,
+    texts: &[String],
+) -> qmd_core::Result<Vec<qmd_core::inference::Embedding>> {
+    let failed = |e: JsValue| js::js_error("embedding on helper Workers", e);
+    let array: Array = texts.iter().map(|t| JsValue::from_str(t)).collect();
+    let promise = Promise::from(share.call1(&JsValue::NULL, &array).map_err(failed)?);
+    let value = JsFuture::from(promise).await.map_err(failed)?;
+    let embeddings = models::embeddings_from_js(&value)?;
+    if embeddings.len() != texts.len() {
+        return Err(Error::invalid(format!(
+            "helper Workers gave {} embeddings for {} texts",
+            embeddings.len(),
+            texts.len()
+        )));
+    }
+    Ok(embeddings)
+}
+
+/// The embedding model alone, in a helper Worker that embeds a share of
+/// each step's texts on its own core (the CPU backend is single-threaded
+/// in wasm; the index stays with the engine's Worker).
+#[wasm_bindgen]
+pub struct ModelWorker {
+    embedder: Rc<BrowserEmbedder>,
+}
+
+#[wasm_bindgen]
+impl ModelWorker {
+    /// Loads `id` from its files (repository path → `Uint8Array`) on
+    /// `device`; resolves to the `ModelWorker`.
+    pub fn load(id: String, files: Object, device: String) -> Promise {
+        future_to_promise(async move {
+            let embedder = BrowserEmbedder::load(&id, &files, &device).await.map_err(to_js)?;
+            Ok(ModelWorker { embedder: Rc::new(embedder) }.into())
+        })
+    }
+
+    /// `{vectors, tokens}` of `texts`, as [`QmdIndex::embed_share`].
+    pub fn embed(&self, texts: Vec<String>) -> Promise {
+        let embedder = self.embedder.clone();
+        future_to_promise(
+            async move { Ok(models::embeddings_to_js(&embedder.embed(&texts).await.map_err(to_js)?).into()) },
+        )
     }
 }

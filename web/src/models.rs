@@ -74,3 +74,38 @@ async fn device_for(choice: DeviceChoice) -> Result<ModelDevice> {
     DEVICE.with_borrow_mut(|slot| *slot = Some(device.clone()));
     Ok(device)
 }
+
+/// Embeddings as they cross between Workers: `{vectors: Float32Array[],
+/// tokens: Uint32Array}`.
+pub fn embeddings_to_js(embeddings: &[Embedding]) -> Object {
+    let vectors: js_sys::Array = embeddings.iter().map(|e| js_sys::Float32Array::from(e.vector.as_slice())).collect();
+    let tokens: Vec<u32> = embeddings.iter().map(|e| e.tokens).collect();
+    let out = Object::new();
+    let _ = Reflect::set(&out, &"vectors".into(), &vectors);
+    let _ = Reflect::set(&out, &"tokens".into(), &js_sys::Uint32Array::from(tokens.as_slice()));
+    out
+}
+
+/// The inverse of [`embeddings_to_js`], with what is malformed named.
+pub fn embeddings_from_js(value: &wasm_bindgen::JsValue) -> Result<Vec<Embedding>> {
+    let field = |name: &str| {
+        Reflect::get(value, &name.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+            .ok_or_else(|| Error::invalid(format!("helper embeddings lack `{name}`")))
+    };
+    let vectors = js_sys::Array::from(&field("vectors")?);
+    let tokens = js_sys::Uint32Array::new(&field("tokens")?).to_vec();
+    if tokens.len() != vectors.length() as usize {
+        return Err(Error::invalid(format!(
+            "helper gave {} vectors and {} token counts",
+            vectors.length(),
+            tokens.len()
+        )));
+    }
+    Ok(vectors
+        .iter()
+        .zip(tokens)
+        .map(|(vector, tokens)| Embedding { vector: js_sys::Float32Array::new(&vector).to_vec(), tokens })
+        .collect())
+}

@@ -331,8 +331,10 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     let device = match crate::models::device_choice() {
         Ok(DeviceChoice::Cpu) if crate::models::force_cpu() => "CPU (forced by --no-gpu / QMD_FORCE_CPU)".to_string(),
         Ok(DeviceChoice::Cpu) => "CPU (QMD_DEVICE=cpu)".to_string(),
-        Ok(DeviceChoice::Gpu) => "GPU, any adapter (QMD_DEVICE=gpu)".to_string(),
-        Ok(DeviceChoice::Auto) => "auto: a hardware GPU when a model job starts, else the CPU".to_string(),
+        Ok(DeviceChoice::Gpu) => "GPU, any adapter, for every job (QMD_DEVICE=gpu)".to_string(),
+        Ok(DeviceChoice::Auto) => "auto: embed and the MCP server on a hardware GPU when there is one, else \
+                                   the CPU; one-off CLI queries (search, vsearch, query) on the CPU"
+            .to_string(),
         Err(e) => format!("none ({e})"),
     };
     println!("  Device:    {device}");

@@ -92,6 +92,9 @@ pub fn run() -> Result<ExitCode> {
         // SAFETY: set before any thread is started.
         unsafe { std::env::set_var("QMD_FORCE_CPU", "1") };
     }
+    if matches!(cli.command, Command::Search(_) | Command::Vsearch(_) | Command::Query(_)) {
+        crate::models::set_workload(crate::models::Workload::OneOffQuery);
+    }
     if let Command::Web(args) = cli.command {
         // The app runs its own engine in the browser: no component here.
         let config = paths::ConfigFile::for_index(&paths::index_name(cli.index.as_deref()));

@@ -162,11 +162,50 @@ pub fn device_choice() -> Result<DeviceChoice, String> {
         .map_err(|e| format!("QMD_DEVICE: {}", e.message))
 }
 
+/// What this process runs models for, which decides what `auto` means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Bulk embedding, or a server that stays warm: worth a GPU's start-up.
+    Sustained,
+    /// One CLI query (`search`, `vsearch`, `query`): a query embeds in
+    /// milliseconds on the CPU, and opening a GPU in a fresh process
+    /// (adapter, device, shader compilation) takes most of a second.
+    OneOffQuery,
+}
+
+static WORKLOAD: OnceLock<Workload> = OnceLock::new();
+
+/// Declares the process's workload; before any model loads (the first
+/// declaration wins, the default is [`Workload::Sustained`]).
+pub fn set_workload(workload: Workload) {
+    let _ = WORKLOAD.set(workload);
+}
+
+/// The device a choice means for a workload: `auto` runs one-off queries
+/// on the CPU; an explicit choice holds for every job.
+pub fn effective_choice(choice: DeviceChoice, workload: Workload) -> DeviceChoice {
+    match (choice, workload) {
+        (DeviceChoice::Auto, Workload::OneOffQuery) => DeviceChoice::Cpu,
+        (choice, _) => choice,
+    }
+}
+
 /// The process's model device, chosen once (acquiring a GPU adapter takes
 /// a moment, and burn's wgpu runtime is set up once per process).
 pub fn device() -> Result<&'static ModelDevice, String> {
     static DEVICE: OnceLock<Result<ModelDevice, String>> = OnceLock::new();
-    DEVICE.get_or_init(|| ModelDevice::select(device_choice()?).map_err(|e| e.message)).as_ref().map_err(Clone::clone)
+    DEVICE
+        .get_or_init(|| {
+            let choice = device_choice()?;
+            let workload = *WORKLOAD.get_or_init(|| Workload::Sustained);
+            let mut device = ModelDevice::select(effective_choice(choice, workload)).map_err(|e| e.message)?;
+            if choice == DeviceChoice::Auto && workload == Workload::OneOffQuery {
+                device.description.push_str(", as auto chooses for a one-off query");
+            }
+            Ok(device)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// The models an index uses.
@@ -226,5 +265,20 @@ impl Models {
             let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
             reranker.score(query, &refs).map_err(|e| e.message)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_keeps_one_off_queries_off_the_gpu_and_explicit_choices_hold() {
+        assert_eq!(effective_choice(DeviceChoice::Auto, Workload::OneOffQuery), DeviceChoice::Cpu);
+        assert_eq!(effective_choice(DeviceChoice::Auto, Workload::Sustained), DeviceChoice::Auto);
+        for workload in [Workload::OneOffQuery, Workload::Sustained] {
+            assert_eq!(effective_choice(DeviceChoice::Gpu, workload), DeviceChoice::Gpu);
+            assert_eq!(effective_choice(DeviceChoice::Cpu, workload), DeviceChoice::Cpu);
+        }
     }
 }
