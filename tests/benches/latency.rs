@@ -73,7 +73,7 @@ impl Inference for BenchModels {
             return self.real.embed(texts);
         }
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let counts = self.real.encoder.tokenizer().count(&refs)?;
+        let counts = self.real.encoder.tokenizer().encode_counted(&refs)?.into_iter().map(|(_, count)| count);
         let dimension = self.real.encoder.dimension();
         Ok(texts
             .iter()
