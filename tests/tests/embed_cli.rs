@@ -297,7 +297,7 @@ fn models_come_from_index_yml_and_run_on_the_chosen_device() {
     let status = qmd(&["status"], "gpu").success().stdout;
     assert!(status.contains(&format!("Embedding: {model}")), "{status}");
     // `status` names the choice without opening a device.
-    assert!(status.contains("Device:    GPU, any adapter (QMD_DEVICE=gpu)"), "{status}");
+    assert!(status.contains("Device:    GPU, any adapter, for every job (QMD_DEVICE=gpu)"), "{status}");
     let cpu = env.qmd_with(env.root(), &["--no-gpu", "status"], &[("QMD_DEVICE", "gpu")]).success().stdout;
     assert!(cpu.contains("Device:    CPU (forced by --no-gpu / QMD_FORCE_CPU)"), "{cpu}");
 
