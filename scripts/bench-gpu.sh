@@ -36,7 +36,11 @@ pack)
     # The model's shape and tokenizer; its weights are made over there.
     cp "$model"/{config.json,tokenizer.json,tokenizer_config.json,special_tokens_map.json,vocab.txt} "$pack/model/"
     # Vulkan's loader: the machine has NVIDIA's ICD but no libvulkan.
-    (cd "$pack/debs" && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 >/dev/null)
+    debs=(libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+    (cd "$pack/debs" && apt-get download "${debs[@]}" >/dev/null)
+    for deb in "${debs[@]}"; do
+        compgen -G "$pack/debs/${deb}_*.deb" >/dev/null || { echo "bench-gpu: apt-get did not download $deb" >&2; exit 1; }
+    done
     find "$corpus" -path '*/pages/*' -name '*.md' | sort | head -4000 |
         tar czf "$pack/pages.tar.gz" --transform 's|.*/pages/|pages/|' -T -
     du -sh "$pack"
