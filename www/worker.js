@@ -37,7 +37,7 @@ function embedStep(run) {
       return postMessage({ embed: { state: 'cancelled', report: run.report } });
     }
     try {
-      const share = helpers?.helpers.length ? (texts) => helpers.embed(texts, (t) => index.embedShare(t)) : undefined;
+      const share = helpers?.workers > 1 ? (texts) => helpers.embed(texts, (t) => index.embedShare(t)) : undefined;
       const step = await index.embedStep(share);
       run.report = step.report;
       postMessage({ embed: { state: step.done ? 'done' : 'running', report: step.report } });

@@ -335,7 +335,7 @@ impl QmdIndex {
         let embedder = self.inner.embedder.borrow().clone();
         future_to_promise(async move {
             let embedder = embedder.ok_or_else(|| JsError::new("no embedding model loaded"))?;
-            Ok(models::embeddings_to_js(&embedder.embed(&texts).await.map_err(to_js)?).into())
+            embeddings_for_js(&embedder, &texts).await
         })
     }
 
@@ -420,6 +420,11 @@ impl QmdIndex {
     }
 }
 
+/// `{vectors, tokens}` of `texts`: what a Worker hands back for its share.
+async fn embeddings_for_js(embedder: &BrowserEmbedder, texts: &[String]) -> Result<JsValue, JsValue> {
+    Ok(models::embeddings_to_js(&embedder.embed(texts).await.map_err(to_js)?).into())
+}
+
 /// Embeddings of `texts` from the Worker's `share` function.
 async fn shared_embeddings(
     share: &Function,
@@ -462,8 +467,6 @@ impl ModelWorker {
     /// `{vectors, tokens}` of `texts`, as [`QmdIndex::embed_share`].
     pub fn embed(&self, texts: Vec<String>) -> Promise {
         let embedder = self.embedder.clone();
-        future_to_promise(
-            async move { Ok(models::embeddings_to_js(&embedder.embed(&texts).await.map_err(to_js)?).into()) },
-        )
+        future_to_promise(async move { embeddings_for_js(&embedder, &texts).await })
     }
 }

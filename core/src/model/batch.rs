@@ -55,6 +55,12 @@ impl PassPlan {
         PassPlan { passes: passes(lengths, budget), texts: lengths.len(), parallel: workers > 1 }
     }
 
+    /// [`new`](Self::new) over tokenizer output.
+    pub fn for_encodings(encodings: &[Encoding], device: &Device) -> PassPlan {
+        let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
+        PassPlan::new(&lengths, device)
+    }
+
     /// The passes, each a list of text indices (shortest texts first).
     pub fn passes(&self) -> &[Vec<usize>] {
         &self.passes

@@ -71,15 +71,14 @@ impl SentenceEncoder {
     /// which the engine's chunker needs to see a chunk past the window.
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         let (encodings, counts) = self.encode(texts)?;
-        let vectors = self.plan(&encodings).run(|pass| rows(self.pooled(pass, &encodings)))?;
-        Ok(counted(vectors, counts))
+        Ok(counted(self.vectors(&encodings)?, counts))
     }
 
     /// [`embed_counted`](Self::embed_counted) with asynchronous readback:
     /// the only way to read a WebGPU buffer in a browser.
     pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         let (encodings, counts) = self.encode(texts)?;
-        let plan = self.plan(&encodings);
+        let plan = PassPlan::for_encodings(&encodings, &self.device);
         let mut outputs = Vec::with_capacity(plan.passes().len());
         for pass in plan.passes() {
             outputs.push(rows_async(self.pooled(pass, &encodings)).await?);
@@ -91,7 +90,12 @@ impl SentenceEncoder {
     /// model's window are truncated, as sentence-transformers does.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let (encodings, _) = self.encode(texts)?;
-        self.plan(&encodings).run(|pass| rows(self.pooled(pass, &encodings)))
+        self.vectors(&encodings)
+    }
+
+    /// The sentence vectors of encoded texts, in input order.
+    fn vectors(&self, encodings: &[Encoding]) -> Result<Vec<Vec<f32>>> {
+        PassPlan::for_encodings(encodings, &self.device).run(|pass| rows(self.pooled(pass, encodings)))
     }
 
     /// Each text tokenized once: encodings truncated to the window, and
@@ -99,11 +103,6 @@ impl SentenceEncoder {
     fn encode(&self, texts: &[impl AsRef<str> + Sync]) -> Result<(Vec<Encoding>, Vec<usize>)> {
         let refs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
         Ok(self.tokenizer.encode_counted(&refs)?.into_iter().unzip())
-    }
-
-    fn plan(&self, encodings: &[Encoding]) -> PassPlan {
-        let lengths: Vec<usize> = encodings.iter().map(Encoding::len).collect();
-        PassPlan::new(&lengths, &self.device)
     }
 
     /// The normalised sentence vectors of one batch, still on the device.

@@ -50,8 +50,7 @@ impl CrossEncoder {
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
         let encodings = self.tokenizer.encode_pairs(query, documents)?;
-        let lengths: Vec<usize> = encodings.iter().map(|e| e.len()).collect();
-        let scores = PassPlan::new(&lengths, &self.device).run(|pass| {
+        let scores = PassPlan::for_encodings(&encodings, &self.device).run(|pass| {
             let members: Vec<_> = pass.iter().map(|&i| &encodings[i]).collect();
             let tokens = token_batch(&members, &self.device);
             let hidden = self.model.bert.forward(&tokens);

@@ -198,8 +198,9 @@ pub fn device() -> Result<&'static ModelDevice, String> {
         .get_or_init(|| {
             let choice = device_choice()?;
             let workload = *WORKLOAD.get_or_init(|| Workload::Sustained);
-            let mut device = ModelDevice::select(effective_choice(choice, workload)).map_err(|e| e.message)?;
-            if choice == DeviceChoice::Auto && workload == Workload::OneOffQuery {
+            let effective = effective_choice(choice, workload);
+            let mut device = ModelDevice::select(effective).map_err(|e| e.message)?;
+            if effective != choice {
                 device.description.push_str(", as auto chooses for a one-off query");
             }
             Ok(device)
