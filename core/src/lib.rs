@@ -38,6 +38,7 @@ pub mod lookup;
 pub mod model;
 pub mod query;
 pub mod search;
+pub mod site;
 pub mod source;
 pub mod vector;
 pub mod vpath;

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::error::Result;
-use crate::index::segment::{FIELDS, SegmentReader, TermInfo};
+use crate::index::segment::{FIELDS, FieldPositions, Posting, SegmentReader};
 use crate::index::{DocAddress, Index};
 use crate::query::lex::{ClauseKind, LexQuery};
 
@@ -44,32 +44,201 @@ pub struct LexHit {
     pub score: f64,
 }
 
-/// A scoring unit's matches in one segment: doc → weighted frequency.
-type Matches = HashMap<u32, f32>;
+/// A scoring unit's matches in one source: doc → weighted frequency.
+pub type Matches = HashMap<u32, f32>;
 
-struct Unit<'q> {
-    kind: &'q ClauseKind,
-    required: bool,
+/// Where lexical matching reads terms from: an index segment, or the term
+/// shards a static site's page has loaded.
+pub trait TermSource {
+    /// Postings of `term`, if it occurs.
+    fn term_postings(&self, term: &str) -> Result<Option<Vec<Posting>>>;
+    /// Postings of `term` with their positions, if it occurs.
+    fn term_positions(&self, term: &str) -> Result<Option<(Vec<Posting>, Vec<FieldPositions>)>>;
+    /// Every term starting with `prefix`, in term order, with its df.
+    fn prefix_terms(&self, prefix: &str) -> Result<Vec<(String, u32)>>;
+}
+
+impl TermSource for SegmentReader {
+    fn term_postings(&self, term: &str) -> Result<Option<Vec<Posting>>> {
+        self.term(term)?.map(|info| self.postings(&info)).transpose()
+    }
+
+    fn term_positions(&self, term: &str) -> Result<Option<(Vec<Posting>, Vec<FieldPositions>)>> {
+        let Some(info) = self.term(term)? else { return Ok(None) };
+        let postings = self.postings(&info)?;
+        let positions = self.positions(&info, &postings)?;
+        Ok(Some((postings, positions)))
+    }
+
+    fn prefix_terms(&self, prefix: &str) -> Result<Vec<(String, u32)>> {
+        Ok(self.terms_with_prefix(prefix)?.into_iter().map(|(t, info)| (t, info.df)).collect())
+    }
+}
+
+/// One scoring unit of a query; `required` units must match.
+#[derive(Clone, Debug)]
+pub struct Unit {
+    pub kind: ClauseKind,
+    pub required: bool,
+}
+
+/// What a lex query scores and excludes, independent of any index.
+#[derive(Clone, Debug, Default)]
+pub struct LexPlan {
+    pub units: Vec<Unit>,
+    pub negated: Vec<ClauseKind>,
+}
+
+/// A term a plan reads, for readers that load terms on demand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TermNeed {
+    pub term: String,
+    /// Every term starting with `term` is read too.
+    pub prefix: bool,
+    /// The term's positions are read (phrases).
+    pub positions: bool,
+}
+
+impl LexPlan {
+    pub fn new(query: &LexQuery) -> Self {
+        // Compound words score as their parts (optional prefix terms).
+        let mut units: Vec<Unit> = query
+            .clauses
+            .iter()
+            .filter(|c| !c.negated)
+            .flat_map(|c| match &c.kind {
+                ClauseKind::Compound(terms) => terms
+                    .iter()
+                    .map(|t| Unit {
+                        kind: ClauseKind::Term { word: t.clone(), stemmed: t.clone(), prefix: true },
+                        required: false,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        for clause in query.clauses.iter().filter(|c| !c.negated) {
+            match &clause.kind {
+                ClauseKind::Compound(_) => {}
+                ClauseKind::AllOf(parts) => {
+                    units.extend(parts.iter().map(|kind| Unit { kind: kind.clone(), required: true }))
+                }
+                kind @ ClauseKind::Phrase(terms) => units.push(Unit { kind: kind.clone(), required: terms.len() > 1 }),
+                kind => units.push(Unit { kind: kind.clone(), required: false }),
+            }
+        }
+        let negated = query.clauses.iter().filter(|c| c.negated).map(|c| c.kind.clone()).collect();
+        LexPlan { units, negated }
+    }
+
+    /// Whether the plan can match anything (FTS5's NOT is binary).
+    pub fn has_positive(&self) -> bool {
+        !self.units.is_empty()
+    }
+
+    /// Every term the plan reads, in first-use order, without repeats.
+    pub fn terms(&self, params: &Bm25Params) -> Vec<TermNeed> {
+        Self::collect_terms(self.units.iter().map(|u| &u.kind).chain(&self.negated), params)
+    }
+
+    /// The terms of the positive units: what a match shown to a user is.
+    pub fn highlight_terms(&self, params: &Bm25Params) -> Vec<TermNeed> {
+        Self::collect_terms(self.units.iter().map(|u| &u.kind), params)
+    }
+
+    fn collect_terms<'a>(kinds: impl Iterator<Item = &'a ClauseKind>, params: &Bm25Params) -> Vec<TermNeed> {
+        let mut out: Vec<TermNeed> = Vec::new();
+        let mut add = |term: &str, prefix: bool, positions: bool| match out.iter_mut().find(|n| n.term == term) {
+            Some(need) => {
+                need.prefix |= prefix;
+                need.positions |= positions;
+            }
+            None => out.push(TermNeed { term: term.to_string(), prefix, positions }),
+        };
+        fn walk(kind: &ClauseKind, params: &Bm25Params, add: &mut dyn FnMut(&str, bool, bool)) {
+            match kind {
+                ClauseKind::Term { stemmed, prefix, .. } => {
+                    add(stemmed, *prefix && stemmed.chars().count() >= params.min_prefix_len, false)
+                }
+                ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) => {
+                    terms.iter().for_each(|t| add(t, false, terms.len() > 1))
+                }
+                ClauseKind::AllOf(parts) => parts.iter().for_each(|p| walk(p, params, add)),
+            }
+        }
+        for kind in kinds {
+            walk(kind, params, &mut add);
+        }
+        out
+    }
+
+    /// Matches of each unit in `source` (aligned with `units`) and the
+    /// documents the negated clauses exclude.
+    pub fn matches(&self, source: &dyn TermSource, params: &Bm25Params) -> Result<(Vec<Matches>, HashSet<u32>)> {
+        let lists = self.units.iter().map(|u| unit_matches(source, &u.kind, params)).collect::<Result<Vec<_>>>()?;
+        let mut excluded = HashSet::new();
+        for kind in &self.negated {
+            excluded.extend(unit_matches(source, kind, params)?.into_keys());
+        }
+        Ok((lists, excluded))
+    }
+
+    /// Whether `doc` satisfies every required unit.
+    pub fn admits(&self, lists: &[Matches], doc: u32) -> bool {
+        !self.units.iter().zip(lists).any(|(u, l)| u.required && !l.contains_key(&doc))
+    }
+}
+
+/// BM25 statistics of the whole collection: documents, average length and
+/// each unit's idf from its document frequency.
+pub struct Bm25Stats {
+    idf: Vec<f32>,
+    avgdl: f32,
+}
+
+impl Bm25Stats {
+    pub fn new(df: &[u64], docs: u64, tokens: u64) -> Self {
+        let n = docs.max(1) as f32;
+        let avgdl = (tokens as f32 / n).max(1.0);
+        let idf = df.iter().map(|&d| (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln()).collect();
+        Bm25Stats { idf, avgdl }
+    }
+
+    /// The raw BM25 score of `doc` (of length `doc_len`) over the units' matches.
+    pub fn score(&self, lists: &[Matches], doc: u32, doc_len: u32, params: &Bm25Params) -> f32 {
+        let norm = params.k1 * (1.0 - params.b + params.b * doc_len as f32 / self.avgdl);
+        lists
+            .iter()
+            .zip(&self.idf)
+            .filter_map(|(l, idf)| l.get(&doc).map(|&f| idf * f * (params.k1 + 1.0) / (f + norm)))
+            .sum()
+    }
+}
+
+/// qmd's normalisation of a raw BM25 score into [0, 1): `|x| / (1 + |x|)`.
+pub fn normalize_score(raw: f32) -> f64 {
+    let x = f64::from(raw);
+    x / (1.0 + x)
 }
 
 fn weighted(tfs: &[u32; FIELDS]) -> f32 {
     tfs.iter().zip(FIELD_WEIGHTS).map(|(&tf, w)| tf as f32 * w).sum()
 }
 
-/// Exact + prefix matches of one term in one segment.
-fn term_matches(seg: &SegmentReader, stemmed: &str, prefix: bool, params: &Bm25Params) -> Result<Matches> {
+/// Exact + prefix matches of one term.
+fn term_matches(source: &dyn TermSource, stemmed: &str, prefix: bool, params: &Bm25Params) -> Result<Matches> {
     let mut out = Matches::new();
-    if let Some(info) = seg.term(stemmed)? {
-        for (doc, tfs) in seg.postings(&info)? {
+    if let Some(postings) = source.term_postings(stemmed)? {
+        for (doc, tfs) in postings {
             out.insert(doc, weighted(&tfs));
         }
     }
     if prefix && stemmed.chars().count() >= params.min_prefix_len {
-        let mut expansions: Vec<(String, TermInfo)> =
-            seg.terms_with_prefix(stemmed)?.into_iter().filter(|(t, _)| t != stemmed).collect();
-        expansions.sort_by_key(|e| std::cmp::Reverse(e.1.df));
-        for (_, info) in expansions.iter().take(params.max_expansions) {
-            for (doc, tfs) in seg.postings(info)? {
+        let mut expansions: Vec<(String, u32)> =
+            source.prefix_terms(stemmed)?.into_iter().filter(|(t, _)| t != stemmed).collect();
+        expansions.sort_by_key(|e| std::cmp::Reverse(e.1));
+        for (term, _) in expansions.iter().take(params.max_expansions) {
+            for (doc, tfs) in source.term_postings(term)?.unwrap_or_default() {
                 *out.entry(doc).or_default() += params.prefix_weight * weighted(&tfs);
             }
         }
@@ -78,19 +247,17 @@ fn term_matches(seg: &SegmentReader, stemmed: &str, prefix: bool, params: &Bm25P
 }
 
 /// Occurrences of a phrase (consecutive positions within one field).
-fn phrase_matches(seg: &SegmentReader, terms: &[String]) -> Result<Matches> {
+fn phrase_matches(source: &dyn TermSource, terms: &[String]) -> Result<Matches> {
     let mut lists = Vec::with_capacity(terms.len());
     for term in terms {
-        let Some(info) = seg.term(term)? else { return Ok(Matches::new()) };
-        let postings = seg.postings(&info)?;
-        let positions = seg.positions(&info, &postings)?;
-        let by_doc: HashMap<u32, [Vec<u32>; FIELDS]> = postings.iter().map(|(d, _)| *d).zip(positions).collect();
+        let Some((postings, positions)) = source.term_positions(term)? else { return Ok(Matches::new()) };
+        let by_doc: HashMap<u32, FieldPositions> = postings.iter().map(|(d, _)| *d).zip(positions).collect();
         lists.push(by_doc);
     }
     let mut out = Matches::new();
     let Some((first, rest)) = lists.split_first() else { return Ok(out) };
     for (&doc, first_fields) in first {
-        let Some(others): Option<Vec<&[Vec<u32>; FIELDS]>> = rest.iter().map(|l| l.get(&doc)).collect() else {
+        let Some(others): Option<Vec<&FieldPositions>> = rest.iter().map(|l| l.get(&doc)).collect() else {
             continue;
         };
         let mut freq = 0.0;
@@ -110,18 +277,18 @@ fn phrase_matches(seg: &SegmentReader, terms: &[String]) -> Result<Matches> {
     Ok(out)
 }
 
-fn unit_matches(seg: &SegmentReader, kind: &ClauseKind, params: &Bm25Params) -> Result<Matches> {
+fn unit_matches(source: &dyn TermSource, kind: &ClauseKind, params: &Bm25Params) -> Result<Matches> {
     match kind {
-        ClauseKind::Term { stemmed, prefix, .. } => term_matches(seg, stemmed, *prefix, params),
+        ClauseKind::Term { stemmed, prefix, .. } => term_matches(source, stemmed, *prefix, params),
         ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) if terms.len() == 1 => {
-            term_matches(seg, &terms[0], false, params)
+            term_matches(source, &terms[0], false, params)
         }
-        ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) => phrase_matches(seg, terms),
-        // Callers split AllOf into its parts; as a whole it matches where all parts do.
+        ClauseKind::Phrase(terms) | ClauseKind::Compound(terms) => phrase_matches(source, terms),
+        // Plans split AllOf into its parts; as a whole it matches where all parts do.
         ClauseKind::AllOf(parts) => {
             let mut all: Option<Matches> = None;
             for part in parts {
-                let m = unit_matches(seg, part, params)?;
+                let m = unit_matches(source, part, params)?;
                 all = Some(match all {
                     None => m,
                     Some(prev) => prev.into_iter().filter_map(|(d, f)| m.get(&d).map(|g| (d, f + g))).collect(),
@@ -141,54 +308,22 @@ pub fn search_lex(
     limit: usize,
     params: &Bm25Params,
 ) -> Result<Vec<LexHit>> {
-    if !query.has_positive() || limit == 0 {
+    let plan = LexPlan::new(query);
+    if !plan.has_positive() || limit == 0 {
         return Ok(Vec::new());
     }
-    // Compound words score as their parts (optional prefix terms).
-    let parts: Vec<ClauseKind> = query
-        .clauses
-        .iter()
-        .filter(|c| !c.negated)
-        .flat_map(|c| match &c.kind {
-            ClauseKind::Compound(terms) => {
-                terms.iter().map(|t| ClauseKind::Term { word: t.clone(), stemmed: t.clone(), prefix: true }).collect()
-            }
-            _ => Vec::new(),
-        })
-        .collect();
-    let mut units: Vec<Unit<'_>> = parts.iter().map(|kind| Unit { kind, required: false }).collect();
-    for clause in query.clauses.iter().filter(|c| !c.negated) {
-        match &clause.kind {
-            ClauseKind::Compound(_) => {}
-            ClauseKind::AllOf(parts) => units.extend(parts.iter().map(|kind| Unit { kind, required: true })),
-            kind @ ClauseKind::Phrase(terms) => units.push(Unit { kind, required: terms.len() > 1 }),
-            kind => units.push(Unit { kind, required: false }),
-        }
-    }
-
     // Per segment, per unit: matches. Document frequencies are global.
-    let mut per_segment: Vec<Vec<Matches>> = Vec::with_capacity(index.segments.len());
-    let mut excluded: Vec<HashSet<u32>> = Vec::with_capacity(index.segments.len());
-    let mut df = vec![0u64; units.len()];
+    let mut per_segment = Vec::with_capacity(index.segments.len());
+    let mut df = vec![0u64; plan.units.len()];
     for seg in &index.segments {
-        let mut lists = Vec::with_capacity(units.len());
-        for (i, unit) in units.iter().enumerate() {
-            let m = unit_matches(seg, unit.kind, params)?;
-            df[i] += m.len() as u64;
-            lists.push(m);
+        let (lists, excluded) = plan.matches(seg, params)?;
+        for (d, list) in df.iter_mut().zip(&lists) {
+            *d += list.len() as u64;
         }
-        let mut out = HashSet::new();
-        for clause in query.clauses.iter().filter(|c| c.negated) {
-            out.extend(unit_matches(seg, &clause.kind, params)?.into_keys());
-        }
-        per_segment.push(lists);
-        excluded.push(out);
+        per_segment.push((lists, excluded));
     }
-
     let (tokens, docs) = index.token_stats();
-    let n = docs.max(1) as f32;
-    let avgdl = (tokens as f32 / n).max(1.0);
-    let idf: Vec<f32> = df.iter().map(|&d| (1.0 + (n - d as f32 + 0.5) / (d as f32 + 0.5)).ln()).collect();
+    let stats = Bm25Stats::new(&df, docs, tokens);
 
     let mut hits: Vec<(f32, DocAddress)> = Vec::new();
     for (s, seg) in index.segments.iter().enumerate() {
@@ -198,16 +333,10 @@ pub fn search_lex(
         if allowed.as_ref().is_some_and(HashSet::is_empty) {
             continue;
         }
-        let lists = &per_segment[s];
-        let mut candidates: HashSet<u32> = HashSet::new();
-        for list in lists {
-            candidates.extend(list.keys());
-        }
+        let (lists, excluded) = &per_segment[s];
+        let candidates: HashSet<u32> = lists.iter().flat_map(|l| l.keys().copied()).collect();
         for doc in candidates {
-            if excluded[s].contains(&doc)
-                || units.iter().zip(lists).any(|(u, l)| u.required && !l.contains_key(&doc))
-                || seg.is_deleted(doc)?
-            {
+            if excluded.contains(&doc) || !plan.admits(lists, doc) || seg.is_deleted(doc)? {
                 continue;
             }
             if let Some(allowed) = &allowed
@@ -215,22 +344,10 @@ pub fn search_lex(
             {
                 continue;
             }
-            let norm = params.k1 * (1.0 - params.b + params.b * seg.doc_len(doc)? as f32 / avgdl);
-            let score: f32 = lists
-                .iter()
-                .zip(&idf)
-                .filter_map(|(l, idf)| l.get(&doc).map(|&f| idf * f * (params.k1 + 1.0) / (f + norm)))
-                .sum();
-            hits.push((score, DocAddress { segment: s, doc }));
+            hits.push((stats.score(lists, doc, seg.doc_len(doc)?, params), DocAddress { segment: s, doc }));
         }
     }
     hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     hits.truncate(limit);
-    Ok(hits
-        .into_iter()
-        .map(|(raw, address)| {
-            let x = f64::from(raw);
-            LexHit { address, score: x / (1.0 + x) }
-        })
-        .collect())
+    Ok(hits.into_iter().map(|(raw, address)| LexHit { address, score: normalize_score(raw) }).collect())
 }

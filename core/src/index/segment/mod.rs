@@ -22,9 +22,11 @@
 
 pub mod body;
 mod builder;
+pub mod postings;
 pub(crate) mod reader;
 
 pub use builder::{DocInput, SegmentBuilder};
+pub use postings::{FieldPositions, Posting};
 pub use reader::{DocRecord, SegmentReader, TermInfo};
 
 /// Indexed fields, in BM25 column order.

@@ -4,7 +4,8 @@
 use std::cell::OnceCell;
 use std::rc::Rc;
 
-use super::{FIELDS, TERMINFO_WIDTH};
+use super::TERMINFO_WIDTH;
+use super::postings::{FieldPositions, Posting, decode_positions, decode_postings};
 use crate::directory::Directory;
 use crate::error::{Error, Result};
 use crate::index::codec::{get_bytes, get_vint, u32_at};
@@ -185,51 +186,25 @@ impl SegmentReader {
     }
 
     /// Decoded postings of a term: `(doc, tf per field)`.
-    pub fn postings(&self, info: &TermInfo) -> Result<Vec<(u32, [u32; FIELDS])>> {
+    pub fn postings(&self, info: &TermInfo) -> Result<Vec<Posting>> {
         let data = self.read_in("postings", info.postings.0, info.postings.1, info.crcs[0])?;
-        // Each posting takes at least two bytes: a damaged df cannot make
-        // this allocate more than the data.
-        let mut out = Vec::with_capacity((info.df as usize).min(data.len() / 2));
-        let (mut pos, mut doc) = (0usize, 0u32);
-        for i in 0..info.df {
-            let delta = get_vint(&data, &mut pos).ok_or_else(|| self.corrupt("truncated postings"))?;
-            let next = if i == 0 { Some(delta) } else { u64::from(doc).checked_add(delta) };
-            doc = next
-                .and_then(|d| u32::try_from(d).ok())
-                .filter(|&d| d < self.meta.docs)
-                .ok_or_else(|| self.corrupt("posting names a document out of range"))?;
-            let mask = *data.get(pos).ok_or_else(|| self.corrupt("truncated postings"))?;
-            pos += 1;
-            let mut tfs = [0u32; FIELDS];
-            for (f, tf) in tfs.iter_mut().enumerate() {
-                if mask & (1 << f) != 0 {
-                    *tf = get_vint(&data, &mut pos).ok_or_else(|| self.corrupt("truncated postings"))? as u32;
-                }
-            }
-            out.push((doc, tfs));
-        }
-        Ok(out)
+        decode_postings(&data, info.df, self.meta.docs)
+            .ok_or_else(|| self.corrupt("truncated or out-of-range postings"))
     }
 
     /// Positions of a term, aligned with [`Self::postings`]: per doc, per field.
-    pub fn positions(&self, info: &TermInfo, postings: &[(u32, [u32; FIELDS])]) -> Result<Vec<[Vec<u32>; FIELDS]>> {
+    pub fn positions(&self, info: &TermInfo, postings: &[Posting]) -> Result<Vec<FieldPositions>> {
         let data = self.read_in("positions", info.positions.0, info.positions.1, info.crcs[1])?;
-        let mut pos = 0usize;
-        let mut out = Vec::with_capacity(postings.len());
-        let truncated = || self.corrupt("truncated positions");
-        for (_, tfs) in postings {
-            let mut fields: [Vec<u32>; FIELDS] = Default::default();
-            for (f, &tf) in tfs.iter().enumerate() {
-                let mut last = 0u32;
-                for _ in 0..tf {
-                    let delta = get_vint(&data, &mut pos).ok_or_else(truncated)?;
-                    last = u32::try_from(delta).ok().and_then(|d| last.checked_add(d)).ok_or_else(truncated)?;
-                    fields[f].push(last);
-                }
-            }
-            out.push(fields);
-        }
-        Ok(out)
+        decode_positions(&data, postings).ok_or_else(|| self.corrupt("truncated positions"))
+    }
+
+    /// A term's stored postings and positions bytes, checked, undecoded
+    /// (what a static site's term shard carries).
+    pub fn raw_term(&self, info: &TermInfo) -> Result<(Vec<u8>, Vec<u8>)> {
+        Ok((
+            self.read_in("postings", info.postings.0, info.postings.1, info.crcs[0])?,
+            self.read_in("positions", info.positions.0, info.positions.1, info.crcs[1])?,
+        ))
     }
 
     /// Tokens of a doc over all fields.

@@ -1,0 +1,194 @@
+//! Builds a site bundle: pages in, the meta file, term and positions
+//! shards and per-page fragments out (named, uncompressed; the host
+//! compresses and writes them).
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde::Serialize;
+
+use super::format::{FileId, Meta, ShardRef, encode_shard, file_id, id_hex};
+use crate::directory::{Directory, RamDirectory};
+use crate::error::{Error, ErrorKind, Result};
+use crate::index::segment::{DocInput, SegmentBuilder, SegmentReader};
+
+/// A heading with an anchor: where a sub-result links to.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Anchor {
+    /// The element id (`url#id`).
+    pub id: String,
+    pub text: String,
+    /// Byte offset in the page text where the section starts.
+    pub at: usize,
+}
+
+/// One page of the site, as extracted by the host.
+#[derive(Clone, Debug, Default)]
+pub struct SitePage {
+    /// The link a result points to.
+    pub url: String,
+    /// The path indexed in BM25's path field (without the collection).
+    pub path: String,
+    pub title: String,
+    /// The searchable text (what excerpts are cut from).
+    pub text: String,
+    pub anchors: Vec<Anchor>,
+    /// `key → value` pairs the page can be filtered by (e.g. `lang`).
+    pub filters: Vec<(String, String)>,
+}
+
+/// What the page fetches for a shown result.
+#[derive(Serialize)]
+struct Fragment<'a> {
+    url: &'a str,
+    title: &'a str,
+    text: &'a str,
+    anchors: &'a [Anchor],
+    filters: BTreeMap<&'a str, &'a str>,
+}
+
+/// Build settings.
+#[derive(Clone, Debug)]
+pub struct SiteOptions {
+    /// A shard closes once its terms' postings reach this many bytes
+    /// (before compression): smaller shards mean fewer bytes per query,
+    /// more entries in the meta.
+    pub shard_bytes: usize,
+}
+
+impl Default for SiteOptions {
+    fn default() -> Self {
+        SiteOptions { shard_bytes: 12 * 1024 }
+    }
+}
+
+/// One file of the bundle, relative to the bundle's folder.
+pub struct SiteFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The built bundle: every file, and which one is the meta.
+pub struct SiteFiles {
+    pub files: Vec<SiteFile>,
+    pub meta: String,
+    pub docs: u32,
+    pub terms: usize,
+    pub shards: usize,
+}
+
+/// Name of a page's fragment file.
+pub fn fragment_name(set: &FileId, doc: u32) -> String {
+    format!("f/{}/{doc}.json", id_hex(set))
+}
+
+/// Collects pages, then writes the bundle.
+pub struct SiteBuilder {
+    collection: String,
+    segment: SegmentBuilder,
+    fragments: Vec<Vec<u8>>,
+    filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
+}
+
+impl SiteBuilder {
+    /// `collection` prefixes every path in the path field, as a collection's
+    /// name does in the CLI's index (so the two rank alike).
+    pub fn new(collection: &str) -> Self {
+        SiteBuilder {
+            collection: collection.to_string(),
+            segment: SegmentBuilder::new(),
+            fragments: Vec::new(),
+            filters: BTreeMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.fragments.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fragments.is_empty()
+    }
+
+    pub fn add(&mut self, page: &SitePage) -> Result<()> {
+        let doc = self.segment.add(&DocInput {
+            collection: &self.collection,
+            path: &page.path,
+            title: &page.title,
+            hash: "",
+            modified_ms: 0,
+            body: &page.text,
+        });
+        for (key, value) in &page.filters {
+            self.filters.entry(key.clone()).or_default().entry(value.clone()).or_default().push(doc);
+        }
+        let fragment = Fragment {
+            url: &page.url,
+            title: &page.title,
+            text: &page.text,
+            anchors: &page.anchors,
+            filters: page.filters.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        };
+        let json = serde_json::to_vec(&fragment).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+        self.fragments.push(json);
+        Ok(())
+    }
+
+    pub fn finish(self, options: &SiteOptions) -> Result<SiteFiles> {
+        let (bytes, seg_meta) = self.segment.finish("site.seg")?;
+        let dir = RamDirectory::new();
+        dir.write("site.seg", &bytes)?;
+        let reader = SegmentReader::open(Rc::new(dir), seg_meta.clone());
+
+        let mut files = Vec::new();
+        let mut shards = Vec::new();
+        let mut pending: Vec<PendingTerm> = Vec::new();
+        let mut pending_bytes = 0;
+        let all_terms = reader.terms_with_prefix("")?;
+        let term_count = all_terms.len();
+        for (term, info) in all_terms {
+            let (postings, positions) = reader.raw_term(&info)?;
+            pending_bytes += term.len() + postings.len();
+            pending.push((term, info.df, postings, positions));
+            if pending_bytes >= options.shard_bytes {
+                flush_shard(&mut pending, &mut shards, &mut files);
+                pending_bytes = 0;
+            }
+        }
+        if !pending.is_empty() || shards.is_empty() {
+            flush_shard(&mut pending, &mut shards, &mut files);
+        }
+
+        let doc_lens = (0..seg_meta.docs).map(|d| reader.doc_len(d)).collect::<Result<Vec<_>>>()?;
+        let mut set = Vec::new();
+        for fragment in &self.fragments {
+            set.extend_from_slice(&file_id(fragment));
+        }
+        let fragments = file_id(&set);
+        for (doc, bytes) in self.fragments.into_iter().enumerate() {
+            files.push(SiteFile { name: fragment_name(&fragments, doc as u32), bytes });
+        }
+        let shard_count = shards.len();
+        let meta =
+            Meta { docs: seg_meta.docs, tokens: seg_meta.tokens, fragments, doc_lens, shards, filters: self.filters };
+        let meta_bytes = meta.encode();
+        let meta_name = format!("meta.{}.bin", id_hex(&file_id(&meta_bytes)));
+        files.push(SiteFile { name: meta_name.clone(), bytes: meta_bytes });
+        Ok(SiteFiles { files, meta: meta_name, docs: seg_meta.docs, terms: term_count, shards: shard_count })
+    }
+}
+
+/// A term waiting for its shard: term, df, postings, positions.
+type PendingTerm = (String, u32, Vec<u8>, Vec<u8>);
+
+/// Closes the shard of the `pending` terms.
+fn flush_shard(pending: &mut Vec<PendingTerm>, shards: &mut Vec<ShardRef>, files: &mut Vec<SiteFile>) {
+    let (terms, positions) = encode_shard(pending);
+    let (terms_id, positions_id) = (file_id(&terms), file_id(&positions));
+    // The first shard starts at "", so every term has a shard.
+    let first = if shards.is_empty() { String::new() } else { pending.first().map_or(String::new(), |t| t.0.clone()) };
+    shards.push(ShardRef { first, terms: terms_id, positions: positions_id });
+    files.push(SiteFile { name: format!("t/{}.bin", id_hex(&terms_id)), bytes: terms });
+    files.push(SiteFile { name: format!("p/{}.bin", id_hex(&positions_id)), bytes: positions });
+    pending.clear();
+}

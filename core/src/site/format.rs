@@ -1,0 +1,396 @@
+//! The bundle's binary files, written and read here (one definition, a
+//! round-trip test below). Every file is stored gzip-compressed by the
+//! host; these are the bytes inside.
+//!
+//! ```text
+//! meta       "QMDSITE1"
+//!            vint docs, vint tokens, 8 bytes fragment set id
+//!            per doc: vint length in tokens (all fields, as BM25 wants)
+//!            vint shards; per shard: first term front-coded against the
+//!            previous shard's (vint shared bytes, vint-prefixed suffix),
+//!            8 bytes terms file id, 8 bytes positions file id
+//!            vint filter keys; per key: name, vint values; per value:
+//!            name, vint docs, vint doc deltas
+//! terms      "QMDTERM1" vint terms; per term: front-coded term, vint df,
+//!            vint postings length; then every term's postings, in order
+//! positions  "QMDPOSN1" vint terms; per term: vint positions length;
+//!            then every term's positions, in order
+//! ```
+//! Postings and positions are the index segment's own encodings
+//! ([`crate::index::segment::postings`]). Files are named by the hash of
+//! their content, so a name never changes meaning and caches keep them
+//! forever; the meta names every shard it needs.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::index::codec::{get_bytes, get_vint, put_bytes, put_vint};
+
+pub const META_MAGIC: &[u8] = b"QMDSITE1";
+pub const TERMS_MAGIC: &[u8] = b"QMDTERM1";
+pub const POSITIONS_MAGIC: &[u8] = b"QMDPOSN1";
+
+/// A file id: the first 8 bytes of the sha256 of its content.
+pub type FileId = [u8; 8];
+
+/// Values of one filter key → the documents carrying each.
+pub type FilterValues = BTreeMap<String, Vec<u32>>;
+
+/// What a page loads first: statistics, document lengths, the shard table
+/// and the filters.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Meta {
+    pub docs: u32,
+    pub tokens: u64,
+    pub fragments: FileId,
+    pub doc_lens: Vec<u32>,
+    pub shards: Vec<ShardRef>,
+    pub filters: BTreeMap<String, FilterValues>,
+}
+
+/// One term range: terms from `first` up to the next shard's first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardRef {
+    pub first: String,
+    pub terms: FileId,
+    pub positions: FileId,
+}
+
+/// One term of a shard, with its postings' place in the shard's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardTerm {
+    pub term: String,
+    pub df: u32,
+    pub postings: Range<usize>,
+}
+
+/// A decoded term shard: its terms in order over its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TermShard {
+    pub terms: Vec<ShardTerm>,
+    pub bytes: Vec<u8>,
+}
+
+/// A decoded positions shard, aligned with its term shard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PositionsShard {
+    pub ranges: Vec<Range<usize>>,
+    pub bytes: Vec<u8>,
+}
+
+/// Why a file could not be read: named, for the page's error line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatError(pub &'static str);
+
+impl std::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "damaged search index file ({}); rebuild the site", self.0)
+    }
+}
+
+type Parsed<T> = std::result::Result<T, FormatError>;
+
+/// Lowercase hex of a file id, as it appears in file names.
+pub fn id_hex(id: &FileId) -> String {
+    crate::document::to_hex(id)
+}
+
+/// The id of `bytes`: its sha256, first 8 bytes.
+pub fn file_id(bytes: &[u8]) -> FileId {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    id
+}
+
+fn put_front_coded(out: &mut Vec<u8>, previous: &str, term: &str) {
+    let shared = previous.bytes().zip(term.bytes()).take_while(|(a, b)| a == b).count();
+    put_vint(out, shared as u64);
+    put_bytes(out, &term.as_bytes()[shared..]);
+}
+
+/// Reads bytes with a cursor; every read names what was truncated.
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn open(data: &'a [u8], magic: &[u8], what: &'static str) -> Parsed<Self> {
+        if !data.starts_with(magic) {
+            return Err(FormatError(what));
+        }
+        Ok(Cursor { data, pos: magic.len() })
+    }
+
+    fn vint(&mut self) -> Parsed<u64> {
+        get_vint(self.data, &mut self.pos).ok_or(FormatError("truncated number"))
+    }
+
+    fn u32(&mut self) -> Parsed<u32> {
+        u32::try_from(self.vint()?).map_err(|_| FormatError("number out of range"))
+    }
+
+    /// A count of items each taking at least `min_bytes`: bounded by the
+    /// data, so a damaged count cannot make a reader allocate.
+    fn count(&mut self, min_bytes: usize) -> Parsed<usize> {
+        let n = usize::try_from(self.vint()?).map_err(|_| FormatError("count out of range"))?;
+        if n.saturating_mul(min_bytes) > self.data.len() - self.pos {
+            return Err(FormatError("count past the end"));
+        }
+        Ok(n)
+    }
+
+    fn bytes(&mut self) -> Parsed<&'a [u8]> {
+        get_bytes(self.data, &mut self.pos).ok_or(FormatError("truncated bytes"))
+    }
+
+    fn string(&mut self) -> Parsed<String> {
+        String::from_utf8(self.bytes()?.to_vec()).map_err(|_| FormatError("text is not UTF-8"))
+    }
+
+    fn id(&mut self) -> Parsed<FileId> {
+        let end = self.pos + 8;
+        let id = self.data.get(self.pos..end).ok_or(FormatError("truncated file id"))?;
+        self.pos = end;
+        Ok(id.try_into().expect("8 bytes"))
+    }
+
+    fn front_coded(&mut self, previous: &str) -> Parsed<String> {
+        let shared = usize::try_from(self.vint()?).map_err(|_| FormatError("term prefix out of range"))?;
+        let prefix = previous.as_bytes().get(..shared).ok_or(FormatError("term prefix out of range"))?;
+        let mut term = prefix.to_vec();
+        term.extend_from_slice(self.bytes()?);
+        String::from_utf8(term).map_err(|_| FormatError("term is not UTF-8"))
+    }
+}
+
+impl Meta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = META_MAGIC.to_vec();
+        put_vint(&mut out, u64::from(self.docs));
+        put_vint(&mut out, self.tokens);
+        out.extend_from_slice(&self.fragments);
+        for &len in &self.doc_lens {
+            put_vint(&mut out, u64::from(len));
+        }
+        put_vint(&mut out, self.shards.len() as u64);
+        let mut previous = "";
+        for shard in &self.shards {
+            put_front_coded(&mut out, previous, &shard.first);
+            out.extend_from_slice(&shard.terms);
+            out.extend_from_slice(&shard.positions);
+            previous = &shard.first;
+        }
+        put_vint(&mut out, self.filters.len() as u64);
+        for (key, values) in &self.filters {
+            put_bytes(&mut out, key.as_bytes());
+            put_vint(&mut out, values.len() as u64);
+            for (value, docs) in values {
+                put_bytes(&mut out, value.as_bytes());
+                put_vint(&mut out, docs.len() as u64);
+                let mut last = 0;
+                for &doc in docs {
+                    put_vint(&mut out, u64::from(doc - last));
+                    last = doc;
+                }
+            }
+        }
+        out
+    }
+
+    pub fn decode(data: &[u8]) -> Parsed<Meta> {
+        let mut c = Cursor::open(data, META_MAGIC, "not a qmd site meta file, or another version")?;
+        let docs = c.u32()?;
+        let tokens = c.vint()?;
+        let fragments = c.id()?;
+        if docs as usize > data.len() {
+            return Err(FormatError("document count past the end"));
+        }
+        let doc_lens = (0..docs).map(|_| c.u32()).collect::<Parsed<Vec<_>>>()?;
+        let shard_count = c.count(18)?;
+        let mut shards: Vec<ShardRef> = Vec::with_capacity(shard_count);
+        for _ in 0..shard_count {
+            let first = c.front_coded(shards.last().map_or("", |s| &s.first))?;
+            if shards.last().is_some_and(|s| s.first >= first) {
+                return Err(FormatError("shards out of order"));
+            }
+            shards.push(ShardRef { first, terms: c.id()?, positions: c.id()? });
+        }
+        let mut filters = BTreeMap::new();
+        for _ in 0..c.count(2)? {
+            let key = c.string()?;
+            let mut values = BTreeMap::new();
+            for _ in 0..c.count(2)? {
+                let value = c.string()?;
+                let n = c.count(1)?;
+                let mut list = Vec::with_capacity(n);
+                let mut doc = 0u32;
+                for _ in 0..n {
+                    doc = doc
+                        .checked_add(c.u32()?)
+                        .filter(|&d| d < docs)
+                        .ok_or(FormatError("filter doc out of range"))?;
+                    list.push(doc);
+                }
+                values.insert(value, list);
+            }
+            filters.insert(key, values);
+        }
+        Ok(Meta { docs, tokens, fragments, doc_lens, shards, filters })
+    }
+
+    /// The shard whose range holds `term`.
+    pub fn shard_of(&self, term: &str) -> Option<usize> {
+        self.shards.partition_point(|s| s.first.as_str() <= term).checked_sub(1)
+    }
+
+    /// Shards holding terms that start with `prefix`.
+    pub fn shards_with_prefix(&self, prefix: &str) -> Range<usize> {
+        let start = self.shard_of(prefix).unwrap_or(0);
+        let end = (start + 1..self.shards.len()).find(|&j| !self.shards[j].first.starts_with(prefix));
+        start..end.unwrap_or(self.shards.len())
+    }
+}
+
+/// Encodes one term shard and its positions shard from `(term, df,
+/// postings, positions)` in term order.
+pub fn encode_shard(terms: &[(String, u32, Vec<u8>, Vec<u8>)]) -> (Vec<u8>, Vec<u8>) {
+    let mut head = TERMS_MAGIC.to_vec();
+    let mut pos_head = POSITIONS_MAGIC.to_vec();
+    put_vint(&mut head, terms.len() as u64);
+    put_vint(&mut pos_head, terms.len() as u64);
+    let mut previous = "";
+    for (term, df, postings, positions) in terms {
+        put_front_coded(&mut head, previous, term);
+        put_vint(&mut head, u64::from(*df));
+        put_vint(&mut head, postings.len() as u64);
+        put_vint(&mut pos_head, positions.len() as u64);
+        previous = term;
+    }
+    for (_, _, postings, positions) in terms {
+        head.extend_from_slice(postings);
+        pos_head.extend_from_slice(positions);
+    }
+    (head, pos_head)
+}
+
+/// Lengths laid end to end from `start`, checked against `total`.
+fn ranges(lengths: &[usize], start: usize, total: usize) -> Parsed<Vec<Range<usize>>> {
+    let mut at = start;
+    let mut out = Vec::with_capacity(lengths.len());
+    for &len in lengths {
+        let end = at.checked_add(len).filter(|&e| e <= total).ok_or(FormatError("term data past the end"))?;
+        out.push(at..end);
+        at = end;
+    }
+    Ok(out)
+}
+
+impl TermShard {
+    pub fn decode(data: Vec<u8>) -> Parsed<TermShard> {
+        let mut c = Cursor::open(&data, TERMS_MAGIC, "not a qmd terms file, or another version")?;
+        let n = c.count(4)?;
+        let mut heads = Vec::with_capacity(n);
+        let mut previous = String::new();
+        for _ in 0..n {
+            let term = c.front_coded(&previous)?;
+            let df = c.u32()?;
+            let len = usize::try_from(c.vint()?).map_err(|_| FormatError("length out of range"))?;
+            previous.clone_from(&term);
+            heads.push((term, df, len));
+        }
+        let lengths: Vec<usize> = heads.iter().map(|h| h.2).collect();
+        let ranges = ranges(&lengths, c.pos, data.len())?;
+        let terms =
+            heads.into_iter().zip(ranges).map(|((term, df, _), postings)| ShardTerm { term, df, postings }).collect();
+        Ok(TermShard { terms, bytes: data })
+    }
+
+    /// Index of `term` in this shard.
+    pub fn find(&self, term: &str) -> Option<usize> {
+        self.terms.binary_search_by(|t| t.term.as_str().cmp(term)).ok()
+    }
+}
+
+impl PositionsShard {
+    pub fn decode(data: Vec<u8>) -> Parsed<PositionsShard> {
+        let mut c = Cursor::open(&data, POSITIONS_MAGIC, "not a qmd positions file, or another version")?;
+        let n = c.count(1)?;
+        let lengths = (0..n)
+            .map(|_| usize::try_from(c.vint()?).map_err(|_| FormatError("length out of range")))
+            .collect::<Parsed<Vec<_>>>()?;
+        let ranges = ranges(&lengths, c.pos, data.len())?;
+        Ok(PositionsShard { ranges, bytes: data })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        let mut filters = BTreeMap::new();
+        filters.insert("platform".to_string(), BTreeMap::from([("linux".to_string(), vec![0, 2])]));
+        Meta {
+            docs: 3,
+            tokens: 42,
+            fragments: [7; 8],
+            doc_lens: vec![10, 20, 12],
+            shards: vec![
+                ShardRef { first: String::new(), terms: [1; 8], positions: [2; 8] },
+                ShardRef { first: "file".into(), terms: [3; 8], positions: [4; 8] },
+                ShardRef { first: "files".into(), terms: [5; 8], positions: [6; 8] },
+                ShardRef { first: "zip".into(), terms: [8; 8], positions: [9; 8] },
+            ],
+            filters,
+        }
+    }
+
+    #[test]
+    fn meta_round_trips_and_finds_shards() {
+        let m = meta();
+        assert_eq!(Meta::decode(&m.encode()).unwrap(), m);
+        assert_eq!(m.shard_of("apple"), Some(0));
+        assert_eq!(m.shard_of("file"), Some(1));
+        assert_eq!(m.shard_of("filet"), Some(2));
+        assert_eq!(m.shard_of("zzz"), Some(3));
+        assert_eq!(m.shards_with_prefix("fil"), 0..3, "a prefix spans every shard its terms may be in");
+        assert_eq!(m.shards_with_prefix("zip"), 3..4);
+    }
+
+    #[test]
+    fn shards_round_trip() {
+        let terms = vec![
+            ("file".to_string(), 2, vec![0, 1, 3, 1, 1, 1], vec![0, 4, 2]),
+            ("filenam".to_string(), 1, vec![2, 4, 1], vec![7]),
+        ];
+        let (t, p) = encode_shard(&terms);
+        let shard = TermShard::decode(t).unwrap();
+        assert_eq!(shard.terms.len(), 2);
+        assert_eq!(shard.terms[1].term, "filenam");
+        assert_eq!(&shard.bytes[shard.terms[0].postings.clone()], &terms[0].2[..]);
+        assert_eq!(shard.find("filenam"), Some(1));
+        let positions = PositionsShard::decode(p).unwrap();
+        assert_eq!(&positions.bytes[positions.ranges[1].clone()], &[7]);
+    }
+
+    #[test]
+    fn damaged_files_are_errors_not_panics() {
+        let bytes = meta().encode();
+        for cut in 0..bytes.len() {
+            assert!(Meta::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        for i in META_MAGIC.len()..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0xff;
+            let _ = Meta::decode(&damaged);
+        }
+        let (t, _) = encode_shard(&[("a".into(), 1, vec![0, 4, 1], vec![0])]);
+        for cut in 0..t.len() {
+            assert!(TermShard::decode(t[..cut].to_vec()).is_err());
+        }
+        assert!(TermShard::decode(b"QMDTERM1\xff\xff\xff\xff\x0f".to_vec()).is_err());
+    }
+}

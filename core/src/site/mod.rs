@@ -1,0 +1,134 @@
+//! Static-site search: a bundle of immutable files a page searches with no
+//! server (`qmd site build` writes it; the browser's keyword engine reads it).
+//!
+//! - [`format`]: the meta file, term shards and positions shards.
+//! - [`builder`]: pages in ([`SitePage`]), named files out ([`SiteFiles`]).
+//! - [`search`]: the page's side: which shards a query needs, then BM25 with
+//!   the CLI's scoring code.
+//! - [`excerpt`]: highlighted excerpts and per-heading sub-results.
+
+pub mod builder;
+pub mod excerpt;
+pub mod format;
+pub mod search;
+
+pub use builder::{Anchor, SiteBuilder, SiteFile, SiteFiles, SiteOptions, SitePage};
+pub use excerpt::{Excerpt, excerpts};
+pub use search::{SiteHit, SiteIndex};
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::document::extract_title;
+    use crate::{Engine, MemorySource, RamDirectory, SearchOptions};
+
+    const DOCS: &[(&str, &str)] = &[
+        ("cap.md", "# CAP theorem\n\nConsistency, availability and partition tolerance: pick two."),
+        ("raft.md", "# Raft\n\nLeader election: a candidate asks for votes. The leader replicates the log."),
+        ("paxos.md", "# Paxos\n\nProposers, acceptors, learners. Multi-Paxos elects a distinguished leader."),
+        ("gossip.md", "# Gossip protocols\n\nEpidemic dissemination; eventual consistency of membership."),
+        ("clocks.md", "# Logical clocks\n\nLamport clocks order events; vector clocks detect concurrency."),
+        ("notes/perf.md", "# Performance notes\n\nPerformance of leader-based replication under partitions."),
+    ];
+
+    fn site(shard_bytes: usize) -> (SiteIndex, Vec<SiteFile>) {
+        let mut builder = SiteBuilder::new("notes");
+        for (path, text) in DOCS {
+            let page = SitePage {
+                url: format!("/{path}"),
+                path: path.to_string(),
+                title: extract_title(text, path),
+                text: text.to_string(),
+                filters: vec![("dir".into(), if path.contains('/') { "notes" } else { "top" }.into())],
+                ..SitePage::default()
+            };
+            builder.add(&page).unwrap();
+        }
+        let files = builder.finish(&SiteOptions { shard_bytes }).unwrap();
+        let meta = files.files.iter().find(|f| f.name == files.meta).unwrap();
+        (SiteIndex::open(&meta.bytes).unwrap(), files.files)
+    }
+
+    fn load(index: &mut SiteIndex, files: &[SiteFile], query: &str) -> usize {
+        let needs = index.needs(query);
+        for name in &needs {
+            let file = files.iter().find(|f| &f.name == name).unwrap();
+            index.add_file(name, file.bytes.clone()).unwrap();
+        }
+        needs.len()
+    }
+
+    #[test]
+    fn site_search_ranks_as_the_cli_index_does() {
+        let mut source = MemorySource::new();
+        for (path, text) in DOCS {
+            source.insert("/notes", path, *text, 0);
+        }
+        let engine =
+            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(source));
+        engine.collection_add("/notes", Some("notes"), None).unwrap();
+        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        // Tiny shards, so queries cross shard boundaries.
+        let (mut index, files) = site(40);
+        for query in [
+            "leader",
+            "leader election",
+            "\"leader election\"",
+            "consisten",
+            "perf",
+            "leader -raft",
+            "leader-based replication",
+            "clocks vector",
+            "nothing-matches-this",
+        ] {
+            load(&mut index, &files, query);
+            let site: Vec<(String, f64)> = index
+                .search(query, 10, &[])
+                .unwrap()
+                .into_iter()
+                .map(|h| (DOCS[h.doc as usize].0.to_string(), h.score))
+                .collect();
+            let cli: Vec<(String, f64)> = engine
+                .search(query, &SearchOptions { limit: 10, ..SearchOptions::default() })
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.path, h.score))
+                .collect();
+            assert_eq!(site.len(), cli.len(), "{query}: {site:?} vs {cli:?}");
+            for (s, c) in site.iter().zip(&cli) {
+                assert_eq!(s.0, c.0, "{query}");
+                assert!((s.1 - c.1).abs() < 1e-6, "{query}: {} vs {}", s.1, c.1);
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_fetches_only_its_shards_and_nothing_twice() {
+        let (mut index, files) = site(40);
+        let shards = files.iter().filter(|f| f.name.starts_with("t/")).count();
+        assert!(shards > 4, "{shards} shards");
+        assert_eq!(load(&mut index, &files, "gossip"), 1);
+        assert_eq!(load(&mut index, &files, "gossip"), 0, "loaded shards are kept");
+        assert_eq!(load(&mut index, &files, "\"vector clocks\""), 4, "a phrase adds positions");
+        let err = index.search("zebra", 5, &[]).map(|_| ()).unwrap_err();
+        assert!(err.message.contains("was not loaded"), "{}", err.message);
+    }
+
+    #[test]
+    fn filters_and_foreign_files() {
+        let (mut index, files) = site(1 << 20);
+        load(&mut index, &files, "leader");
+        assert_eq!(index.search("leader", 10, &[]).unwrap().len(), 3);
+        let only = index.search("leader", 10, &[("dir".into(), "notes".into())]).unwrap();
+        assert_eq!(only.iter().map(|h| h.doc).collect::<Vec<_>>(), [5]);
+        assert!(index.search("leader", 10, &[("dir".into(), "none".into())]).unwrap().is_empty());
+        assert!(index.add_file("t/0000000000000000.bin", vec![]).is_err());
+        let shard = files.iter().find(|f| f.name.starts_with("t/")).unwrap();
+        let mut damaged = shard.bytes.clone();
+        damaged.push(0);
+        let err = index.add_file(&shard.name, damaged).unwrap_err();
+        assert!(err.message.contains("does not match"), "{}", err.message);
+    }
+}

@@ -1,0 +1,212 @@
+//! Searching a site bundle in the page: the meta is loaded once; a query
+//! names the shard files it needs ([`SiteIndex::needs`]); the page fetches
+//! them and hands them over ([`SiteIndex::add_file`]); then it is scored
+//! by the same BM25 code as the CLI's index ([`crate::search::lex`]).
+
+use std::collections::{HashMap, HashSet};
+
+use super::builder::fragment_name;
+use super::format::{FormatError, Meta, PositionsShard, TermShard, id_hex};
+use crate::error::{Error, ErrorKind, Result};
+use crate::index::segment::postings::{decode_positions, decode_postings};
+use crate::index::segment::{FieldPositions, Posting};
+use crate::query::lex::parse_lex;
+use crate::search::lex::{Bm25Params, Bm25Stats, LexPlan, TermSource, normalize_score};
+
+/// One result: the page's ordinal, its fragment file and qmd's normalised score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteHit {
+    pub doc: u32,
+    pub fragment: String,
+    pub score: f64,
+}
+
+/// The meta plus every shard loaded so far.
+pub struct SiteIndex {
+    meta: Meta,
+    terms: HashMap<usize, TermShard>,
+    positions: HashMap<usize, PositionsShard>,
+    /// File name → (shard, is a positions file), for `add_file`.
+    files: HashMap<String, (usize, bool)>,
+    params: Bm25Params,
+}
+
+fn damaged(e: FormatError) -> Error {
+    Error::new(ErrorKind::CorruptIndex, e.to_string())
+}
+
+impl SiteIndex {
+    /// Opens the meta file's bytes (decompressed).
+    pub fn open(meta: &[u8]) -> Result<SiteIndex> {
+        let meta = Meta::decode(meta).map_err(damaged)?;
+        let mut files = HashMap::new();
+        for (i, shard) in meta.shards.iter().enumerate() {
+            files.insert(format!("t/{}.bin", id_hex(&shard.terms)), (i, false));
+            files.insert(format!("p/{}.bin", id_hex(&shard.positions)), (i, true));
+        }
+        Ok(SiteIndex { meta, terms: HashMap::new(), positions: HashMap::new(), files, params: Bm25Params::default() })
+    }
+
+    pub fn docs(&self) -> u32 {
+        self.meta.docs
+    }
+
+    /// Shard files `query` needs that are not loaded yet, in fetch order.
+    pub fn needs(&self, query: &str) -> Vec<String> {
+        let plan = LexPlan::new(&parse_lex(query));
+        let mut out = Vec::new();
+        let mut push = |shard: usize, positions: bool| {
+            let refs = &self.meta.shards[shard];
+            let (loaded, name) = if positions {
+                (self.positions.contains_key(&shard), format!("p/{}.bin", id_hex(&refs.positions)))
+            } else {
+                (self.terms.contains_key(&shard), format!("t/{}.bin", id_hex(&refs.terms)))
+            };
+            if !loaded && !out.contains(&name) {
+                out.push(name);
+            }
+        };
+        for need in plan.terms(&self.params) {
+            let range = if need.prefix {
+                self.meta.shards_with_prefix(&need.term)
+            } else {
+                let Some(shard) = self.meta.shard_of(&need.term) else { continue };
+                shard..shard + 1
+            };
+            for shard in range {
+                push(shard, false);
+                if need.positions {
+                    push(shard, true);
+                }
+            }
+        }
+        out
+    }
+
+    /// Adds a fetched shard file (decompressed). Unknown names are errors:
+    /// a page that mixes two builds must not search half of each.
+    pub fn add_file(&mut self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        let &(shard, positions) = self
+            .files
+            .get(name)
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{name} is not a file of this index")))?;
+        let expected = if positions { self.meta.shards[shard].positions } else { self.meta.shards[shard].terms };
+        if super::format::file_id(&bytes) != expected {
+            return Err(damaged(FormatError("file content does not match its name")));
+        }
+        if positions {
+            self.positions.insert(shard, PositionsShard::decode(bytes).map_err(damaged)?);
+        } else {
+            self.terms.insert(shard, TermShard::decode(bytes).map_err(damaged)?);
+        }
+        Ok(())
+    }
+
+    /// Documents allowed by `filters` (`key → values`: any value of a key,
+    /// every key); `None` when there are no filters.
+    fn allowed(&self, filters: &[(String, String)]) -> Option<HashSet<u32>> {
+        let mut allowed: Option<HashSet<u32>> = None;
+        let mut keys: Vec<&str> = filters.iter().map(|(k, _)| k.as_str()).collect();
+        keys.dedup();
+        for key in keys {
+            let values = self.meta.filters.get(key);
+            let docs: HashSet<u32> = filters
+                .iter()
+                .filter(|(k, _)| k == key)
+                .filter_map(|(_, v)| values.and_then(|vals| vals.get(v)))
+                .flatten()
+                .copied()
+                .collect();
+            allowed = Some(match allowed {
+                None => docs,
+                Some(prev) => prev.intersection(&docs).copied().collect(),
+            });
+        }
+        allowed
+    }
+
+    /// The filter keys and their values, with document counts.
+    pub fn filters(&self) -> Vec<(String, Vec<(String, usize)>)> {
+        self.meta
+            .filters
+            .iter()
+            .map(|(k, vals)| (k.clone(), vals.iter().map(|(v, docs)| (v.clone(), docs.len())).collect()))
+            .collect()
+    }
+
+    /// Scores `query` (qmd's lex syntax) over the whole site, best first,
+    /// at most `limit`. Every shard [`Self::needs`] named must be loaded.
+    pub fn search(&self, query: &str, limit: usize, filters: &[(String, String)]) -> Result<Vec<SiteHit>> {
+        let plan = LexPlan::new(&parse_lex(query));
+        if !plan.has_positive() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let (lists, excluded) = plan.matches(self, &self.params)?;
+        let df: Vec<u64> = lists.iter().map(|l| l.len() as u64).collect();
+        let stats = Bm25Stats::new(&df, u64::from(self.meta.docs), self.meta.tokens);
+        let allowed = self.allowed(filters);
+        let candidates: HashSet<u32> = lists.iter().flat_map(|l| l.keys().copied()).collect();
+        let mut hits: Vec<(f32, u32)> = candidates
+            .into_iter()
+            .filter(|doc| !excluded.contains(doc) && plan.admits(&lists, *doc))
+            .filter(|doc| allowed.as_ref().is_none_or(|a| a.contains(doc)))
+            .map(|doc| (stats.score(&lists, doc, self.meta.doc_lens[doc as usize], &self.params), doc))
+            .collect();
+        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.truncate(limit);
+        Ok(hits
+            .into_iter()
+            .map(|(raw, doc)| SiteHit {
+                doc,
+                fragment: fragment_name(&self.meta.fragments, doc),
+                score: normalize_score(raw),
+            })
+            .collect())
+    }
+
+    fn shard(&self, term: &str) -> Result<Option<&TermShard>> {
+        let Some(i) = self.meta.shard_of(term) else { return Ok(None) };
+        self.terms.get(&i).map(Some).ok_or_else(|| not_loaded(i))
+    }
+
+    fn postings_at(&self, shard: &TermShard, at: usize) -> Result<Vec<Posting>> {
+        let t = &shard.terms[at];
+        decode_postings(&shard.bytes[t.postings.clone()], t.df, self.meta.docs)
+            .ok_or_else(|| damaged(FormatError("postings")))
+    }
+}
+
+fn not_loaded(shard: usize) -> Error {
+    Error::new(ErrorKind::InvalidArgument, format!("term shard {shard} was not loaded before searching"))
+}
+
+impl TermSource for SiteIndex {
+    fn term_postings(&self, term: &str) -> Result<Option<Vec<Posting>>> {
+        let Some(shard) = self.shard(term)? else { return Ok(None) };
+        shard.find(term).map(|at| self.postings_at(shard, at)).transpose()
+    }
+
+    fn term_positions(&self, term: &str) -> Result<Option<(Vec<Posting>, Vec<FieldPositions>)>> {
+        let Some(i) = self.meta.shard_of(term) else { return Ok(None) };
+        let shard = self.terms.get(&i).ok_or_else(|| not_loaded(i))?;
+        let Some(at) = shard.find(term) else { return Ok(None) };
+        let postings = self.postings_at(shard, at)?;
+        let positions = self.positions.get(&i).ok_or_else(|| not_loaded(i))?;
+        let range = positions.ranges.get(at).ok_or_else(|| damaged(FormatError("positions")))?;
+        let decoded = decode_positions(&positions.bytes[range.clone()], &postings)
+            .ok_or_else(|| damaged(FormatError("positions")))?;
+        Ok(Some((postings, decoded)))
+    }
+
+    fn prefix_terms(&self, prefix: &str) -> Result<Vec<(String, u32)>> {
+        let mut out = Vec::new();
+        for i in self.meta.shards_with_prefix(prefix) {
+            let shard = self.terms.get(&i).ok_or_else(|| not_loaded(i))?;
+            let start = shard.terms.partition_point(|t| t.term.as_str() < prefix);
+            out.extend(
+                shard.terms[start..].iter().take_while(|t| t.term.starts_with(prefix)).map(|t| (t.term.clone(), t.df)),
+            );
+        }
+        Ok(out)
+    }
+}
