@@ -6,6 +6,7 @@ mod lock;
 mod mcp;
 mod models;
 mod paths;
+mod site;
 mod web;
 
 use std::process::ExitCode;

@@ -60,6 +60,47 @@ pub enum Command {
     Mcp(McpArgs),
     /// Serve the browser app on 127.0.0.1 (build it with scripts/build-web.sh).
     Web(WebArgs),
+    /// Static-site search: build a search bundle for a folder of pages.
+    #[command(subcommand)]
+    Site(SiteCommand),
+}
+
+#[derive(Subcommand)]
+pub enum SiteCommand {
+    /// Index a folder of built HTML pages (or markdown) into <out>/qmd/:
+    /// a bundle of static files and the <qmd-search> element.
+    Build(SiteBuildArgs),
+}
+
+#[derive(Args)]
+pub struct SiteBuildArgs {
+    /// The site folder (built HTML) or a folder of markdown files.
+    pub input: String,
+    /// Where the bundle goes (as <out>/qmd/); often the site folder itself.
+    #[arg(long)]
+    pub out: String,
+    /// Pages are HTML or markdown (default: HTML if any .html file exists).
+    #[arg(long, value_enum)]
+    pub format: Option<SiteFormat>,
+    /// The name in each page's indexed path (default: the folder's name,
+    /// as `qmd collection add` names a collection).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Prefix of every result link, e.g. /docs or https://example.com.
+    #[arg(long, default_value = "")]
+    pub base_url: String,
+    /// Markdown only: what replaces `.md` in links ("" for none).
+    #[arg(long, default_value = ".html")]
+    pub link_ext: String,
+    /// Target size of a term shard, in KB before compression.
+    #[arg(long, default_value_t = 12)]
+    pub shard_kb: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SiteFormat {
+    Html,
+    Markdown,
 }
 
 #[derive(Subcommand)]

@@ -1,7 +1,7 @@
 //! Parses the command line, runs it against a component instance, prints
 //! qmd's output.
 
-mod args;
+pub(crate) mod args;
 mod manage;
 pub mod output;
 pub(crate) mod time;
@@ -95,6 +95,10 @@ pub fn run() -> Result<ExitCode> {
     if matches!(cli.command, Command::Search(_) | Command::Vsearch(_) | Command::Query(_)) {
         crate::models::set_workload(crate::models::Workload::OneOffQuery);
     }
+    if let Command::Site(args::SiteCommand::Build(args)) = cli.command {
+        crate::site::build(args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Command::Web(args) = cli.command {
         // The app runs its own engine in the browser: no component here.
         let config = paths::ConfigFile::for_index(&paths::index_name(cli.index.as_deref()));
@@ -122,7 +126,7 @@ pub fn run() -> Result<ExitCode> {
                 crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
             ),
         },
-        Command::Web(_) => unreachable!("handled before the session is opened"),
+        Command::Web(_) | Command::Site(_) => unreachable!("handled before the session is opened"),
     }
 }
 

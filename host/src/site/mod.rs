@@ -1,0 +1,120 @@
+//! `qmd site build`: a folder of built HTML pages (or markdown) → a static
+//! search bundle any web server can host (see `bundle.rs` and
+//! `qmd_core::site`).
+
+mod bundle;
+mod html;
+mod markdown;
+mod walk;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use qmd_core::site::{SiteBuilder, SiteOptions, SitePage};
+
+use crate::cli::args::{SiteBuildArgs, SiteFormat};
+
+/// The link of an HTML file: `dir/index.html` is served as `dir/`.
+fn html_url(base: &str, path: &str) -> String {
+    let link = match path.rsplit_once('/') {
+        Some((dir, "index.html")) => format!("{dir}/"),
+        None if path == "index.html" => String::new(),
+        _ => path.to_string(),
+    };
+    format!("{}/{link}", base.trim_end_matches('/'))
+}
+
+fn detect(files: &[String]) -> Option<SiteFormat> {
+    let has = |exts: &[&str]| files.iter().any(|f| exts.iter().any(|e| f.to_ascii_lowercase().ends_with(e)));
+    if has(&[".html", ".htm"]) {
+        Some(SiteFormat::Html)
+    } else if has(&[".md", ".markdown"]) {
+        Some(SiteFormat::Markdown)
+    } else {
+        None
+    }
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
+pub fn build(args: SiteBuildArgs) -> Result<()> {
+    let started = Instant::now();
+    let input = Path::new(&args.input);
+    if !input.is_dir() {
+        bail!("Not a directory: {}", args.input);
+    }
+    let out = Path::new(&args.out);
+    let input_abs = input.canonicalize().with_context(|| format!("cannot open {}", input.display()))?;
+    // The bundle may live inside the site it indexes: never index it.
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let bundle_dir = out.canonicalize()?.join("qmd");
+    let skip = bundle_dir.strip_prefix(&input_abs).ok().map(|p| p.to_string_lossy().into_owned());
+    let files = walk::files(&input_abs, skip.as_deref())?;
+    let Some(format) = args.format.or_else(|| detect(&files)) else {
+        bail!("No HTML (.html, .htm) or markdown (.md) pages under {}", args.input);
+    };
+    let exts: &[&str] = match format {
+        SiteFormat::Html => &[".html", ".htm"],
+        SiteFormat::Markdown => &[".md", ".markdown"],
+    };
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => input_abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "site".into()),
+    };
+    let links = markdown::Links { base: args.base_url.clone(), extension: args.link_ext.clone() };
+    let mut builder = SiteBuilder::new(&name);
+    for rel in files.iter().filter(|f| exts.iter().any(|e| f.to_ascii_lowercase().ends_with(e))) {
+        let text = read_text(&input_abs.join(rel))?;
+        let page: SitePage = match format {
+            SiteFormat::Html => {
+                let stem = rel.rsplit('/').next().unwrap_or(rel);
+                let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+                let url = html_url(&args.base_url, rel);
+                let path = url.trim_start_matches('/').to_string();
+                html::extract(&text, url, path, stem).map_err(|e| anyhow::anyhow!("{rel}: cannot parse HTML: {e}"))?
+            }
+            SiteFormat::Markdown => markdown::page(rel, text, &links),
+        };
+        builder.add(&page).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    }
+    let pages = builder.len();
+    let options = SiteOptions { shard_bytes: args.shard_kb.max(1) * 1024 };
+    let site = builder.finish(&options).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let (terms, shards) = (site.terms, site.shards);
+    let written = bundle::write(out, site)?;
+    println!(
+        "Indexed {pages} {} pages ({terms} terms in {shards} shards) into {}: {} files, {:.1} KB, in {:.1}s",
+        match format {
+            SiteFormat::Html => "HTML",
+            SiteFormat::Markdown => "markdown",
+        },
+        written.dir.display(),
+        written.files,
+        written.bytes as f64 / 1024.0,
+        started.elapsed().as_secs_f64()
+    );
+    if written.removed > 0 {
+        println!("Removed {} files of an earlier build", written.removed);
+    }
+    println!(
+        "Add to a page: <script type=\"module\" src=\"{}/qmd/qmd-search.js\"></script> <qmd-search></qmd-search>",
+        args.base_url.trim_end_matches('/')
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_links() {
+        assert_eq!(html_url("", "index.html"), "/");
+        assert_eq!(html_url("", "docs/index.html"), "/docs/");
+        assert_eq!(html_url("/site/", "docs/a.html"), "/site/docs/a.html");
+    }
+}

@@ -1,0 +1,167 @@
+/*!
+The keyword engine of a static site's search box, built for
+`wasm32-unknown-unknown` with no bindings generator: a handful of C-ABI
+exports that `www/site/qmd-search.js` calls. The page does all I/O (it
+fetches what [`needs`] names); this module decides and scores.
+
+Calling convention: the page copies each input into a buffer from
+[`qmd_alloc`] and passes `(pointer, length)`; the export takes the buffer
+back and frees it. Every call returns 0 on success or 1 on error, and leaves
+its text result (or the error message) in the output buffer, read with
+[`qmd_out_ptr`] / [`qmd_out_len`].
+*/
+
+use std::cell::RefCell;
+
+use qmd_core::site::{SiteIndex, excerpts};
+
+mod wire;
+
+thread_local! {
+    static INDEX: RefCell<Option<SiteIndex>> = const { RefCell::new(None) };
+    static OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Takes back a buffer from [`qmd_alloc`].
+///
+/// # Safety
+/// `ptr`/`len` must come from one `qmd_alloc(len)` call, not yet passed back.
+unsafe fn take(ptr: *mut u8, len: usize) -> Vec<u8> {
+    if len == 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller passes a box of exactly `len` bytes that qmd_alloc leaked.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }.into_vec()
+}
+
+/// Takes back a buffer holding text; invalid UTF-8 is replaced, not trusted.
+///
+/// # Safety
+/// As [`take`].
+unsafe fn take_text(ptr: *mut u8, len: usize) -> String {
+    // SAFETY: forwarded from the caller.
+    let bytes = unsafe { take(ptr, len) };
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Stores a call's outcome in the output buffer; returns the status code.
+fn finish(result: Result<String, String>) -> u32 {
+    let (code, text) = match result {
+        Ok(text) => (0, text),
+        Err(message) => (1, message),
+    };
+    OUT.with(|out| *out.borrow_mut() = text.into_bytes());
+    code
+}
+
+fn with_index<T>(f: impl FnOnce(&mut SiteIndex) -> Result<T, String>) -> Result<T, String> {
+    INDEX.with(|cell| match cell.borrow_mut().as_mut() {
+        Some(index) => f(index),
+        None => Err("the search index is not open".to_string()),
+    })
+}
+
+/// A zeroed buffer of `len` bytes for the page to fill.
+#[unsafe(no_mangle)]
+pub extern "C" fn qmd_alloc(len: usize) -> *mut u8 {
+    if len == 0 {
+        return std::ptr::NonNull::dangling().as_ptr();
+    }
+    Box::into_raw(vec![0u8; len].into_boxed_slice()).cast()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn qmd_out_ptr() -> *const u8 {
+    OUT.with(|out| out.borrow().as_ptr())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn qmd_out_len() -> usize {
+    OUT.with(|out| out.borrow().len())
+}
+
+/// Opens the meta file (decompressed). Output: the document count.
+///
+/// # Safety
+/// `(ptr, len)` from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_open(ptr: *mut u8, len: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let meta = unsafe { take(ptr, len) };
+    finish(SiteIndex::open(&meta).map_err(|e| e.message).map(|index| {
+        let docs = index.docs();
+        INDEX.with(|cell| *cell.borrow_mut() = Some(index));
+        docs.to_string()
+    }))
+}
+
+/// Files the query needs that are not loaded. Output: one name per line.
+///
+/// # Safety
+/// `(ptr, len)` from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let query = unsafe { take_text(ptr, len) };
+    finish(with_index(|index| Ok(index.needs(&query).join("\n"))))
+}
+
+/// Adds a fetched file (decompressed) under the name `needs` gave.
+///
+/// # Safety
+/// Both pairs from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_add_file(name_ptr: *mut u8, name_len: usize, ptr: *mut u8, len: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let (name, bytes) = unsafe { (take_text(name_ptr, name_len), take(ptr, len)) };
+    finish(with_index(|index| index.add_file(&name, bytes).map(|()| String::new()).map_err(|e| e.message)))
+}
+
+/// Searches. `filters` is `key=value` lines. Output: one hit per line,
+/// `fragment<TAB>score<TAB>doc`.
+///
+/// # Safety
+/// Both pairs from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_search(ptr: *mut u8, len: usize, limit: u32, fptr: *mut u8, flen: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let (query, filters) = unsafe { (take_text(ptr, len), take_text(fptr, flen)) };
+    let filters = wire::parse_filters(&filters);
+    finish(with_index(|index| {
+        let hits = index.search(&query, limit as usize, &filters).map_err(|e| e.message)?;
+        Ok(wire::hits(&hits))
+    }))
+}
+
+/// Filter keys and values. Output: `key<TAB>value<TAB>count` lines.
+#[unsafe(no_mangle)]
+pub extern "C" fn qmd_filters() -> u32 {
+    finish(with_index(|index| Ok(wire::filters(&index.filters()))))
+}
+
+/// Excerpts of a page's text: the page's, then its sections'. `at` holds
+/// the sections' start offsets as little-endian u32s. Output: see
+/// [`wire::excerpts`].
+///
+/// # Safety
+/// All three pairs from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_excerpts(
+    qptr: *mut u8,
+    qlen: usize,
+    tptr: *mut u8,
+    tlen: usize,
+    aptr: *mut u8,
+    alen: usize,
+    words: u32,
+    sections: u32,
+) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let (query, text, at) = unsafe { (take_text(qptr, qlen), take_text(tptr, tlen), take(aptr, alen)) };
+    let mut at: Vec<usize> =
+        at.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize).collect();
+    // Offsets must be ascending char boundaries inside the text.
+    at.retain(|&a| text.is_char_boundary(a));
+    at.sort_unstable();
+    finish(Ok(wire::excerpts(&excerpts(&query, &text, &at, words as usize, sections as usize))))
+}

@@ -1,0 +1,73 @@
+//! The text the exports hand to the page: lines of tab-separated fields,
+//! which the page splits without a JSON parser on either side.
+
+use qmd_core::site::{Excerpt, SiteHit};
+
+/// Marks a highlighted run inside excerpt text (private-use characters,
+/// removed from the page text first, so they cannot be forged by it).
+pub const MARK_START: char = '\u{E000}';
+pub const MARK_END: char = '\u{E001}';
+
+/// `key=value` lines (the first `=` splits) into pairs.
+pub fn parse_filters(text: &str) -> Vec<(String, String)> {
+    text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+/// Tabs and newlines inside a field would split it.
+fn field(text: &str) -> String {
+    text.replace(['\t', '\n', '\r'], " ")
+}
+
+pub fn hits(hits: &[SiteHit]) -> String {
+    hits.iter().map(|h| format!("{}\t{}\t{}", h.fragment, h.score, h.doc)).collect::<Vec<_>>().join("\n")
+}
+
+pub fn filters(filters: &[(String, Vec<(String, usize)>)]) -> String {
+    let mut lines = Vec::new();
+    for (key, values) in filters {
+        for (value, count) in values {
+            lines.push(format!("{}\t{}\t{count}", field(key), field(value)));
+        }
+    }
+    lines.join("\n")
+}
+
+/// One line per excerpt: `anchor<TAB>text`, anchor empty for the page's
+/// own excerpt; highlighted runs wrapped in [`MARK_START`]/[`MARK_END`].
+pub fn excerpts(excerpts: &[Excerpt]) -> String {
+    let mut lines = Vec::with_capacity(excerpts.len());
+    for e in excerpts {
+        let mut text = String::with_capacity(e.text.len() + 6 * e.marks.len());
+        let mut at = 0;
+        for mark in &e.marks {
+            if mark.start < at || mark.end > e.text.len() {
+                continue;
+            }
+            text.push_str(&clean(&e.text[at..mark.start]));
+            text.push(MARK_START);
+            text.push_str(&clean(&e.text[mark.clone()]));
+            text.push(MARK_END);
+            at = mark.end;
+        }
+        text.push_str(&clean(&e.text[at..]));
+        let anchor = e.anchor.map(|a| a.to_string()).unwrap_or_default();
+        lines.push(format!("{anchor}\t{}", field(&text)));
+    }
+    lines.join("\n")
+}
+
+fn clean(text: &str) -> String {
+    text.replace([MARK_START, MARK_END], "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpt_lines_mark_runs_and_cannot_be_forged() {
+        let e = Excerpt { anchor: Some(2), text: "a \u{E000}b\tc".into(), marks: vec![5..6], matched: 1 };
+        assert_eq!(excerpts(&[e]), "2\ta \u{E000}b\u{E001} c");
+        assert_eq!(parse_filters("lang=en\nbad\nk=a=b"), [("lang".into(), "en".into()), ("k".into(), "a=b".into())]);
+    }
+}

@@ -1,0 +1,351 @@
+// qmd site search: the keyword engine of a `qmd site build` bundle, as a
+// JS API (`QmdSearch`) and a `<qmd-search>` element. One module, no
+// dependencies, no build step. Nothing is fetched until the first search
+// (or, for the element, until its box is focused).
+
+const MARK_START = '\uE000';
+const MARK_END = '\uE001';
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** The bundle folder this module was loaded from. */
+const HERE = new URL('.', import.meta.url);
+
+/** Bytes of a gzip-compressed file (every bundle file but entry.json). */
+async function inflate(response) {
+  const stream = response.body.pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** Excerpt text with its marked runs: [{ text, mark }]. */
+function parseMarks(text) {
+  const parts = [];
+  for (const piece of text.split(MARK_START)) {
+    const end = piece.indexOf(MARK_END);
+    if (end >= 0) {
+      parts.push({ text: piece.slice(0, end), mark: true });
+      if (end + 1 < piece.length) parts.push({ text: piece.slice(end + 1), mark: false });
+    } else if (piece) {
+      parts.push({ text: piece, mark: false });
+    }
+  }
+  return parts;
+}
+
+/** The wasm engine's calling convention (see web/site/src/lib.rs). */
+class Engine {
+  constructor(instance) {
+    this.x = instance.exports;
+  }
+
+  put(bytes) {
+    const ptr = this.x.qmd_alloc(bytes.length);
+    new Uint8Array(this.x.memory.buffer, ptr, bytes.length).set(bytes);
+    return [ptr, bytes.length];
+  }
+
+  text(value) {
+    return this.put(encoder.encode(value));
+  }
+
+  call(name, ...args) {
+    const code = this.x[name](...args);
+    const out = decoder.decode(new Uint8Array(this.x.memory.buffer, this.x.qmd_out_ptr(), this.x.qmd_out_len()));
+    if (code !== 0) throw new Error(out);
+    return out;
+  }
+}
+
+const lines = (text) => (text ? text.split('\n') : []);
+
+export class QmdSearch {
+  /**
+   * @param {object} [options]
+   * @param {string|URL} [options.bundle] the bundle folder (`…/qmd/`);
+   *   default: where this module was loaded from
+   * @param {typeof fetch} [options.fetch]
+   */
+  constructor({ bundle = HERE, fetch = globalThis.fetch.bind(globalThis) } = {}) {
+    this.base = new URL(bundle, HERE);
+    if (!this.base.pathname.endsWith('/')) this.base.pathname += '/';
+    this.fetch = fetch;
+    this.files = new Map(); // name → Promise of the file's bytes, fetched once
+    this.ready = null;
+  }
+
+  async get(name, gz = true) {
+    const response = await this.fetch(new URL(name, this.base));
+    if (!response.ok) throw new Error(`qmd search: ${name}: HTTP ${response.status}`);
+    return gz ? inflate(response) : response;
+  }
+
+  /** Loads the entry, the engine and the meta (once; later calls wait for it). */
+  init() {
+    this.ready ??= (async () => {
+      const entry = await (await this.get('entry.json', false)).json();
+      if (entry.format !== 'qmd-site/1') throw new Error(`qmd search: unknown bundle format ${entry.format}`);
+      const [wasm, meta] = await Promise.all([this.get(entry.engine), this.get(entry.meta)]);
+      const { instance } = await WebAssembly.instantiate(wasm, {});
+      const engine = new Engine(instance);
+      engine.call('qmd_open', ...engine.put(meta));
+      this.engine = engine;
+      this.docs = entry.docs;
+    })();
+    this.ready.catch(() => {
+      this.ready = null; // a failed start is tried again on the next search
+    });
+    return this.ready;
+  }
+
+  /** Fetches and hands over a shard file once, however many searches need it. */
+  load(name) {
+    if (!this.files.has(name)) {
+      const loading = this.get(name).then((bytes) => {
+        this.engine.call('qmd_add_file', ...this.engine.text(name), ...this.engine.put(bytes));
+      });
+      loading.catch(() => this.files.delete(name));
+      this.files.set(name, loading);
+    }
+    return this.files.get(name);
+  }
+
+  /**
+   * Searches (qmd's keyword syntax: words, "phrases", -negation).
+   * @param {string} query
+   * @param {{limit?: number, filters?: Record<string, string|string[]>}} [options]
+   * @returns {Promise<{results: Array<{doc: number, score: number, data: () => Promise<object>}>}>}
+   */
+  async search(query, { limit = 10, filters = {} } = {}) {
+    await this.init();
+    const e = this.engine;
+    await Promise.all(lines(e.call('qmd_needs', ...e.text(query))).map((name) => this.load(name)));
+    const filterLines = Object.entries(filters)
+      .flatMap(([key, values]) => [values].flat().map((value) => `${key}=${value}`))
+      .join('\n');
+    const out = e.call('qmd_search', ...e.text(query), limit, ...e.text(filterLines));
+    const results = lines(out).map((line) => {
+      const [fragment, score, doc] = line.split('\t');
+      let data;
+      return { doc: Number(doc), score: Number(score), data: () => (data ??= this.fragment(fragment, query)) };
+    });
+    return { results };
+  }
+
+  /** A result's page: url, title, highlighted excerpt and sub-results. */
+  async fragment(name, query) {
+    const page = JSON.parse(decoder.decode(await this.get(name)));
+    const e = this.engine;
+    const at = new Uint8Array(new Uint32Array(page.anchors.map((a) => a.at)).buffer);
+    const out = e.call('qmd_excerpts', ...e.text(query), ...e.text(page.text), ...e.put(at), 30, 3);
+    const [main, ...sections] = lines(out).map((line) => {
+      const tab = line.indexOf('\t');
+      return { anchor: line.slice(0, tab), excerpt: parseMarks(line.slice(tab + 1)) };
+    });
+    return {
+      url: page.url,
+      title: page.title,
+      excerpt: main?.excerpt ?? [],
+      filters: page.filters,
+      sub_results: sections.map(({ anchor, excerpt }) => {
+        const a = page.anchors[Number(anchor)];
+        return { url: `${page.url}#${encodeURIComponent(a.id)}`, title: a.text, excerpt };
+      }),
+    };
+  }
+
+  /** Filter keys → values → page counts. */
+  async filters() {
+    await this.init();
+    const out = {};
+    for (const line of lines(this.engine.call('qmd_filters'))) {
+      const [key, value, count] = line.split('\t');
+      (out[key] ??= {})[value] = Number(count);
+    }
+    return out;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// <qmd-search>: a search box with results. Attributes: `bundle` (the qmd/
+// folder, default this module's), `placeholder`, `page-size` (5), `filters`
+// ("key:value, key:value"). Themed with CSS custom properties:
+// --qmd-font, --qmd-text, --qmd-muted, --qmd-bg, --qmd-border, --qmd-accent,
+// --qmd-mark, --qmd-radius, --qmd-width; parts: input, results, result.
+
+const STYLE = `
+:host { display: block; font: var(--qmd-font, inherit); color: var(--qmd-text, inherit); max-width: var(--qmd-width, 40rem); }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+input { box-sizing: border-box; width: 100%; font: inherit; color: inherit; padding: .5em .75em;
+  background: var(--qmd-bg, Canvas); border: 1px solid var(--qmd-border, #8888); border-radius: var(--qmd-radius, .4em); }
+input:focus { outline: 2px solid var(--qmd-accent, Highlight); outline-offset: 1px; }
+.status { color: var(--qmd-muted, GrayText); font-size: .85em; margin: .4em 0; min-height: 1.2em; }
+ul { list-style: none; margin: 0; padding: 0; }
+li.result { padding: .5em .6em; border-radius: var(--qmd-radius, .4em); }
+li.result[aria-selected="true"] { outline: 2px solid var(--qmd-accent, Highlight); }
+a { color: var(--qmd-accent, LinkText); }
+.title { font-weight: 600; }
+.excerpt { margin: .2em 0 0; font-size: .9em; }
+mark { background: var(--qmd-mark, #fd5a); color: inherit; }
+.sub { margin: .3em 0 0 1em; font-size: .85em; }
+button { font: inherit; margin-top: .4em; }
+`;
+
+let instances = 0;
+
+export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
+  constructor() {
+    super();
+    const id = `qmd-${++instances}`;
+    const root = this.attachShadow({ mode: 'open' });
+    root.innerHTML = `<style>${STYLE}</style>
+      <label class="sr" for="${id}-input">Search this site</label>
+      <input id="${id}-input" part="input" type="search" autocomplete="off" spellcheck="false"
+        role="combobox" aria-autocomplete="list" aria-expanded="false" aria-controls="${id}-results">
+      <div class="status" role="status" aria-live="polite"></div>
+      <ul id="${id}-results" part="results" role="listbox" aria-label="Search results"></ul>
+      <button type="button" hidden>More results</button>`;
+    this.input = root.querySelector('input');
+    this.status = root.querySelector('.status');
+    this.list = root.querySelector('ul');
+    this.more = root.querySelector('button');
+    this.seq = 0;
+    this.active = -1;
+    this.input.addEventListener('focus', () => this.api().init().catch((err) => this.fail(err)), { once: true });
+    this.input.addEventListener('input', () => {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.run(this.input.value), 120);
+    });
+    this.input.addEventListener('keydown', (event) => this.key(event));
+    this.more.addEventListener('click', () => this.showMore());
+  }
+
+  connectedCallback() {
+    this.input.placeholder = this.getAttribute('placeholder') ?? 'Search';
+  }
+
+  api() {
+    this.search ??= new QmdSearch({ bundle: this.getAttribute('bundle') ?? HERE });
+    return this.search;
+  }
+
+  filters() {
+    const out = {};
+    for (const pair of (this.getAttribute('filters') ?? '').split(',')) {
+      const [key, value] = pair.split(':').map((s) => s?.trim());
+      if (key && value) (out[key] ??= []).push(value);
+    }
+    return out;
+  }
+
+  fail(err) {
+    this.status.textContent = `Search is unavailable: ${err.message}`;
+  }
+
+  async run(query) {
+    const seq = ++this.seq;
+    if (!query.trim()) return this.clear();
+    this.status.textContent = 'Searching…';
+    try {
+      const { results } = await this.api().search(query, { limit: 100, filters: this.filters() });
+      if (seq !== this.seq) return; // a newer query is on its way
+      this.results = results;
+      this.shown = 0;
+      this.list.replaceChildren();
+      this.active = -1;
+      this.input.setAttribute('aria-expanded', String(results.length > 0));
+      this.input.removeAttribute('aria-activedescendant');
+      const count = results.length === 100 ? '100+' : String(results.length);
+      this.status.textContent = results.length ? `${count} result${results.length === 1 ? '' : 's'}` : 'No results';
+      await this.showMore(seq);
+    } catch (err) {
+      if (seq === this.seq) this.fail(err);
+    }
+  }
+
+  clear() {
+    this.results = [];
+    this.list.replaceChildren();
+    this.status.textContent = '';
+    this.more.hidden = true;
+    this.input.setAttribute('aria-expanded', 'false');
+  }
+
+  async showMore(seq = this.seq) {
+    const size = Number(this.getAttribute('page-size') ?? 5) || 5;
+    const page = this.results.slice(this.shown, this.shown + size);
+    this.shown += page.length;
+    const items = await Promise.all(page.map((r) => r.data()));
+    if (seq !== this.seq) return;
+    for (const data of items) this.list.append(this.item(data));
+    this.more.hidden = this.shown >= this.results.length;
+  }
+
+  item(data) {
+    const li = document.createElement('li');
+    li.className = 'result';
+    li.id = `${this.input.id}-r${this.list.children.length}`;
+    li.setAttribute('role', 'option');
+    li.setAttribute('part', 'result');
+    li.setAttribute('aria-selected', 'false');
+    const link = document.createElement('a');
+    link.className = 'title';
+    link.href = data.url;
+    link.textContent = data.title;
+    li.append(link, excerptNode('p', data.excerpt));
+    for (const sub of data.sub_results) {
+      const div = document.createElement('div');
+      div.className = 'sub';
+      const a = document.createElement('a');
+      a.href = sub.url;
+      a.textContent = sub.title;
+      div.append(a, excerptNode('p', sub.excerpt));
+      li.append(div);
+    }
+    return li;
+  }
+
+  key(event) {
+    const items = [...this.list.children];
+    if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
+      if (!items.length) return;
+      event.preventDefault();
+      const step = event.key === 'ArrowDown' ? 1 : -1;
+      this.select(items, Math.max(0, Math.min(items.length - 1, this.active + step)));
+    } else if (event.key === 'Enter' && this.active >= 0) {
+      event.preventDefault();
+      items[this.active]?.querySelector('a')?.click();
+    } else if (event.key === 'Escape') {
+      this.input.value = '';
+      this.seq++;
+      this.clear();
+    }
+  }
+
+  select(items, index) {
+    items[this.active]?.setAttribute('aria-selected', 'false');
+    this.active = index;
+    items[index].setAttribute('aria-selected', 'true');
+    this.input.setAttribute('aria-activedescendant', items[index].id);
+    items[index].scrollIntoView?.({ block: 'nearest' });
+  }
+}
+
+/** An excerpt as DOM nodes: text and <mark>, never HTML strings. */
+function excerptNode(tag, parts) {
+  const node = document.createElement(tag);
+  node.className = 'excerpt';
+  for (const part of parts) {
+    if (part.mark) {
+      const mark = document.createElement('mark');
+      mark.textContent = part.text;
+      node.append(mark);
+    } else {
+      node.append(part.text);
+    }
+  }
+  return node;
+}
+
+if (globalThis.customElements && !customElements.get('qmd-search')) {
+  customElements.define('qmd-search', QmdSearchElement);
+}
