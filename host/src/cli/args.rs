@@ -92,9 +92,10 @@ pub struct SiteBuildArgs {
     /// Markdown only: what replaces `.md` in links ("" for none).
     #[arg(long, default_value = ".html")]
     pub link_ext: String,
-    /// Target size of a term shard, in KB before compression.
-    #[arg(long, default_value_t = 12)]
-    pub shard_kb: usize,
+    /// Target size of a term shard, in KB before compression (fractions
+    /// allowed; at least 0.1).
+    #[arg(long, default_value_t = 12.0)]
+    pub shard_kb: f64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

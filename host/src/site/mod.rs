@@ -44,6 +44,9 @@ fn read_text(path: &Path) -> Result<String> {
 pub fn build(args: SiteBuildArgs) -> Result<()> {
     let started = Instant::now();
     let input = Path::new(&args.input);
+    if !(args.shard_kb >= 0.1 && args.shard_kb.is_finite()) {
+        bail!("--shard-kb must be at least 0.1 (got {})", args.shard_kb);
+    }
     if !input.is_dir() {
         bail!("Not a directory: {}", args.input);
     }
@@ -82,7 +85,7 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
         builder.add(&page).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     }
     let pages = builder.len();
-    let options = SiteOptions { shard_bytes: args.shard_kb.max(1) * 1024 };
+    let options = SiteOptions { shard_bytes: (args.shard_kb * 1024.0) as usize };
     let site = builder.finish(&options).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     let (terms, shards) = (site.terms, site.shards);
     let written = bundle::write(out, site)?;

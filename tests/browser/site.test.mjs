@@ -1,0 +1,160 @@
+// The static-site widget end to end: `qmd site build` on a fixture HTML
+// site and on qmd's eval docs, served by a plain static server, searched in
+// Debian's Chromium through <qmd-search> and the JS API.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { cli, evalDir, evalQueries, isolatedEnv, launch, qmdBin, readFolder, repoRoot, writeFolder } from './harness.mjs';
+
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.json': 'application/json' };
+
+/** A static file server on loopback: what any CDN does, nothing more. */
+function serve(root) {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let file = path.join(root, decodeURIComponent(url.pathname));
+    if (!file.startsWith(root)) return res.writeHead(403).end();
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    if (!fs.existsSync(file)) return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
+    res.end(fs.readFileSync(file));
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+const site = fs.mkdtempSync(path.join(os.tmpdir(), 'qmd-site-'));
+let server;
+let origin;
+let browser;
+let cliEnv;
+let evalSite;
+
+before(async () => {
+  fs.cpSync(path.join(repoRoot, 'tests/fixtures/site'), site, { recursive: true });
+  // Tiny shards, so that a query has shards it must not fetch.
+  execFileSync(qmdBin, ['site', 'build', site, '--out', site, '--shard-kb', '0.2']);
+  // qmd's eval docs as a markdown site next to it, named as the CLI's collection.
+  const { env, home } = isolatedEnv();
+  cliEnv = env;
+  const docs = writeFolder(path.join(home, 'eval-docs'), readFolder(path.join(evalDir, 'docs')));
+  cli(cliEnv, ['collection', 'add', docs, '--name', 'eval']);
+  evalSite = path.join(site, 'eval');
+  execFileSync(qmdBin, ['site', 'build', docs, '--out', evalSite, '--name', 'eval', '--base-url', '/eval/docs']);
+  server = await serve(site);
+  origin = `http://127.0.0.1:${server.address().port}`;
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+const bundleRequests = () => browser.requests.filter((u) => u.includes('/qmd/')).map((u) => new URL(u).pathname);
+
+test('nothing but the module loads before the box is focused', async () => {
+  browser.requests.length = 0;
+  await browser.page.goto(`${origin}/install.html`);
+  await browser.page.waitForFunction(() => customElements.get('qmd-search'));
+  await browser.page.waitForTimeout(300);
+  assert.deepEqual(bundleRequests(), ['/qmd/qmd-search.js']);
+  const input = browser.page.getByRole('combobox', { name: 'Search this site' });
+  await input.focus();
+  await browser.page.waitForFunction(() => document.querySelector('qmd-search').search?.engine);
+  const loaded = bundleRequests().map((p) => p.replace(/\.[0-9a-f]{16}\./, '.HASH.'));
+  assert.deepEqual(loaded.sort(), ['/qmd/engine.HASH.wasm', '/qmd/entry.json', '/qmd/meta.HASH.bin', '/qmd/qmd-search.js']);
+});
+
+test('a query finds its pages with highlighted excerpts and sub-results, fetching only its shards', async () => {
+  const { page } = browser;
+  browser.requests.length = 0;
+  const input = page.getByRole('combobox', { name: 'Search this site' });
+  await input.fill('extract');
+  const results = page.getByRole('option');
+  await results.first().waitFor();
+  const titles = await page.locator('qmd-search li.result > a.title').allTextContents();
+  assert.equal(titles[0], 'Creating and extracting archives');
+  assert.ok(!titles.includes('Installing Packrat'), 'nav and footer text is not indexed');
+  const marks = await page.locator('qmd-search li.result').first().locator('mark').allTextContents();
+  assert.ok(marks.length > 0 && marks.every((m) => /^extract/i.test(m)), `marks: ${marks}`);
+  const sub = page.locator('qmd-search li.result').first().locator('.sub a');
+  assert.ok((await sub.allTextContents()).includes('Extracting an archive'));
+  assert.equal(await sub.first().getAttribute('href'), '/guide/archives.html#archives');
+  const status = await page.getByRole('status').textContent();
+  assert.match(status, /^\d+ results?$/);
+  // Only the bundle's own origin, one term shard for one word, one
+  // fragment per shown result.
+  assert.ok(browser.requests.every((u) => u.startsWith(origin)), browser.requests.join('\n'));
+  const shards = bundleRequests().filter((p) => p.startsWith('/qmd/t/'));
+  const all = fs.readdirSync(path.join(site, 'qmd/t')).length;
+  assert.equal(shards.length, 1, `${shards} of ${all}`);
+  assert.ok(all > 5, `${all} shards in the bundle`);
+  const fragments = bundleRequests().filter((p) => p.startsWith('/qmd/f/'));
+  assert.equal(fragments.length, await results.count());
+  assert.ok(!bundleRequests().some((p) => p.startsWith('/qmd/p/')), 'no positions without a phrase');
+});
+
+test('the keyboard moves through results and Enter opens one', async () => {
+  const { page } = browser;
+  const input = page.getByRole('combobox', { name: 'Search this site' });
+  await input.fill('zstd compression level');
+  await page.locator('qmd-search li.result a.title', { hasText: 'Compression levels' }).waitFor();
+  await input.press('ArrowDown');
+  const first = page.getByRole('option').first();
+  assert.equal(await first.getAttribute('aria-selected'), 'true');
+  assert.equal(await input.getAttribute('aria-activedescendant'), await first.getAttribute('id'));
+  await input.press('ArrowDown');
+  await input.press('ArrowUp');
+  assert.equal(await first.getAttribute('aria-selected'), 'true');
+  const href = await first.locator('a.title').getAttribute('href');
+  await Promise.all([page.waitForURL(`${origin}${href}`), input.press('Enter')]);
+  assert.equal(await page.title(), 'Compression levels · Packrat');
+});
+
+test('phrases, negation, filters and no results', async () => {
+  const { page } = browser;
+  await page.goto(`${origin}/index.html`);
+  const run = (query, options) =>
+    page.evaluate(
+      async ({ query, options }) => {
+        const { QmdSearch } = await import('/qmd/qmd-search.js');
+        const search = (window.api ??= new QmdSearch());
+        const { results } = await search.search(query, options);
+        return Promise.all(results.map(async (r) => (await r.data()).url));
+      },
+      { query, options },
+    );
+  assert.deepEqual(await run('"parallel compression"'), ['/blog/2026-release.html']);
+  assert.ok(!(await run('archives -extract')).includes('/guide/archives.html'));
+  const guides = await run('packrat', { filters: { section: 'guide' } });
+  assert.ok(guides.length >= 2 && guides.every((u) => ['/install.html', '/guide/archives.html', '/guide/compression.html'].includes(u)), `${guides}`);
+  assert.deepEqual(await run('zebra'), []);
+  const filters = await page.evaluate(() => window.api.filters());
+  assert.deepEqual(filters.section, { blog: 1, guide: 3, home: 1, reference: 1 });
+  assert.deepEqual(filters.lang, { en: 6 });
+});
+
+test('the widget and `qmd search` agree on the top 3 for all 24 eval queries', async () => {
+  const { page } = browser;
+  await page.goto(`${origin}/index.html`);
+  const queries = evalQueries();
+  assert.equal(queries.length, 24);
+  for (const { query } of queries) {
+    const web = await page.evaluate(async (q) => {
+      const { QmdSearch } = await import('/qmd/qmd-search.js');
+      const search = (window.evalSearch ??= new QmdSearch({ bundle: '/eval/qmd/' }));
+      const { results } = await search.search(q, { limit: 3 });
+      return Promise.all(results.map(async (r) => ({ url: (await r.data()).url, score: r.score })));
+    }, query);
+    const native = cli(cliEnv, ['search', query, '--json', '-n', '3']);
+    const nativeUrls = native.map((h) => `/eval/docs/${h.file.replace(/^qmd:\/\/eval\//, '').replace(/\.md$/, '.html')}`);
+    assert.deepEqual(web.map((h) => h.url), nativeUrls, `search ${JSON.stringify(query)}`);
+    web.forEach((hit, i) => assert.ok(Math.abs(hit.score - native[i].score) <= 0.005, query));
+  }
+  assert.deepEqual(browser.errors, []);
+});
