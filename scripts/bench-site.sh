@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The static-site benchmark: `qmd site build` next to Pagefind 1.6.0 on
 # the same HTML sites (BEIR SciFact and NFCorpus, one page per document; the
-# English tldr pages). Writes bench/site-results.md.
+# English tldr pages), keyword tier and keyword + semantic tier. Writes
+# bench/site-results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 cargo build --release --locked -p qmd
 data="$(bash scripts/data.sh all)"
 corpus="$(bash scripts/bench-corpus.sh)"
+# The semantic tier is distilled from all-MiniLM-L6-v2 (the test weights).
+model="${BENCH_MODEL_DIR:-$(bash scripts/test-weights.sh)}"
 tools="$HOME/.cache/qmd/tools/pagefind-1.6.0"
 if [[ ! -x "$tools/node_modules/.bin/pagefind" ]]; then
     mkdir -p "$tools"
@@ -16,5 +19,5 @@ fi
 work="$HOME/.cache/qmd/bench-site"
 mkdir -p "$work" bench
 node scripts/bench/site.mjs "$work" "$data" "$corpus" "$CARGO_TARGET_DIR/release/qmd" \
-    "$tools/node_modules/.bin/pagefind" | tee bench/site-results.md.partial
+    "$tools/node_modules/.bin/pagefind" "$model" | tee bench/site-results.md.partial
 mv bench/site-results.md.partial bench/site-results.md

@@ -3,7 +3,7 @@
 // their own shipped JS (qmd-search.js, pagefind.js) in Node with a fetch
 // that reads the files a static server would send and counts their bytes.
 //
-//   node scripts/bench/site.mjs <work dir> <data dir> <tldr dir> <qmd binary> <pagefind binary>
+//   node scripts/bench/site.mjs <work dir> <data dir> <tldr dir> <qmd binary> <pagefind binary> <model dir>
 //
 // Sites (rendered here, one HTML page per document): BEIR SciFact and
 // NFCorpus (every corpus document; nDCG@10 on the test queries), and the
@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const [work, data, tldr, qmd, pagefindBin] = process.argv.slice(2);
+const [work, data, tldr, qmd, pagefindBin, model] = process.argv.slice(2);
 const SHOWN = 5;
 
 const escape = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
@@ -116,8 +116,7 @@ function meter() {
 }
 
 /** This project's widget API, fresh per first search. */
-async function qmdSide(site) {
-  const bundle = path.join(site.dir, 'qmd');
+async function qmdSide(site, bundle = path.join(site.dir, 'qmd')) {
   const moduleBytes = fs.statSync(path.join(bundle, 'qmd-search.js')).size;
   const { QmdSearch } = await import(pathToFileURL(path.join(bundle, 'qmd-search.js')));
   return {
@@ -241,8 +240,12 @@ const lines = [
 for (const site of sites) {
   const qmdTime = timed(qmd, ['site', 'build', site.dir, '--out', site.dir]);
   const pfTime = timed(pagefindBin, ['--site', site.dir, '--output-subdir', 'pagefind', '--silent']);
+  // The semantic tier's bundle beside it (keyword + semantic, fused).
+  const semOut = path.join(site.dir, 'semantic');
+  const semTime = timed(qmd, ['site', 'build', site.dir, '--out', semOut, '--semantic', '--model', model]);
   const sides = [
-    ['qmd site', await qmdSide(site), qmdTime, du(path.join(site.dir, 'qmd'))],
+    ['qmd site, keyword', await qmdSide(site), qmdTime, du(path.join(site.dir, 'qmd'))],
+    ['qmd site, keyword + semantic', await qmdSide(site, path.join(semOut, 'qmd')), semTime, du(path.join(semOut, 'qmd'))],
     ['Pagefind', await pagefindSide(site), pfTime, du(path.join(site.dir, 'pagefind'))],
   ];
   for (const [label, side, time, size] of sides) {

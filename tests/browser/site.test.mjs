@@ -9,7 +9,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, evalDir, evalQueries, isolatedEnv, launch, qmdBin, readFolder, repoRoot, writeFolder } from './harness.mjs';
+import {
+  cli, evalDir, evalQueries, isolatedEnv, launch, qmdBin, readFolder, repoRoot, testModelDir, writeFolder,
+} from './harness.mjs';
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.json': 'application/json' };
 
@@ -45,6 +47,10 @@ before(async () => {
   cli(cliEnv, ['collection', 'add', docs, '--name', 'eval']);
   evalSite = path.join(site, 'eval');
   execFileSync(qmdBin, ['site', 'build', docs, '--out', evalSite, '--name', 'eval', '--base-url', '/eval/docs']);
+  // The semantic tier, distilled from the test model (all-MiniLM-L6-v2).
+  execFileSync(qmdBin, ['site', 'build', site, '--out', path.join(site, 'sem'), '--semantic', '--model', testModelDir()], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   server = await serve(site);
   origin = `http://127.0.0.1:${server.address().port}`;
   browser = await launch();
@@ -156,5 +162,38 @@ test('the widget and `qmd search` agree on the top 3 for all 24 eval queries', a
     assert.deepEqual(web.map((h) => h.url), nativeUrls, `search ${JSON.stringify(query)}`);
     web.forEach((hit, i) => assert.ok(Math.abs(hit.score - native[i].score) <= 0.005, query));
   }
+  assert.deepEqual(browser.errors, []);
+});
+
+test('the semantic tier finds pages by meaning, and nothing for a query about nothing', async () => {
+  const { page } = browser;
+  await page.goto(`${origin}/index.html`);
+  browser.requests.length = 0;
+  const run = (query, options) =>
+    page.evaluate(
+      async ({ query, options }) => {
+        const { QmdSearch } = await import('/sem/qmd/qmd-search.js');
+        const search = (window.semantic ??= new QmdSearch());
+        const { results } = await search.search(query, options);
+        return Promise.all(results.map(async (r) => (await r.data()).url));
+      },
+      { query, options },
+    );
+  // No page has "apple" or "setup": only meaning connects them to macOS.
+  assert.deepEqual(await run('apple setup', { semantic: false }), []);
+  const semantic = await run('apple setup');
+  assert.equal(semantic[0], '/install.html', `${semantic}`);
+  const files = bundleRequests().filter((p) => p.startsWith('/sem/qmd/'));
+  assert.equal(files.filter((p) => /\/vocab\.[0-9a-f]{16}\.txt$/.test(p)).length, 1);
+  const rows = files.filter((p) => p.startsWith('/sem/qmd/r/'));
+  assert.ok(rows.length >= 1 && rows.length <= 3, `${rows}`);
+  const total = fs.readdirSync(path.join(site, 'sem/qmd/r'), { recursive: true }).length;
+  assert.ok(total > 900, `${total} rows shards in the bundle, ${rows.length} fetched`);
+  assert.ok(files.filter((p) => p.startsWith('/sem/qmd/v/')).length <= 10);
+  assert.deepEqual(await run('giraffe banana'), [], 'below the similarity floor nothing is a match');
+  // Fusion keeps every keyword match.
+  const keyword = await run('zstd', { semantic: false });
+  const fused = await run('zstd');
+  assert.ok(keyword.length === 2 && keyword.every((u) => fused.includes(u)), `${keyword} / ${fused}`);
   assert.deepEqual(browser.errors, []);
 });

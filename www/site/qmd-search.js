@@ -84,10 +84,16 @@ export class QmdSearch {
     this.ready ??= (async () => {
       const entry = await (await this.get('entry.json', false)).json();
       if (entry.format !== 'qmd-site/1') throw new Error(`qmd search: unknown bundle format ${entry.format}`);
-      const [wasm, meta] = await Promise.all([this.get(entry.engine), this.get(entry.meta)]);
+      const [wasm, meta, semantic] = await Promise.all([
+        this.get(entry.engine),
+        this.get(entry.meta),
+        entry.semantic ? this.get(entry.semantic) : null,
+      ]);
       const { instance } = await WebAssembly.instantiate(wasm, {});
       const engine = new Engine(instance);
       engine.call('qmd_open', ...engine.put(meta));
+      if (semantic) engine.call('qmd_semantic_open', ...engine.put(semantic));
+      this.semantic = Boolean(semantic);
       this.engine = engine;
       this.docs = entry.docs;
     })();
@@ -112,17 +118,26 @@ export class QmdSearch {
   /**
    * Searches (qmd's keyword syntax: words, "phrases", -negation).
    * @param {string} query
-   * @param {{limit?: number, filters?: Record<string, string|string[]>}} [options]
+   * With a semantic tier in the bundle, keyword and semantic results are
+   * fused (RRF) unless `semantic: false`.
+   * @param {{limit?: number, filters?: Record<string, string|string[]>, semantic?: boolean}} [options]
    * @returns {Promise<{results: Array<{doc: number, score: number, data: () => Promise<object>}>}>}
    */
-  async search(query, { limit = 10, filters = {} } = {}) {
+  async search(query, { limit = 10, filters = {}, semantic = true } = {}) {
     await this.init();
     const e = this.engine;
     await Promise.all(lines(e.call('qmd_needs', ...e.text(query))).map((name) => this.load(name)));
+    const hybrid = semantic && this.semantic;
+    // The vocabulary, then the query's token rows, then its clusters.
+    for (let round = 0; hybrid && round < 4; round++) {
+      const needs = lines(e.call('qmd_semantic_needs', ...e.text(query)));
+      if (!needs.length) break;
+      await Promise.all(needs.map((name) => this.load(name)));
+    }
     const filterLines = Object.entries(filters)
       .flatMap(([key, values]) => [values].flat().map((value) => `${key}=${value}`))
       .join('\n');
-    const out = e.call('qmd_search', ...e.text(query), limit, ...e.text(filterLines));
+    const out = e.call(hybrid ? 'qmd_hybrid' : 'qmd_search', ...e.text(query), limit, ...e.text(filterLines));
     const results = lines(out).map((line) => {
       const [fragment, score, doc] = line.split('\t');
       let data;

@@ -33,6 +33,16 @@ impl TextTokenizer {
         Ok(TextTokenizer { inner, untruncated, max_tokens })
     }
 
+    /// Every token of the vocabulary, in id order (gaps as empty strings).
+    pub fn vocabulary(&self) -> Vec<String> {
+        let vocab = self.inner.get_vocab(true);
+        let mut out = vec![String::new(); vocab.values().map(|&id| id as usize + 1).max().unwrap_or(0)];
+        for (token, id) in vocab {
+            out[id as usize] = token;
+        }
+        out
+    }
+
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
     }

@@ -35,15 +35,30 @@ pub struct Fused<K> {
     pub contributions: Vec<Contribution>,
 }
 
+/// The RRF constant and whether the best rank anywhere earns qmd's bonus.
+#[derive(Clone, Copy, Debug)]
+pub struct RrfParams {
+    pub k: f64,
+    pub top_rank_bonus: bool,
+}
+
+/// qmd's fusion: k = 60, with the top-rank bonus.
+pub const QMD_RRF: RrfParams = RrfParams { k: RRF_K, top_rank_bonus: true };
+
+/// Fuses `lists` as qmd does ([`QMD_RRF`]).
+pub fn reciprocal_rank_fusion<K: Clone + Eq + Hash>(lists: &[RankedList<K>]) -> Vec<Fused<K>> {
+    reciprocal_rank_fusion_with(lists, QMD_RRF)
+}
+
 /// Fuses `lists`, best first. A list contributes each key once (its first
 /// occurrence); ties keep the order in which keys were first met.
-pub fn reciprocal_rank_fusion<K: Clone + Eq + Hash>(lists: &[RankedList<K>]) -> Vec<Fused<K>> {
+pub fn reciprocal_rank_fusion_with<K: Clone + Eq + Hash>(lists: &[RankedList<K>], params: RrfParams) -> Vec<Fused<K>> {
     let mut fused: Vec<Fused<K>> = Vec::new();
     let mut slot: HashMap<K, usize> = HashMap::new();
     let mut top_rank: Vec<usize> = Vec::new();
     for (list, ranked) in lists.iter().enumerate() {
         for (rank0, (key, backend_score)) in ranked.items.iter().enumerate() {
-            let rrf = ranked.weight / (RRF_K + rank0 as f64 + 1.0);
+            let rrf = ranked.weight / (params.k + rank0 as f64 + 1.0);
             let i = *slot.entry(key.clone()).or_insert_with(|| {
                 fused.push(Fused { key: key.clone(), score: 0.0, top_rank_bonus: 0.0, contributions: Vec::new() });
                 top_rank.push(usize::MAX);
@@ -65,6 +80,7 @@ pub fn reciprocal_rank_fusion<K: Clone + Eq + Hash>(lists: &[RankedList<K>]) -> 
     }
     for (entry, &best) in fused.iter_mut().zip(&top_rank) {
         entry.top_rank_bonus = match best {
+            _ if !params.top_rank_bonus => 0.0,
             0 => 0.05,
             1..=2 => 0.02,
             _ => 0.0,

@@ -48,17 +48,18 @@ struct Fragment<'a> {
 }
 
 /// Build settings.
-#[derive(Clone, Debug)]
 pub struct SiteOptions {
     /// A shard closes once its terms' postings reach this many bytes
     /// (before compression): smaller shards mean fewer bytes per query,
     /// more entries in the meta.
     pub shard_bytes: usize,
+    /// The semantic tier's inputs, when it is built.
+    pub semantic: Option<super::semantic::SemanticInput>,
 }
 
 impl Default for SiteOptions {
     fn default() -> Self {
-        SiteOptions { shard_bytes: 12 * 1024 }
+        SiteOptions { shard_bytes: 12 * 1024, semantic: None }
     }
 }
 
@@ -72,6 +73,8 @@ pub struct SiteFile {
 pub struct SiteFiles {
     pub files: Vec<SiteFile>,
     pub meta: String,
+    /// The semantic tier's meta file, when built.
+    pub semantic: Option<String>,
     pub docs: u32,
     pub terms: usize,
     pub shards: usize,
@@ -87,6 +90,8 @@ pub struct SiteBuilder {
     collection: String,
     segment: SegmentBuilder,
     fragments: Vec<Vec<u8>>,
+    /// Title and text of each page, for the semantic tier.
+    texts: Vec<String>,
     filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
@@ -98,6 +103,7 @@ impl SiteBuilder {
             collection: collection.to_string(),
             segment: SegmentBuilder::new(),
             fragments: Vec::new(),
+            texts: Vec::new(),
             filters: BTreeMap::new(),
         }
     }
@@ -131,6 +137,7 @@ impl SiteBuilder {
         };
         let json = serde_json::to_vec(&fragment).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
         self.fragments.push(json);
+        self.texts.push(format!("{}\n{}", page.title, page.text));
         Ok(())
     }
 
@@ -168,13 +175,18 @@ impl SiteBuilder {
         for (doc, bytes) in self.fragments.into_iter().enumerate() {
             files.push(SiteFile { name: fragment_name(&fragments, doc as u32), bytes });
         }
+        let semantic = options.semantic.as_ref().map(|input| {
+            let built = super::semantic::build(input, &self.texts);
+            files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
+            built.meta
+        });
         let shard_count = shards.len();
         let meta =
             Meta { docs: seg_meta.docs, tokens: seg_meta.tokens, fragments, doc_lens, shards, filters: self.filters };
         let meta_bytes = meta.encode();
         let meta_name = format!("meta.{}.bin", id_hex(&file_id(&meta_bytes)));
         files.push(SiteFile { name: meta_name.clone(), bytes: meta_bytes });
-        Ok(SiteFiles { files, meta: meta_name, docs: seg_meta.docs, terms: term_count, shards: shard_count })
+        Ok(SiteFiles { files, meta: meta_name, semantic, docs: seg_meta.docs, terms: term_count, shards: shard_count })
     }
 }
 

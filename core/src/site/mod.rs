@@ -11,10 +11,12 @@ pub mod builder;
 pub mod excerpt;
 pub mod format;
 pub mod search;
+pub mod semantic;
 
 pub use builder::{Anchor, SiteBuilder, SiteFile, SiteFiles, SiteOptions, SitePage};
 pub use excerpt::{Excerpt, excerpts};
-pub use search::{SiteHit, SiteIndex};
+pub use search::{SiteHit, SiteIndex, fuse};
+pub use semantic::SemanticIndex;
 
 #[cfg(test)]
 mod tests {
@@ -46,7 +48,7 @@ mod tests {
             };
             builder.add(&page).unwrap();
         }
-        let files = builder.finish(&SiteOptions { shard_bytes }).unwrap();
+        let files = builder.finish(&SiteOptions { shard_bytes, semantic: None }).unwrap();
         let meta = files.files.iter().find(|f| f.name == files.meta).unwrap();
         (SiteIndex::open(&meta.bytes).unwrap(), files.files)
     }

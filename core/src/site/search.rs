@@ -47,6 +47,11 @@ impl SiteIndex {
         Ok(SiteIndex { meta, terms: HashMap::new(), positions: HashMap::new(), files, params: Bm25Params::default() })
     }
 
+    /// The fragment set's id (fragment names are derived from it).
+    pub fn fragments(&self) -> &super::format::FileId {
+        &self.meta.fragments
+    }
+
     pub fn docs(&self) -> u32 {
         self.meta.docs
     }
@@ -104,7 +109,7 @@ impl SiteIndex {
 
     /// Documents allowed by `filters` (`key → values`: any value of a key,
     /// every key); `None` when there are no filters.
-    fn allowed(&self, filters: &[(String, String)]) -> Option<HashSet<u32>> {
+    pub fn allowed(&self, filters: &[(String, String)]) -> Option<HashSet<u32>> {
         let mut allowed: Option<HashSet<u32>> = None;
         let mut keys: Vec<&str> = filters.iter().map(|(k, _)| k.as_str()).collect();
         keys.dedup();
@@ -209,4 +214,27 @@ impl TermSource for SiteIndex {
         }
         Ok(out)
     }
+}
+
+/// Weight of the semantic list against the keyword list (1.0) in the fusion.
+/// Tuned on SciFact train and NFCorpus dev: the static model is much
+/// weaker than BM25 there, so it mostly reorders the keyword list's tail and
+/// fills in when the keyword list is short.
+pub const SEMANTIC_WEIGHT: f64 = 0.1;
+
+/// The RRF constant of the fusion (tuned with [`SEMANTIC_WEIGHT`]).
+pub const SITE_RRF_K: f64 = 10.0;
+
+/// Keyword and semantic results fused by reciprocal rank, best first.
+pub fn fuse(lex: &[SiteHit], semantic: &[(u32, f32)], fragments: &super::format::FileId, limit: usize) -> Vec<SiteHit> {
+    use crate::search::fusion::{RankedList, RrfParams, reciprocal_rank_fusion_with};
+    let lists = [
+        RankedList { weight: 1.0, items: lex.iter().map(|h| (h.doc, h.score)).collect() },
+        RankedList { weight: SEMANTIC_WEIGHT, items: semantic.iter().map(|&(d, s)| (d, f64::from(s))).collect() },
+    ];
+    reciprocal_rank_fusion_with(&lists, RrfParams { k: SITE_RRF_K, top_rank_bonus: false })
+        .into_iter()
+        .take(limit)
+        .map(|f| SiteHit { doc: f.key, fragment: fragment_name(fragments, f.key), score: f.score })
+        .collect()
 }

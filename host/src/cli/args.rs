@@ -92,6 +92,23 @@ pub struct SiteBuildArgs {
     /// Markdown only: what replaces `.md` in links ("" for none).
     #[arg(long, default_value = ".html")]
     pub link_ext: String,
+    /// Also build the semantic tier: a static embedding table distilled
+    /// from the embedding model, and document vectors in IVF clusters.
+    #[arg(long)]
+    pub semantic: bool,
+    /// The embedding model to distil (a local directory or a Hugging Face
+    /// repo id); default: the index's configured embedding model.
+    #[arg(long, requires = "semantic")]
+    pub model: Option<String>,
+    /// Semantic tier: dimensions kept (PCA), at most the model's.
+    #[arg(long, default_value_t = 128, requires = "semantic")]
+    pub dims: usize,
+    /// Semantic tier: clusters a query reads.
+    #[arg(long, default_value_t = 10, requires = "semantic")]
+    pub probes: usize,
+    /// Semantic tier: cosine below which a page is not a semantic match.
+    #[arg(long, default_value_t = 0.2, requires = "semantic")]
+    pub min_similarity: f32,
     /// Target size of a term shard, in KB before compression (fractions
     /// allowed; at least 0.1).
     #[arg(long, default_value_t = 12.0)]

@@ -96,7 +96,7 @@ pub fn run() -> Result<ExitCode> {
         crate::models::set_workload(crate::models::Workload::OneOffQuery);
     }
     if let Command::Site(args::SiteCommand::Build(args)) = cli.command {
-        crate::site::build(args)?;
+        crate::site::build(args, cli.index.as_deref())?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Command::Web(args) = cli.command {

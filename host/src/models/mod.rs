@@ -82,7 +82,7 @@ pub fn models_dir() -> PathBuf {
 impl ModelSource {
     /// A local directory (absolute, `./…`, `~/…`, or existing) or a
     /// Hugging Face repo id (`owner/name`).
-    fn resolve(role: ModelRole, spec: &str) -> ModelSource {
+    pub fn resolve(role: ModelRole, spec: &str) -> ModelSource {
         let spec = spec.trim();
         let looks_local =
             spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
@@ -254,6 +254,36 @@ impl Models {
     /// Unit vectors and untruncated token counts.
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>, String> {
         self.embed.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message))
+    }
+
+    /// The embedding model's vocabulary (id order) and each token embedded
+    /// on its own (zeros for special and unused tokens): what a static
+    /// model is distilled from. `progress` gets (done, total).
+    pub fn embed_vocabulary(
+        &self,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(Vec<String>, Vec<Vec<f32>>), String> {
+        self.embed.with(|encoder, _| {
+            let vocab = encoder.tokenizer().vocabulary();
+            let special = |t: &str| t.is_empty() || (t.starts_with('[') && t.ends_with(']'));
+            let texts: Vec<(usize, &str)> = vocab
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !special(t))
+                .map(|(i, t)| (i, t.strip_prefix("##").unwrap_or(t)))
+                .collect();
+            let mut vectors = vec![vec![0f32; encoder.dimension()]; vocab.len()];
+            for (done, batch) in texts.chunks(2048).enumerate() {
+                progress(done * 2048, texts.len());
+                let strs: Vec<&str> = batch.iter().map(|(_, t)| *t).collect();
+                let embedded = encoder.embed(&strs).map_err(|e| e.message)?;
+                for ((id, _), v) in batch.iter().zip(embedded) {
+                    vectors[*id] = v;
+                }
+            }
+            progress(texts.len(), texts.len());
+            Ok((vocab.clone(), vectors))
+        })
     }
 
     /// The reranker's id if it is there and loads.

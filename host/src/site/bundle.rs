@@ -62,6 +62,10 @@ fn ours(name: &str) -> bool {
         || hashed("f/", ".json")
         || hashed("meta.", ".bin")
         || hashed("engine.", ".wasm")
+        || hashed("sem.", ".bin")
+        || hashed("vocab.", ".txt")
+        || hashed("r/", ".bin")
+        || hashed("v/", ".bin")
         || name.ends_with(".partial")
 }
 
@@ -100,6 +104,7 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
         "generator": concat!("qmd ", env!("CARGO_PKG_VERSION")),
         "engine": engine,
         "meta": site.meta,
+        "semantic": site.semantic,
         "docs": site.docs,
     });
     let entry = serde_json::to_vec_pretty(&entry)?;
@@ -114,10 +119,12 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
         fs::remove_file(dir.join(name)).with_context(|| format!("cannot remove {name}"))?;
         removed += 1;
     }
-    // Fragment folders of earlier builds, now empty.
-    if let Ok(entries) = fs::read_dir(dir.join("f")) {
-        for entry in entries.flatten() {
-            let _ = fs::remove_dir(entry.path());
+    // Fragment and row folders of earlier builds, now empty.
+    for sets in ["f", "r"] {
+        if let Ok(entries) = fs::read_dir(dir.join(sets)) {
+            for entry in entries.flatten() {
+                let _ = fs::remove_dir(entry.path());
+            }
         }
     }
     Ok(Written { dir, bytes, files: keep.len() + 2, removed })

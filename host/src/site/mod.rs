@@ -11,6 +11,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use qmd_core::site::semantic::SemanticInput;
 use qmd_core::site::{SiteBuilder, SiteOptions, SitePage};
 
 use crate::cli::args::{SiteBuildArgs, SiteFormat};
@@ -41,7 +42,9 @@ fn read_text(path: &Path) -> Result<String> {
     Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
-pub fn build(args: SiteBuildArgs) -> Result<()> {
+/// `index` names the index whose configured embedding model the semantic
+/// tier distils (`--index`), unless `--model` names one.
+pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     let started = Instant::now();
     let input = Path::new(&args.input);
     if !(args.shard_kb >= 0.1 && args.shard_kb.is_finite()) {
@@ -85,9 +88,10 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
         builder.add(&page).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     }
     let pages = builder.len();
-    let options = SiteOptions { shard_bytes: (args.shard_kb * 1024.0) as usize };
+    let semantic = if args.semantic { Some(semantic_input(&args, index)?) } else { None };
+    let options = SiteOptions { shard_bytes: (args.shard_kb * 1024.0) as usize, semantic };
     let site = builder.finish(&options).map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    let (terms, shards) = (site.terms, site.shards);
+    let (terms, shards, semantic) = (site.terms, site.shards, site.semantic.is_some());
     let written = bundle::write(out, site)?;
     println!(
         "Indexed {pages} {} pages ({terms} terms in {shards} shards) into {}: {} files, {:.1} KB, in {:.1}s",
@@ -100,6 +104,9 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
         written.bytes as f64 / 1024.0,
         started.elapsed().as_secs_f64()
     );
+    if semantic {
+        println!("Semantic tier: {} dimensions, {} clusters read per query", args.dims, args.probes.max(1));
+    }
     if written.removed > 0 {
         println!("Removed {} files of an earlier build", written.removed);
     }
@@ -108,6 +115,37 @@ pub fn build(args: SiteBuildArgs) -> Result<()> {
         args.base_url.trim_end_matches('/')
     );
     Ok(())
+}
+
+/// Rows of the static model per rows shard: a query fetches one shard per
+/// distinct shard of its tokens.
+const ROWS_PER_SHARD: usize = 32;
+
+/// The embedding model's vocabulary, each token embedded by it.
+fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticInput> {
+    use crate::models::{ModelRole, ModelSource, ModelSources, Models};
+    let mut sources = ModelSources::for_index(&crate::paths::ConfigFile::for_index(&crate::paths::index_name(index)))?;
+    if let Some(spec) = &args.model {
+        sources.embed = ModelSource::resolve(ModelRole::Embed, spec);
+    }
+    eprintln!("Distilling a static model from {} …", sources.embed.id);
+    let started = Instant::now();
+    let models = Models::new(&sources);
+    let (vocab, token_vectors) = models
+        .embed_vocabulary(&mut |done, total| eprint!("\r  {done}/{total} tokens embedded"))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(" in {:.1}s", started.elapsed().as_secs_f64());
+    if args.dims == 0 {
+        bail!("--dims must be at least 1");
+    }
+    Ok(SemanticInput {
+        vocab,
+        token_vectors,
+        dim: args.dims,
+        rows_per_shard: ROWS_PER_SHARD,
+        probes: args.probes.max(1),
+        min_similarity: args.min_similarity,
+    })
 }
 
 #[cfg(test)]

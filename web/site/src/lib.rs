@@ -13,12 +13,13 @@ its text result (or the error message) in the output buffer, read with
 
 use std::cell::RefCell;
 
-use qmd_core::site::{SiteIndex, excerpts};
+use qmd_core::site::{SemanticIndex, SiteIndex, excerpts, fuse};
 
 mod wire;
 
 thread_local! {
     static INDEX: RefCell<Option<SiteIndex>> = const { RefCell::new(None) };
+    static SEMANTIC: RefCell<Option<SemanticIndex>> = const { RefCell::new(None) };
     static OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -106,7 +107,7 @@ pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
     finish(with_index(|index| Ok(index.needs(&query).join("\n"))))
 }
 
-/// Adds a fetched file (decompressed) under the name `needs` gave.
+/// Adds a fetched file (decompressed) under the name a `needs` call gave.
 ///
 /// # Safety
 /// Both pairs from [`qmd_alloc`].
@@ -114,7 +115,86 @@ pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
 pub unsafe extern "C" fn qmd_add_file(name_ptr: *mut u8, name_len: usize, ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
     let (name, bytes) = unsafe { (take_text(name_ptr, name_len), take(ptr, len)) };
-    finish(with_index(|index| index.add_file(&name, bytes).map(|()| String::new()).map_err(|e| e.message)))
+    let semantic = SEMANTIC.with(|cell| match cell.borrow_mut().as_mut() {
+        Some(sem) if !name.starts_with("t/") && !name.starts_with("p/") => {
+            sem.add_file(&name, bytes.clone()).map_err(|e| e.to_string())
+        }
+        _ => Ok(false),
+    });
+    finish(semantic.and_then(|taken| {
+        if taken {
+            return Ok(String::new());
+        }
+        with_index(|index| index.add_file(&name, bytes).map(|()| String::new()).map_err(|e| e.message))
+    }))
+}
+
+/// Opens the semantic tier's meta file (decompressed).
+///
+/// # Safety
+/// `(ptr, len)` from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_semantic_open(ptr: *mut u8, len: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let meta = unsafe { take(ptr, len) };
+    finish(SemanticIndex::open(&meta).map_err(|e| e.to_string()).map(|sem| {
+        SEMANTIC.with(|cell| *cell.borrow_mut() = Some(sem));
+        String::new()
+    }))
+}
+
+/// Semantic-tier files the query needs next. Output: one name per line;
+/// call again after adding them until it names none.
+///
+/// # Safety
+/// `(ptr, len)` from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_semantic_needs(ptr: *mut u8, len: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let query = unsafe { take_text(ptr, len) };
+    finish(SEMANTIC.with(|cell| match cell.borrow().as_ref() {
+        Some(sem) => Ok(sem.needs(&query).join("\n")),
+        None => Err("the semantic tier is not open".to_string()),
+    }))
+}
+
+/// Semantic results alone. Output: `doc<TAB>cosine` lines, best first.
+///
+/// # Safety
+/// `(ptr, len)` from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u32) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let query = unsafe { take_text(ptr, len) };
+    finish(SEMANTIC.with(|cell| match cell.borrow().as_ref() {
+        Some(sem) => Ok(
+            sem.search(&query, limit as usize).iter().map(|(d, s)| format!("{d}\t{s}")).collect::<Vec<_>>().join("\n"),
+        ),
+        None => Err("the semantic tier is not open".to_string()),
+    }))
+}
+
+/// Keyword and semantic results fused (RRF), same output as [`qmd_search`].
+///
+/// # Safety
+/// Both pairs from [`qmd_alloc`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qmd_hybrid(ptr: *mut u8, len: usize, limit: u32, fptr: *mut u8, flen: usize) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let (query, filters) = unsafe { (take_text(ptr, len), take_text(fptr, flen)) };
+    let filters = wire::parse_filters(&filters);
+    let pool = (limit as usize).max(50);
+    finish(with_index(|index| {
+        let lex = index.search(&query, pool, &filters).map_err(|e| e.message)?;
+        let allowed = index.allowed(&filters);
+        let semantic: Vec<(u32, f32)> = SEMANTIC
+            .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
+            .collect();
+        Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit as usize)))
+    }))
 }
 
 /// Searches. `filters` is `key=value` lines. Output: one hit per line,

@@ -66,7 +66,12 @@ mod tests {
 
     #[test]
     fn excerpt_lines_mark_runs_and_cannot_be_forged() {
-        let e = Excerpt { anchor: Some(2), text: "a \u{E000}b\tc".into(), marks: vec![5..6], matched: 1 };
+        let e = Excerpt {
+            anchor: Some(2),
+            text: "a \u{E000}b\tc".into(),
+            marks: std::iter::once(5..6).collect(),
+            matched: 1,
+        };
         assert_eq!(excerpts(&[e]), "2\ta \u{E000}b\u{E001} c");
         assert_eq!(parse_filters("lang=en\nbad\nk=a=b"), [("lang".into(), "en".into()), ("k".into(), "a=b".into())]);
     }

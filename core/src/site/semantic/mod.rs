@@ -1,0 +1,511 @@
+//! The semantic tier of a site bundle: a static embedding table distilled
+//! from the sentence encoder ([`distill`]), the page's own tokenizer
+//! ([`wordpiece`]), and document vectors in IVF clusters, so a query
+//! fetches the vocabulary, its tokens' rows and a few clusters, never all
+//! vectors.
+//!
+//! ```text
+//! semantic meta  "QMDSEMA1" vint dim, vint tokens, vint rows per shard,
+//!                8 bytes rows set id, 8 bytes vocabulary file id, vint probes,
+//!                f32 minimum similarity, dim f32 centre (the mean document
+//!                vector, removed from documents and queries),
+//!                vint clusters; per cluster: f32 scale, dim i8 centroid,
+//!                8 bytes file id
+//! vocabulary     one token per line, in id order
+//! rows shard     "QMDROWS1" vint rows; per row: f32 scale, dim i8
+//! cluster        "QMDCLUS1" vint docs; vint doc deltas; per doc: f32 scale, dim i8
+//! ```
+
+pub mod distill;
+pub mod wordpiece;
+
+use std::collections::HashMap;
+
+use super::format::{FileId, FormatError, file_id, id_hex};
+use crate::index::codec::{get_vint, put_vint};
+pub use wordpiece::WordPiece;
+
+pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA1";
+const ROWS_MAGIC: &[u8] = b"QMDROWS1";
+const CLUSTER_MAGIC: &[u8] = b"QMDCLUS1";
+
+type Parsed<T> = std::result::Result<T, FormatError>;
+
+/// What the host hands the builder: the encoder's vocabulary and each
+/// token's embedding (zeros for special tokens).
+pub struct SemanticInput {
+    pub vocab: Vec<String>,
+    pub token_vectors: Vec<Vec<f32>>,
+    /// Dimensions kept by PCA (at most the encoder's).
+    pub dim: usize,
+    /// Rows per rows shard.
+    pub rows_per_shard: usize,
+    /// Clusters a query reads.
+    pub probes: usize,
+    /// Cosine below which a semantic hit is dropped (vector search always
+    /// finds something; a query about nothing on the site should not).
+    pub min_similarity: f32,
+}
+
+/// An int8 vector with its scale.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Code {
+    pub scale: f32,
+    pub code: Vec<i8>,
+}
+
+impl Code {
+    fn of(v: &[f32]) -> Code {
+        let (code, scale) = distill::quantize(v);
+        Code { scale, code }
+    }
+
+    fn to_f32(&self) -> Vec<f32> {
+        self.code.iter().map(|&c| f32::from(c) * self.scale).collect()
+    }
+
+    fn dot(&self, q: &[f32]) -> f32 {
+        self.code.iter().zip(q).map(|(&c, x)| f32::from(c) * x).sum::<f32>() * self.scale
+    }
+
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.scale.to_le_bytes());
+        out.extend(self.code.iter().map(|&c| c as u8));
+    }
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn open(data: &'a [u8], magic: &[u8], what: &'static str) -> Parsed<Self> {
+        data.starts_with(magic).then_some(Reader { data, pos: magic.len() }).ok_or(FormatError(what))
+    }
+    fn vint(&mut self) -> Parsed<usize> {
+        get_vint(self.data, &mut self.pos).and_then(|v| usize::try_from(v).ok()).ok_or(FormatError("truncated number"))
+    }
+    fn take(&mut self, n: usize) -> Parsed<&'a [u8]> {
+        let end = self.pos.checked_add(n).ok_or(FormatError("length out of range"))?;
+        let bytes = self.data.get(self.pos..end).ok_or(FormatError("truncated vector data"))?;
+        self.pos = end;
+        Ok(bytes)
+    }
+    fn id(&mut self) -> Parsed<FileId> {
+        Ok(self.take(8)?.try_into().expect("8 bytes"))
+    }
+    fn code(&mut self, dim: usize) -> Parsed<Code> {
+        let scale = f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
+        if !scale.is_finite() {
+            return Err(FormatError("vector scale is not a number"));
+        }
+        Ok(Code { scale, code: self.take(dim)?.iter().map(|&b| b as i8).collect() })
+    }
+    /// A count of items of `min` bytes each, bounded by the data left.
+    fn count(&mut self, min: usize) -> Parsed<usize> {
+        let n = self.vint()?;
+        (n.saturating_mul(min.max(1)) <= self.data.len() - self.pos)
+            .then_some(n)
+            .ok_or(FormatError("count past the end"))
+    }
+}
+
+/// The semantic meta file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SemanticMeta {
+    pub dim: usize,
+    pub tokens: usize,
+    pub rows_per_shard: usize,
+    pub rows: FileId,
+    pub vocab: FileId,
+    pub probes: usize,
+    pub min_similarity: f32,
+    pub center: Vec<f32>,
+    pub clusters: Vec<(Code, FileId)>,
+}
+
+impl SemanticMeta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = SEMANTIC_MAGIC.to_vec();
+        for n in [self.dim, self.tokens, self.rows_per_shard] {
+            put_vint(&mut out, n as u64);
+        }
+        out.extend_from_slice(&self.rows);
+        out.extend_from_slice(&self.vocab);
+        put_vint(&mut out, self.probes as u64);
+        out.extend_from_slice(&self.min_similarity.to_le_bytes());
+        for x in &self.center {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        put_vint(&mut out, self.clusters.len() as u64);
+        for (centroid, id) in &self.clusters {
+            centroid.put(&mut out);
+            out.extend_from_slice(id);
+        }
+        out
+    }
+
+    pub fn decode(data: &[u8]) -> Parsed<SemanticMeta> {
+        let mut r = Reader::open(data, SEMANTIC_MAGIC, "not a qmd semantic file, or another version")?;
+        let (dim, tokens, rows_per_shard) = (r.vint()?, r.vint()?, r.vint()?);
+        if dim == 0 || dim > 4096 || rows_per_shard == 0 {
+            return Err(FormatError("vector dimension out of range"));
+        }
+        let (rows, vocab, probes) = (r.id()?, r.id()?, r.vint()?);
+        let min_similarity = f32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+        let center = r.take(dim * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let n = r.count(dim + 12)?;
+        let clusters = (0..n).map(|_| Ok((r.code(dim)?, r.id()?))).collect::<Parsed<Vec<_>>>()?;
+        Ok(SemanticMeta { dim, tokens, rows_per_shard, rows, vocab, probes, min_similarity, center, clusters })
+    }
+
+    pub fn vocab_name(&self) -> String {
+        format!("vocab.{}.txt", id_hex(&self.vocab))
+    }
+
+    pub fn rows_name(&self, shard: usize) -> String {
+        format!("r/{}/{shard}.bin", id_hex(&self.rows))
+    }
+
+    pub fn cluster_name(&self, cluster: usize) -> String {
+        format!("v/{}.bin", id_hex(&self.clusters[cluster].1))
+    }
+}
+
+/// The files of the semantic tier, named, and its meta's name.
+pub struct SemanticFiles {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub meta: String,
+}
+
+/// Builds the tier: distils the static model, embeds `docs` with it and
+/// partitions their vectors.
+pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
+    let vocab_text = input.vocab.join("\n");
+    let wp = WordPiece::from_lines(&vocab_text);
+    let doc_tokens: Vec<Vec<u32>> = docs.iter().map(|d| wp.tokenize(d)).collect();
+    let mut counts = vec![0u64; input.vocab.len()];
+    for &t in doc_tokens.iter().flatten() {
+        counts[t as usize] += 1;
+    }
+    let full = input.token_vectors.first().map_or(0, Vec::len);
+    let dim = input.dim.clamp(1, full.max(1));
+    let live: Vec<Vec<f32>> = input.token_vectors.iter().filter(|v| v.iter().any(|x| *x != 0.0)).cloned().collect();
+    let (mean, axes) = distill::pca(&live, full, dim);
+    let weights = distill::sif_weights(&counts, 1e-3);
+    let rows: Vec<Code> = input
+        .token_vectors
+        .iter()
+        .zip(&weights)
+        .map(|(v, &w)| {
+            if v.iter().all(|x| *x == 0.0) {
+                return Code { scale: 0.0, code: vec![0; dim] };
+            }
+            let mut p = distill::project(v, &mean, &axes);
+            p.iter_mut().for_each(|x| *x *= w);
+            Code::of(&p)
+        })
+        .collect();
+    // Documents are embedded from the quantised rows the page will use.
+    let dense: Vec<Vec<f32>> = rows.iter().map(Code::to_f32).collect();
+    let sums: Vec<Vec<f32>> = doc_tokens.iter().map(|ids| embed_ids(&dense, ids, dim, &[])).collect();
+    // What every document shares says nothing about any one of them: the
+    // mean document direction is removed from documents and queries alike.
+    let mut center = vec![0f32; dim];
+    for v in &sums {
+        center.iter_mut().zip(v).for_each(|(c, x)| *c += x / sums.len().max(1) as f32);
+    }
+    let doc_vectors: Vec<Vec<f32>> = doc_tokens.iter().map(|ids| embed_ids(&dense, ids, dim, &center)).collect();
+    let k = ((docs.len() as f64).sqrt().round() as usize).clamp(1, 1024);
+    let (centroids, assign) = distill::kmeans(&doc_vectors, k, 10);
+
+    let mut files = Vec::new();
+    let mut row_files = Vec::new();
+    for chunk in rows.chunks(input.rows_per_shard.max(1)) {
+        let mut bytes = ROWS_MAGIC.to_vec();
+        put_vint(&mut bytes, chunk.len() as u64);
+        chunk.iter().for_each(|c| c.put(&mut bytes));
+        row_files.push(bytes);
+    }
+    let rows_set = file_id(&row_files.iter().flat_map(|f| file_id(f)).collect::<Vec<u8>>());
+    let mut clusters = Vec::new();
+    for (c, centroid) in centroids.iter().enumerate() {
+        let members: Vec<usize> = (0..docs.len()).filter(|&d| assign[d] == c).collect();
+        let mut bytes = CLUSTER_MAGIC.to_vec();
+        put_vint(&mut bytes, members.len() as u64);
+        let mut last = 0;
+        for &d in &members {
+            put_vint(&mut bytes, (d - last) as u64);
+            last = d;
+        }
+        for &d in &members {
+            Code::of(&doc_vectors[d]).put(&mut bytes);
+        }
+        let id = file_id(&bytes);
+        clusters.push((Code::of(centroid), id));
+        files.push((format!("v/{}.bin", id_hex(&id)), bytes));
+    }
+    let vocab = vocab_text.into_bytes();
+    let meta = SemanticMeta {
+        dim,
+        tokens: input.vocab.len(),
+        rows_per_shard: input.rows_per_shard.max(1),
+        rows: rows_set,
+        vocab: file_id(&vocab),
+        probes: input.probes.max(1),
+        min_similarity: input.min_similarity,
+        center,
+        clusters,
+    };
+    for (shard, bytes) in row_files.into_iter().enumerate() {
+        files.push((meta.rows_name(shard), bytes));
+    }
+    files.push((meta.vocab_name(), vocab));
+    let meta_bytes = meta.encode();
+    let name = format!("sem.{}.bin", id_hex(&file_id(&meta_bytes)));
+    files.push((name.clone(), meta_bytes));
+    SemanticFiles { files, meta: name }
+}
+
+/// The unit vector of a token sequence: the mean of its rows, less
+/// `center` (when given), normalised.
+fn embed_ids(rows: &[Vec<f32>], ids: &[u32], dim: usize, center: &[f32]) -> Vec<f32> {
+    let mut v = vec![0f32; dim];
+    let mut n = 0;
+    for &id in ids {
+        if let Some(row) = rows.get(id as usize) {
+            v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+            n += 1;
+        }
+    }
+    if n == 0 || v.iter().all(|x| *x == 0.0) {
+        return vec![0f32; dim];
+    }
+    v.iter_mut().for_each(|x| *x /= n as f32);
+    if !center.is_empty() {
+        v.iter_mut().zip(center).for_each(|(x, c)| *x -= c);
+        distill::normalize(&mut v);
+    }
+    v
+}
+
+/// The page's side: what is loaded so far, and the search.
+pub struct SemanticIndex {
+    meta: SemanticMeta,
+    wordpiece: Option<WordPiece>,
+    rows: HashMap<usize, Vec<Code>>,
+    clusters: HashMap<usize, (Vec<u32>, Vec<Code>)>,
+}
+
+impl SemanticIndex {
+    pub fn open(meta: &[u8]) -> Parsed<SemanticIndex> {
+        Ok(SemanticIndex {
+            meta: SemanticMeta::decode(meta)?,
+            wordpiece: None,
+            rows: HashMap::new(),
+            clusters: HashMap::new(),
+        })
+    }
+
+    fn tokens(&self, query: &str) -> Option<Vec<u32>> {
+        self.wordpiece.as_ref().map(|wp| wp.tokenize(query))
+    }
+
+    fn query_vector(&self, ids: &[u32]) -> Option<Vec<f32>> {
+        let mut rows = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let shard = id as usize / self.meta.rows_per_shard;
+            rows.push(self.rows.get(&shard)?.get(id as usize % self.meta.rows_per_shard)?.to_f32());
+        }
+        let local: Vec<u32> = (0..rows.len() as u32).collect();
+        Some(embed_ids(&rows, &local, self.meta.dim, &self.meta.center))
+    }
+
+    fn probed(&self, q: &[f32]) -> Vec<usize> {
+        let mut order: Vec<(f32, usize)> =
+            self.meta.clusters.iter().enumerate().map(|(i, (c, _))| (c.dot(q), i)).collect();
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        order.into_iter().take(self.meta.probes).map(|(_, i)| i).collect()
+    }
+
+    /// Files the query needs next (the vocabulary, then its rows, then its
+    /// clusters): call again after adding them, until it names none.
+    pub fn needs(&self, query: &str) -> Vec<String> {
+        let Some(ids) = self.tokens(query) else { return vec![self.meta.vocab_name()] };
+        let mut shards: Vec<usize> = ids.iter().map(|&id| id as usize / self.meta.rows_per_shard).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let missing: Vec<String> =
+            shards.into_iter().filter(|s| !self.rows.contains_key(s)).map(|s| self.meta.rows_name(s)).collect();
+        if !missing.is_empty() {
+            return missing;
+        }
+        let Some(q) = self.query_vector(&ids) else { return Vec::new() };
+        if q.iter().all(|x| *x == 0.0) {
+            return Vec::new();
+        }
+        self.probed(&q)
+            .into_iter()
+            .filter(|c| !self.clusters.contains_key(c))
+            .map(|c| self.meta.cluster_name(c))
+            .collect()
+    }
+
+    /// Adds a fetched file; `Ok(false)` if the name is not one of this tier's.
+    pub fn add_file(&mut self, name: &str, bytes: Vec<u8>) -> Parsed<bool> {
+        let dim = self.meta.dim;
+        if name == self.meta.vocab_name() {
+            if file_id(&bytes) != self.meta.vocab {
+                return Err(FormatError("file content does not match its name"));
+            }
+            let text = String::from_utf8(bytes).map_err(|_| FormatError("vocabulary is not UTF-8"))?;
+            self.wordpiece = Some(WordPiece::from_lines(&text));
+            return Ok(true);
+        }
+        let rows_prefix = format!("r/{}/", id_hex(&self.meta.rows));
+        if let Some(shard) = name.strip_prefix(&rows_prefix).and_then(|r| r.strip_suffix(".bin")) {
+            let shard: usize = shard.parse().map_err(|_| FormatError("rows shard name"))?;
+            let mut r = Reader::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
+            let n = r.count(dim + 4)?;
+            let rows = (0..n).map(|_| r.code(dim)).collect::<Parsed<Vec<_>>>()?;
+            self.rows.insert(shard, rows);
+            return Ok(true);
+        }
+        let Some(cluster) = (0..self.meta.clusters.len()).find(|&c| self.meta.cluster_name(c) == name) else {
+            return Ok(false);
+        };
+        if file_id(&bytes) != self.meta.clusters[cluster].1 {
+            return Err(FormatError("file content does not match its name"));
+        }
+        let mut r = Reader::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
+        let n = r.count(dim + 5)?;
+        let mut docs = Vec::with_capacity(n);
+        let mut doc = 0usize;
+        for i in 0..n {
+            let delta = r.vint()?;
+            doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
+            docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
+        }
+        let codes = (0..n).map(|_| r.code(dim)).collect::<Parsed<Vec<_>>>()?;
+        self.clusters.insert(cluster, (docs, codes));
+        Ok(true)
+    }
+
+    /// Documents nearest the query (cosine, best first), from the probed
+    /// clusters; empty until [`Self::needs`] names nothing.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<(u32, f32)> {
+        let Some(ids) = self.tokens(query) else { return Vec::new() };
+        let Some(q) = self.query_vector(&ids) else { return Vec::new() };
+        if q.iter().all(|x| *x == 0.0) {
+            return Vec::new();
+        }
+        let mut hits: Vec<(u32, f32)> = Vec::new();
+        for c in self.probed(&q) {
+            if let Some((docs, codes)) = self.clusters.get(&c) {
+                hits.extend(
+                    docs.iter()
+                        .zip(codes)
+                        .map(|(&d, code)| (d, code.dot(&q)))
+                        .filter(|&(_, s)| s >= self.meta.min_similarity),
+                );
+            }
+        }
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(limit);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy encoder: words of one topic share a direction.
+    fn input() -> SemanticInput {
+        let vocab: Vec<String> =
+            ["[PAD]", "[UNK]", "the", "car", "automobile", "engine", "bread", "flour", "recipe", "is", "fast", "##s"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let topic = |t: &str| match t {
+            "car" | "automobile" | "engine" | "fast" => [1.0, 0.1, 0.0, 0.05],
+            "bread" | "flour" | "recipe" => [0.0, 0.1, 1.0, 0.05],
+            "[PAD]" | "[UNK]" => [0.0; 4],
+            _ => [0.3, 0.3, 0.3, 0.3],
+        };
+        let token_vectors = vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut v = topic(t).to_vec();
+                if v.iter().any(|x| *x != 0.0) {
+                    v[3] += 0.01 * i as f32; // distinct rows
+                }
+                v
+            })
+            .collect();
+        SemanticInput { vocab, token_vectors, dim: 3, rows_per_shard: 4, probes: 2, min_similarity: 0.0 }
+    }
+
+    fn load(index: &mut SemanticIndex, files: &SemanticFiles, query: &str) -> usize {
+        let mut fetched = 0;
+        loop {
+            let needs = index.needs(query);
+            if needs.is_empty() {
+                return fetched;
+            }
+            for name in needs {
+                let (_, bytes) = files.files.iter().find(|(n, _)| *n == name).unwrap();
+                assert!(index.add_file(&name, bytes.clone()).unwrap(), "{name}");
+                fetched += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn a_query_finds_documents_by_meaning_fetching_only_what_it_needs() {
+        let docs: Vec<String> = [
+            "The car is fast",
+            "Engines",
+            "Bread recipe",
+            "Flour and bread",
+            "The engine",
+            "Recipe: flour",
+            "the car",
+            "bread bread",
+            "fast cars",
+            "flour",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let files = build(&input(), &docs);
+        let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
+        let mut index = SemanticIndex::open(meta).unwrap();
+        let fetched = load(&mut index, &files, "automobile");
+        let rows = files.files.iter().filter(|(n, _)| n.starts_with("r/")).count();
+        assert!(fetched < files.files.len() - 1 && rows == 3, "fetched {fetched}");
+        let hits = index.search("automobile", 3);
+        assert_eq!(hits.len(), 3);
+        for (doc, _) in &hits {
+            assert!([0, 1, 4, 6, 8].contains(doc), "{hits:?}");
+        }
+        load(&mut index, &files, "a recipe");
+        assert!([2, 3, 5, 7, 9].contains(&index.search("a recipe", 1)[0].0));
+        assert!(index.search("zzz", 3).is_empty() || load(&mut index, &files, "zzz") == 0);
+    }
+
+    #[test]
+    fn damaged_semantic_files_are_errors() {
+        let files = build(&input(), &["car".to_string(), "bread".to_string()]);
+        let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
+        for cut in 0..meta.len() {
+            assert!(SemanticIndex::open(&meta[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut index = SemanticIndex::open(meta).unwrap();
+        let (name, bytes) = files.files.iter().find(|(n, _)| n.starts_with("v/")).unwrap();
+        assert!(index.add_file(name, bytes[..bytes.len() - 1].to_vec()).is_err());
+        assert!(!index.add_file("t/whatever.bin", vec![]).unwrap());
+    }
+}
