@@ -24,23 +24,11 @@ fn main() {
         return;
     }
 
-    // OUT_DIR is <target>/<profile>/build/qmd-<hash>/out.
-    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let target_root = out_dir.ancestors().nth(4).unwrap().to_path_buf();
-    let component_target = target_root.join("component");
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .current_dir(&workspace)
-        .args(["build", "--package", "qmd-core", "--features", "component", "--target", "wasm32-wasip2"])
-        .args(["--profile", "component", "--locked"])
-        .env("CARGO_TARGET_DIR", &component_target)
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .status()
-        .expect("failed to run cargo for the engine component");
-    assert!(status.success(), "building the engine component (qmd-core for wasm32-wasip2) failed");
+    let component_target = nested_build(
+        &workspace,
+        &["--package", "qmd-core", "--features", "component", "--target", "wasm32-wasip2", "--profile", "component"],
+        "the engine component (qmd-core for wasm32-wasip2)",
+    );
     let wasm = component_target.join("wasm32-wasip2/component/qmd_core.wasm");
     println!("cargo:rustc-env=QMD_COMPONENT_PATH={}", wasm.display());
     emit_hash(&wasm);
@@ -63,21 +51,35 @@ fn build_site_engine(workspace: &std::path::Path) {
         println!("cargo:rustc-env=QMD_SITE_ENGINE_PATH={prebuilt}");
         return;
     }
+    let target = nested_build(
+        workspace,
+        &["--package", "qmd-site-engine", "--target", "wasm32-unknown-unknown", "--profile", "site"],
+        "the site engine (qmd-site-engine for wasm32-unknown-unknown)",
+    );
+    let wasm = target.join("wasm32-unknown-unknown/site/qmd_site_engine.wasm");
+    println!("cargo:rustc-env=QMD_SITE_ENGINE_PATH={}", wasm.display());
+}
+
+/// Runs `cargo build --locked <args>` for a wasm artifact in a target
+/// directory of its own (the outer build holds the lock on ours), without
+/// the outer build's flags; returns that directory.
+fn nested_build(workspace: &std::path::Path, args: &[&str], what: &str) -> PathBuf {
+    // OUT_DIR is <target>/<profile>/build/qmd-<hash>/out.
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     let target = out_dir.ancestors().nth(4).unwrap().join("component");
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(workspace)
-        .args(["build", "--package", "qmd-site-engine", "--target", "wasm32-unknown-unknown"])
-        .args(["--profile", "site", "--locked"])
+        .arg("build")
+        .args(args)
+        .arg("--locked")
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .status()
-        .expect("failed to run cargo for the site engine");
-    assert!(status.success(), "building the site engine (qmd-site-engine for wasm32-unknown-unknown) failed");
-    let wasm = target.join("wasm32-unknown-unknown/site/qmd_site_engine.wasm");
-    println!("cargo:rustc-env=QMD_SITE_ENGINE_PATH={}", wasm.display());
+        .unwrap_or_else(|e| panic!("failed to run cargo for {what}: {e}"));
+    assert!(status.success(), "building {what} failed");
+    target
 }

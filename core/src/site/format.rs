@@ -88,7 +88,7 @@ impl std::fmt::Display for FormatError {
     }
 }
 
-type Parsed<T> = std::result::Result<T, FormatError>;
+pub(crate) type Parsed<T> = std::result::Result<T, FormatError>;
 
 /// Lowercase hex of a file id, as it appears in file names.
 pub fn id_hex(id: &FileId) -> String {
@@ -110,31 +110,36 @@ fn put_front_coded(out: &mut Vec<u8>, previous: &str, term: &str) {
     put_bytes(out, &term.as_bytes()[shared..]);
 }
 
-/// Reads bytes with a cursor; every read names what was truncated.
-struct Cursor<'a> {
+/// Reads bytes with a cursor; every read names what was truncated. All
+/// of the bundle's binary files are read through it.
+pub(crate) struct Cursor<'a> {
     data: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn open(data: &'a [u8], magic: &[u8], what: &'static str) -> Parsed<Self> {
+    pub(crate) fn open(data: &'a [u8], magic: &[u8], what: &'static str) -> Parsed<Self> {
         if !data.starts_with(magic) {
             return Err(FormatError(what));
         }
         Ok(Cursor { data, pos: magic.len() })
     }
 
-    fn vint(&mut self) -> Parsed<u64> {
+    pub(crate) fn vint(&mut self) -> Parsed<u64> {
         get_vint(self.data, &mut self.pos).ok_or(FormatError("truncated number"))
     }
 
-    fn u32(&mut self) -> Parsed<u32> {
+    pub(crate) fn usize(&mut self) -> Parsed<usize> {
+        usize::try_from(self.vint()?).map_err(|_| FormatError("number out of range"))
+    }
+
+    pub(crate) fn u32(&mut self) -> Parsed<u32> {
         u32::try_from(self.vint()?).map_err(|_| FormatError("number out of range"))
     }
 
     /// A count of items each taking at least `min_bytes`: bounded by the
     /// data, so a damaged count cannot make a reader allocate.
-    fn count(&mut self, min_bytes: usize) -> Parsed<usize> {
+    pub(crate) fn count(&mut self, min_bytes: usize) -> Parsed<usize> {
         let n = usize::try_from(self.vint()?).map_err(|_| FormatError("count out of range"))?;
         if n.saturating_mul(min_bytes) > self.data.len() - self.pos {
             return Err(FormatError("count past the end"));
@@ -150,11 +155,20 @@ impl<'a> Cursor<'a> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| FormatError("text is not UTF-8"))
     }
 
-    fn id(&mut self) -> Parsed<FileId> {
-        let end = self.pos + 8;
-        let id = self.data.get(self.pos..end).ok_or(FormatError("truncated file id"))?;
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: usize) -> Parsed<&'a [u8]> {
+        let end = self.pos.checked_add(n).ok_or(FormatError("length out of range"))?;
+        let bytes = self.data.get(self.pos..end).ok_or(FormatError("truncated data"))?;
         self.pos = end;
-        Ok(id.try_into().expect("8 bytes"))
+        Ok(bytes)
+    }
+
+    pub(crate) fn f32(&mut self) -> Parsed<f32> {
+        Ok(f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+
+    pub(crate) fn id(&mut self) -> Parsed<FileId> {
+        Ok(self.take(8)?.try_into().expect("8 bytes"))
     }
 
     fn front_coded(&mut self, previous: &str) -> Parsed<String> {

@@ -21,15 +21,13 @@ pub mod wordpiece;
 
 use std::collections::HashMap;
 
-use super::format::{FileId, FormatError, file_id, id_hex};
-use crate::index::codec::{get_vint, put_vint};
+use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
+use crate::index::codec::put_vint;
 pub use wordpiece::WordPiece;
 
 pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA1";
 const ROWS_MAGIC: &[u8] = b"QMDROWS1";
 const CLUSTER_MAGIC: &[u8] = b"QMDCLUS1";
-
-type Parsed<T> = std::result::Result<T, FormatError>;
 
 /// What the host hands the builder: the encoder's vocabulary and each
 /// token's embedding (zeros for special tokens).
@@ -74,41 +72,13 @@ impl Code {
     }
 }
 
-struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn open(data: &'a [u8], magic: &[u8], what: &'static str) -> Parsed<Self> {
-        data.starts_with(magic).then_some(Reader { data, pos: magic.len() }).ok_or(FormatError(what))
+/// An int8 vector as stored: f32 scale, then `dim` codes.
+fn read_code(r: &mut Cursor<'_>, dim: usize) -> Parsed<Code> {
+    let scale = r.f32()?;
+    if !scale.is_finite() {
+        return Err(FormatError("vector scale is not a number"));
     }
-    fn vint(&mut self) -> Parsed<usize> {
-        get_vint(self.data, &mut self.pos).and_then(|v| usize::try_from(v).ok()).ok_or(FormatError("truncated number"))
-    }
-    fn take(&mut self, n: usize) -> Parsed<&'a [u8]> {
-        let end = self.pos.checked_add(n).ok_or(FormatError("length out of range"))?;
-        let bytes = self.data.get(self.pos..end).ok_or(FormatError("truncated vector data"))?;
-        self.pos = end;
-        Ok(bytes)
-    }
-    fn id(&mut self) -> Parsed<FileId> {
-        Ok(self.take(8)?.try_into().expect("8 bytes"))
-    }
-    fn code(&mut self, dim: usize) -> Parsed<Code> {
-        let scale = f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
-        if !scale.is_finite() {
-            return Err(FormatError("vector scale is not a number"));
-        }
-        Ok(Code { scale, code: self.take(dim)?.iter().map(|&b| b as i8).collect() })
-    }
-    /// A count of items of `min` bytes each, bounded by the data left.
-    fn count(&mut self, min: usize) -> Parsed<usize> {
-        let n = self.vint()?;
-        (n.saturating_mul(min.max(1)) <= self.data.len() - self.pos)
-            .then_some(n)
-            .ok_or(FormatError("count past the end"))
-    }
+    Ok(Code { scale, code: r.take(dim)?.iter().map(|&b| b as i8).collect() })
 }
 
 /// The semantic meta file.
@@ -147,16 +117,16 @@ impl SemanticMeta {
     }
 
     pub fn decode(data: &[u8]) -> Parsed<SemanticMeta> {
-        let mut r = Reader::open(data, SEMANTIC_MAGIC, "not a qmd semantic file, or another version")?;
-        let (dim, tokens, rows_per_shard) = (r.vint()?, r.vint()?, r.vint()?);
+        let mut r = Cursor::open(data, SEMANTIC_MAGIC, "not a qmd semantic file, or another version")?;
+        let (dim, tokens, rows_per_shard) = (r.usize()?, r.usize()?, r.usize()?);
         if dim == 0 || dim > 4096 || rows_per_shard == 0 {
             return Err(FormatError("vector dimension out of range"));
         }
-        let (rows, vocab, probes) = (r.id()?, r.id()?, r.vint()?);
-        let min_similarity = f32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+        let (rows, vocab, probes) = (r.id()?, r.id()?, r.usize()?);
+        let min_similarity = r.f32()?;
         let center = r.take(dim * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         let n = r.count(dim + 12)?;
-        let clusters = (0..n).map(|_| Ok((r.code(dim)?, r.id()?))).collect::<Parsed<Vec<_>>>()?;
+        let clusters = (0..n).map(|_| Ok((read_code(&mut r, dim)?, r.id()?))).collect::<Parsed<Vec<_>>>()?;
         Ok(SemanticMeta { dim, tokens, rows_per_shard, rows, vocab, probes, min_similarity, center, clusters })
     }
 
@@ -366,9 +336,9 @@ impl SemanticIndex {
         let rows_prefix = format!("r/{}/", id_hex(&self.meta.rows));
         if let Some(shard) = name.strip_prefix(&rows_prefix).and_then(|r| r.strip_suffix(".bin")) {
             let shard: usize = shard.parse().map_err(|_| FormatError("rows shard name"))?;
-            let mut r = Reader::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
+            let mut r = Cursor::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
             let n = r.count(dim + 4)?;
-            let rows = (0..n).map(|_| r.code(dim)).collect::<Parsed<Vec<_>>>()?;
+            let rows = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
             self.rows.insert(shard, rows);
             return Ok(true);
         }
@@ -378,16 +348,16 @@ impl SemanticIndex {
         if file_id(&bytes) != self.meta.clusters[cluster].1 {
             return Err(FormatError("file content does not match its name"));
         }
-        let mut r = Reader::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
+        let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
         let n = r.count(dim + 5)?;
         let mut docs = Vec::with_capacity(n);
         let mut doc = 0usize;
         for i in 0..n {
-            let delta = r.vint()?;
+            let delta = r.usize()?;
             doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
             docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
         }
-        let codes = (0..n).map(|_| r.code(dim)).collect::<Parsed<Vec<_>>>()?;
+        let codes = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
         self.clusters.insert(cluster, (docs, codes));
         Ok(true)
     }
