@@ -122,25 +122,31 @@ test('the keyboard moves through results and Enter opens one', async () => {
   assert.equal(await page.title(), 'Compression levels · Packrat');
 });
 
+/** The result URLs of `query` through the JS API of the bundle at `bundle`
+ * (one QmdSearch per bundle and page, as a page would keep it). */
+function urls(page, bundle, query, options) {
+  return page.evaluate(
+    async ({ bundle, query, options }) => {
+      const { QmdSearch } = await import(`${bundle}qmd-search.js`);
+      window.apis ??= {};
+      const search = (window.apis[bundle] ??= new QmdSearch());
+      const { results } = await search.search(query, options);
+      return Promise.all(results.map(async (r) => (await r.data()).url));
+    },
+    { bundle, query, options },
+  );
+}
+
 test('phrases, negation, filters and no results', async () => {
   const { page } = browser;
   await page.goto(`${origin}/index.html`);
-  const run = (query, options) =>
-    page.evaluate(
-      async ({ query, options }) => {
-        const { QmdSearch } = await import('/qmd/qmd-search.js');
-        const search = (window.api ??= new QmdSearch());
-        const { results } = await search.search(query, options);
-        return Promise.all(results.map(async (r) => (await r.data()).url));
-      },
-      { query, options },
-    );
+  const run = (query, options) => urls(page, '/qmd/', query, options);
   assert.deepEqual(await run('"parallel compression"'), ['/blog/2026-release.html']);
   assert.ok(!(await run('archives -extract')).includes('/guide/archives.html'));
   const guides = await run('packrat', { filters: { section: 'guide' } });
   assert.ok(guides.length >= 2 && guides.every((u) => ['/install.html', '/guide/archives.html', '/guide/compression.html'].includes(u)), `${guides}`);
   assert.deepEqual(await run('zebra'), []);
-  const filters = await page.evaluate(() => window.api.filters());
+  const filters = await page.evaluate(() => window.apis['/qmd/'].filters());
   assert.deepEqual(filters.section, { blog: 1, guide: 3, home: 1, reference: 1 });
   assert.deepEqual(filters.lang, { en: 6 });
 });
@@ -169,16 +175,7 @@ test('the semantic tier finds pages by meaning, and nothing for a query about no
   const { page } = browser;
   await page.goto(`${origin}/index.html`);
   browser.requests.length = 0;
-  const run = (query, options) =>
-    page.evaluate(
-      async ({ query, options }) => {
-        const { QmdSearch } = await import('/sem/qmd/qmd-search.js');
-        const search = (window.semantic ??= new QmdSearch());
-        const { results } = await search.search(query, options);
-        return Promise.all(results.map(async (r) => (await r.data()).url));
-      },
-      { query, options },
-    );
+  const run = (query, options) => urls(page, '/sem/qmd/', query, options);
   // No page has "apple" or "setup": only meaning connects them to macOS.
   assert.deepEqual(await run('apple setup', { semantic: false }), []);
   const semantic = await run('apple setup');
