@@ -152,13 +152,23 @@ pub struct SemanticFiles {
 /// Builds the tier: distils the static model, embeds `docs` with it and
 /// partitions their vectors.
 pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
-    let vocab_text = input.vocab.join("\n");
-    let wp = WordPiece::from_lines(&vocab_text);
+    let wp = WordPiece::from_lines(&input.vocab.join("\n"));
     let doc_tokens: Vec<Vec<u32>> = docs.iter().map(|d| wp.tokenize(d)).collect();
     let mut counts = vec![0u64; input.vocab.len()];
     for &t in doc_tokens.iter().flatten() {
         counts[t as usize] += 1;
     }
+    // The page needs only the tokens this site uses, plus every ASCII one
+    // (a query word the site lacks still carries meaning through them);
+    // the rest ship as empty lines, so ids stay the model's.
+    let shipped = |id: usize| {
+        let token = &input.vocab[id];
+        counts[id] > 0 || (token.is_ascii() && !token.starts_with("[unused"))
+    };
+    let shipped_vocab: String = (0..input.vocab.len())
+        .map(|id| if shipped(id) { input.vocab[id].as_str() } else { "" })
+        .collect::<Vec<_>>()
+        .join("\n");
     let full = input.token_vectors.first().map_or(0, Vec::len);
     let dim = input.dim.clamp(1, full.max(1));
     let live: Vec<Vec<f32>> = input.token_vectors.iter().filter(|v| v.iter().any(|x| *x != 0.0)).cloned().collect();
@@ -168,8 +178,9 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
         .token_vectors
         .iter()
         .zip(&weights)
-        .map(|(v, &w)| {
-            if v.iter().all(|x| *x == 0.0) {
+        .enumerate()
+        .map(|(id, (v, &w))| {
+            if !shipped(id) || v.iter().all(|x| *x == 0.0) {
                 return Code { scale: 0.0, code: vec![0; dim] };
             }
             let mut p = distill::project(v, &mean, &axes);
@@ -216,7 +227,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
         clusters.push((Code::of(centroid), id));
         files.push((format!("v/{}.bin", id_hex(&id)), bytes));
     }
-    let vocab = vocab_text.into_bytes();
+    let vocab = shipped_vocab.into_bytes();
     let meta = SemanticMeta {
         dim,
         tokens: input.vocab.len(),
