@@ -115,7 +115,16 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
   await addStagedFolder(page, 'eval-docs', 'eval');
   // One document per batch; cancelled once the first batch is committed.
   const first = await page.evaluate(async () => {
-    const committed = new Promise((resolve) => addEventListener('qmd-embed', (e) => resolve(e.detail), { once: true }));
+    // The first step with a committed document (a run may announce itself
+    // before its first batch is written).
+    const committed = new Promise((resolve) => {
+      const onStep = (e) => {
+        if (e.detail.report.docs < 1) return;
+        removeEventListener('qmd-embed', onStep);
+        resolve(e.detail);
+      };
+      addEventListener('qmd-embed', onStep);
+    });
     const run = window.qmd.embed({ maxDocsPerBatch: 1 });
     const step = await committed;
     await window.qmd.cancelEmbed();
