@@ -43,7 +43,11 @@ fn bad_input_is_named() {
     env.write("empty/notes.txt", "no pages here");
     let out = env.qmd(&["site", "build", &env.arg("empty"), "--out", &env.arg("out")]).failure();
     assert!(out.stderr.contains("No HTML (.html, .htm) or markdown (.md) pages"), "{}", out.stderr);
+    assert!(!env.path("out").exists(), "a failed build leaves no output folder behind");
     env.write("site/a.html", "<main>hello</main>");
+    let semantic = ["site", "build", &env.arg("site"), "--out", &env.arg("out"), "--semantic", "--dims", "0"];
+    let out = env.qmd(&semantic).failure();
+    assert!(out.stderr.contains("--dims must be at least 1"), "checked before any model loads: {}", out.stderr);
     let out = env.qmd(&["site", "build", &env.arg("site"), "--out", &env.arg("out"), "--shard-kb", "0"]).failure();
     assert!(out.stderr.contains("--shard-kb must be at least 0.1"), "{}", out.stderr);
     let out = env.qmd(&["site", "build", &env.arg("site"), "--out", &env.arg("out"), "--model", "x"]).failure();

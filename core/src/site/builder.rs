@@ -90,8 +90,6 @@ pub struct SiteBuilder {
     collection: String,
     segment: SegmentBuilder,
     fragments: Vec<Vec<u8>>,
-    /// Title and text of each page, for the semantic tier.
-    texts: Vec<String>,
     filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
@@ -103,7 +101,6 @@ impl SiteBuilder {
             collection: collection.to_string(),
             segment: SegmentBuilder::new(),
             fragments: Vec::new(),
-            texts: Vec::new(),
             filters: BTreeMap::new(),
         }
     }
@@ -126,7 +123,11 @@ impl SiteBuilder {
             body: &page.text,
         });
         for (key, value) in &page.filters {
-            self.filters.entry(key.clone()).or_default().entry(value.clone()).or_default().push(doc);
+            let docs = self.filters.entry(key.clone()).or_default().entry(value.clone()).or_default();
+            // A page that names the same value twice counts once.
+            if docs.last() != Some(&doc) {
+                docs.push(doc);
+            }
         }
         let fragment = Fragment {
             url: &page.url,
@@ -137,7 +138,6 @@ impl SiteBuilder {
         };
         let json = serde_json::to_vec(&fragment).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
         self.fragments.push(json);
-        self.texts.push(format!("{}\n{}", page.title, page.text));
         Ok(())
     }
 
@@ -175,11 +175,21 @@ impl SiteBuilder {
         for (doc, bytes) in self.fragments.into_iter().enumerate() {
             files.push(SiteFile { name: fragment_name(&fragments, doc as u32), bytes });
         }
-        let semantic = options.semantic.as_ref().map(|input| {
-            let built = super::semantic::build(input, &self.texts);
-            files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
-            built.meta
-        });
+        let semantic = match &options.semantic {
+            Some(input) => {
+                // Title and text of each page, read back from the segment.
+                let texts = (0..seg_meta.docs)
+                    .map(|d| {
+                        let record = reader.doc(d)?;
+                        Ok(format!("{}\n{}", record.title, reader.body(&record)?))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let built = super::semantic::build(input, &texts);
+                files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
+                Some(built.meta)
+            }
+            None => None,
+        };
         let shard_count = shards.len();
         let meta =
             Meta { docs: seg_meta.docs, tokens: seg_meta.tokens, fragments, doc_lens, shards, filters: self.filters };
@@ -199,8 +209,9 @@ fn flush_shard(pending: &mut Vec<PendingTerm>, shards: &mut Vec<ShardRef>, files
     let (terms_id, positions_id) = (file_id(&terms), file_id(&positions));
     // The first shard starts at "", so every term has a shard.
     let first = if shards.is_empty() { String::new() } else { pending.first().map_or(String::new(), |t| t.0.clone()) };
-    shards.push(ShardRef { first, terms: terms_id, positions: positions_id });
-    files.push(SiteFile { name: format!("t/{}.bin", id_hex(&terms_id)), bytes: terms });
-    files.push(SiteFile { name: format!("p/{}.bin", id_hex(&positions_id)), bytes: positions });
+    let shard = ShardRef { first, terms: terms_id, positions: positions_id };
+    files.push(SiteFile { name: shard.terms_name(), bytes: terms });
+    files.push(SiteFile { name: shard.positions_name(), bytes: positions });
+    shards.push(shard);
     pending.clear();
 }

@@ -56,6 +56,18 @@ pub struct ShardRef {
     pub positions: FileId,
 }
 
+impl ShardRef {
+    /// The bundle file of the shard's terms and postings.
+    pub fn terms_name(&self) -> String {
+        format!("t/{}.bin", id_hex(&self.terms))
+    }
+
+    /// The bundle file of the shard's positions (fetched for phrases only).
+    pub fn positions_name(&self) -> String {
+        format!("p/{}.bin", id_hex(&self.positions))
+    }
+}
+
 /// One term of a shard, with its postings' place in the shard's bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardTerm {
@@ -151,7 +163,7 @@ impl<'a> Cursor<'a> {
         get_bytes(self.data, &mut self.pos).ok_or(FormatError("truncated bytes"))
     }
 
-    fn string(&mut self) -> Parsed<String> {
+    pub(crate) fn string(&mut self) -> Parsed<String> {
         String::from_utf8(self.bytes()?.to_vec()).map_err(|_| FormatError("text is not UTF-8"))
     }
 

@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::builder::fragment_name;
-use super::format::{FormatError, Meta, PositionsShard, TermShard, id_hex};
+use super::format::{FormatError, Meta, PositionsShard, TermShard};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::postings::{decode_positions, decode_postings};
 use crate::index::segment::{FieldPositions, Posting};
@@ -41,8 +41,8 @@ impl SiteIndex {
         let meta = Meta::decode(meta).map_err(damaged)?;
         let mut files = HashMap::new();
         for (i, shard) in meta.shards.iter().enumerate() {
-            files.insert(format!("t/{}.bin", id_hex(&shard.terms)), (i, false));
-            files.insert(format!("p/{}.bin", id_hex(&shard.positions)), (i, true));
+            files.insert(shard.terms_name(), (i, false));
+            files.insert(shard.positions_name(), (i, true));
         }
         Ok(SiteIndex { meta, terms: HashMap::new(), positions: HashMap::new(), files, params: Bm25Params::default() })
     }
@@ -63,9 +63,9 @@ impl SiteIndex {
         let mut push = |shard: usize, positions: bool| {
             let refs = &self.meta.shards[shard];
             let (loaded, name) = if positions {
-                (self.positions.contains_key(&shard), format!("p/{}.bin", id_hex(&refs.positions)))
+                (self.positions.contains_key(&shard), refs.positions_name())
             } else {
-                (self.terms.contains_key(&shard), format!("t/{}.bin", id_hex(&refs.terms)))
+                (self.terms.contains_key(&shard), refs.terms_name())
             };
             if !loaded && !out.contains(&name) {
                 out.push(name);

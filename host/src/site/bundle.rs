@@ -63,7 +63,8 @@ fn ours(name: &str) -> bool {
         || hashed("meta.", ".bin")
         || hashed("engine.", ".wasm")
         || hashed("sem.", ".bin")
-        || hashed("vocab.", ".txt")
+        || hashed("w/", ".bin")
+        || hashed("vocab.", ".txt") // an earlier version's single vocabulary file
         || hashed("r/", ".bin")
         || hashed("v/", ".bin")
         || name.ends_with(".partial")

@@ -26,14 +26,43 @@ fn html_url(base: &str, path: &str) -> String {
     format!("{}/{link}", base.trim_end_matches('/'))
 }
 
+impl SiteFormat {
+    /// File name endings of the format's pages (lowercase).
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            SiteFormat::Html => &[".html", ".htm"],
+            SiteFormat::Markdown => &[".md", ".markdown"],
+        }
+    }
+
+    fn is_page(self, file: &str) -> bool {
+        let lower = file.to_ascii_lowercase();
+        self.extensions().iter().any(|e| lower.ends_with(e))
+    }
+}
+
+/// HTML when the folder has any, else markdown when it has any.
 fn detect(files: &[String]) -> Option<SiteFormat> {
-    let has = |exts: &[&str]| files.iter().any(|f| exts.iter().any(|e| f.to_ascii_lowercase().ends_with(e)));
-    if has(&[".html", ".htm"]) {
-        Some(SiteFormat::Html)
-    } else if has(&[".md", ".markdown"]) {
-        Some(SiteFormat::Markdown)
-    } else {
-        None
+    [SiteFormat::Html, SiteFormat::Markdown].into_iter().find(|format| files.iter().any(|f| format.is_page(f)))
+}
+
+/// `path` made absolute with links resolved, whether or not it exists yet
+/// (its nearest existing ancestor is resolved, the rest appended).
+fn resolve(path: &Path) -> Result<std::path::PathBuf> {
+    let absolute = std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))?;
+    let mut rest = Vec::new();
+    let mut existing = absolute.as_path();
+    loop {
+        if let Ok(found) = existing.canonicalize() {
+            return Ok(rest.iter().rev().fold(found, |p, part| p.join(part)));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return Ok(absolute),
+        }
     }
 }
 
@@ -50,22 +79,20 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     if !(args.shard_kb >= 0.1 && args.shard_kb.is_finite()) {
         bail!("--shard-kb must be at least 0.1 (got {})", args.shard_kb);
     }
+    if args.semantic && args.dims == 0 {
+        bail!("--dims must be at least 1");
+    }
     if !input.is_dir() {
         bail!("Not a directory: {}", args.input);
     }
     let out = Path::new(&args.out);
     let input_abs = input.canonicalize().with_context(|| format!("cannot open {}", input.display()))?;
     // The bundle may live inside the site it indexes: never index it.
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let bundle_dir = out.canonicalize()?.join("qmd");
+    let bundle_dir = resolve(out)?.join("qmd");
     let skip = bundle_dir.strip_prefix(&input_abs).ok().map(|p| p.to_string_lossy().into_owned());
     let files = walk::files(&input_abs, skip.as_deref())?;
     let Some(format) = args.format.or_else(|| detect(&files)) else {
         bail!("No HTML (.html, .htm) or markdown (.md) pages under {}", args.input);
-    };
-    let exts: &[&str] = match format {
-        SiteFormat::Html => &[".html", ".htm"],
-        SiteFormat::Markdown => &[".md", ".markdown"],
     };
     let name = match &args.name {
         Some(n) => n.clone(),
@@ -73,7 +100,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     };
     let links = markdown::Links { base: args.base_url.clone(), extension: args.link_ext.clone() };
     let mut builder = SiteBuilder::new(&name);
-    for rel in files.iter().filter(|f| exts.iter().any(|e| f.to_ascii_lowercase().ends_with(e))) {
+    for rel in files.iter().filter(|f| format.is_page(f)) {
         let text = read_text(&input_abs.join(rel))?;
         let page: SitePage = match format {
             SiteFormat::Html => {
@@ -119,7 +146,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
 
 /// Rows of the static model per rows shard: a query fetches one shard per
 /// distinct shard of its tokens.
-const ROWS_PER_SHARD: usize = 32;
+const ROWS_PER_SHARD: usize = 16;
 
 /// The embedding model's vocabulary, each token embedded by it.
 fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticInput> {
@@ -135,9 +162,6 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
         .embed_vocabulary(&mut |done, total| eprint!("\r  {done}/{total} tokens embedded"))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!(" in {:.1}s", started.elapsed().as_secs_f64());
-    if args.dims == 0 {
-        bail!("--dims must be at least 1");
-    }
     Ok(SemanticInput {
         vocab,
         token_vectors,

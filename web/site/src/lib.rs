@@ -115,18 +115,14 @@ pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
 pub unsafe extern "C" fn qmd_add_file(name_ptr: *mut u8, name_len: usize, ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
     let (name, bytes) = unsafe { (take_text(name_ptr, name_len), take(ptr, len)) };
-    let semantic = SEMANTIC.with(|cell| match cell.borrow_mut().as_mut() {
-        Some(sem) if !name.starts_with("t/") && !name.starts_with("p/") => {
-            sem.add_file(&name, bytes.clone()).map_err(|e| e.to_string())
-        }
-        _ => Ok(false),
-    });
-    finish(semantic.and_then(|taken| {
-        if taken {
-            return Ok(String::new());
-        }
-        with_index(|index| index.add_file(&name, bytes).map(|()| String::new()).map_err(|e| e.message))
-    }))
+    let semantic = SEMANTIC.with(|cell| cell.borrow().as_ref().is_some_and(|sem| sem.owns(&name)));
+    if semantic {
+        return finish(SEMANTIC.with(|cell| match cell.borrow_mut().as_mut() {
+            Some(sem) => sem.add_file(&name, bytes).map(|_| String::new()).map_err(|e| e.to_string()),
+            None => Err("the semantic tier is not open".to_string()),
+        }));
+    }
+    finish(with_index(|index| index.add_file(&name, bytes).map(|()| String::new()).map_err(|e| e.message)))
 }
 
 /// Opens the semantic tier's meta file (decompressed).

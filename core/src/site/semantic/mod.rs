@@ -1,17 +1,19 @@
 //! The semantic tier of a site bundle: a static embedding table distilled
 //! from the sentence encoder ([`distill`]), the page's own tokenizer
 //! ([`wordpiece`]), and document vectors in IVF clusters, so a query
-//! fetches the vocabulary, its tokens' rows and a few clusters, never all
-//! vectors.
+//! fetches the vocabulary shards its words can match, its tokens' rows and
+//! a few clusters, never all vectors.
 //!
 //! ```text
-//! semantic meta  "QMDSEMA1" vint dim, vint tokens, vint rows per shard,
-//!                8 bytes rows set id, 8 bytes vocabulary file id, vint probes,
+//! semantic meta  "QMDSEMA2" vint dim, vint tokens, vint rows per shard,
+//!                8 bytes rows set id, 8 bytes vocabulary set id,
+//!                vint [UNK] id + 1 (0: none), vint probes,
 //!                f32 minimum similarity, dim f32 centre (the mean document
 //!                vector, removed from documents and queries),
 //!                vint clusters; per cluster: f32 scale, dim i8 centroid,
 //!                8 bytes file id
-//! vocabulary     one token per line, in id order
+//! vocabulary     "QMDVOCB1" vint tokens; per token (id order): vint id
+//! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
 //! rows shard     "QMDROWS1" vint rows; per row: f32 scale, dim i8
 //! cluster        "QMDCLUS1" vint docs; vint doc deltas; per doc: f32 scale, dim i8
 //! ```
@@ -19,13 +21,14 @@
 pub mod distill;
 pub mod wordpiece;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
-use crate::index::codec::put_vint;
+use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
-pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA1";
+pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA2";
+const VOCAB_MAGIC: &[u8] = b"QMDVOCB1";
 const ROWS_MAGIC: &[u8] = b"QMDROWS1";
 const CLUSTER_MAGIC: &[u8] = b"QMDCLUS1";
 
@@ -89,6 +92,7 @@ pub struct SemanticMeta {
     pub rows_per_shard: usize,
     pub rows: FileId,
     pub vocab: FileId,
+    pub unk: Option<u32>,
     pub probes: usize,
     pub min_similarity: f32,
     pub center: Vec<f32>,
@@ -103,6 +107,7 @@ impl SemanticMeta {
         }
         out.extend_from_slice(&self.rows);
         out.extend_from_slice(&self.vocab);
+        put_vint(&mut out, self.unk.map_or(0, |id| u64::from(id) + 1));
         put_vint(&mut out, self.probes as u64);
         out.extend_from_slice(&self.min_similarity.to_le_bytes());
         for x in &self.center {
@@ -122,16 +127,21 @@ impl SemanticMeta {
         if dim == 0 || dim > 4096 || rows_per_shard == 0 {
             return Err(FormatError("vector dimension out of range"));
         }
-        let (rows, vocab, probes) = (r.id()?, r.id()?, r.usize()?);
+        let (rows, vocab) = (r.id()?, r.id()?);
+        let unk = match r.usize()? {
+            0 => None,
+            n => Some(u32::try_from(n - 1).map_err(|_| FormatError("[UNK] id out of range"))?),
+        };
+        let probes = r.usize()?;
         let min_similarity = r.f32()?;
         let center = r.take(dim * 4)?.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
         let n = r.count(dim + 12)?;
         let clusters = (0..n).map(|_| Ok((read_code(&mut r, dim)?, r.id()?))).collect::<Parsed<Vec<_>>>()?;
-        Ok(SemanticMeta { dim, tokens, rows_per_shard, rows, vocab, probes, min_similarity, center, clusters })
+        Ok(SemanticMeta { dim, tokens, rows_per_shard, rows, vocab, unk, probes, min_similarity, center, clusters })
     }
 
-    pub fn vocab_name(&self) -> String {
-        format!("vocab.{}.txt", id_hex(&self.vocab))
+    pub fn vocab_name(&self, key: &str) -> String {
+        format!("w/{}/{key}.bin", id_hex(&self.vocab))
     }
 
     pub fn rows_name(&self, shard: usize) -> String {
@@ -141,6 +151,27 @@ impl SemanticMeta {
     pub fn cluster_name(&self, cluster: usize) -> String {
         format!("v/{}.bin", id_hex(&self.clusters[cluster].1))
     }
+
+    /// Which of this tier's files `name` is.
+    fn file(&self, name: &str) -> Option<TierFile> {
+        let in_set = |dir: &str, set: &FileId| {
+            name.strip_prefix(dir)?.strip_prefix(id_hex(set).as_str())?.strip_prefix('/')?.strip_suffix(".bin")
+        };
+        if let Some(key) = in_set("w/", &self.vocab) {
+            return Some(TierFile::Vocab(key.to_string()));
+        }
+        if let Some(shard) = in_set("r/", &self.rows) {
+            return shard.parse().ok().map(TierFile::Rows);
+        }
+        (0..self.clusters.len()).find(|&c| self.cluster_name(c) == name).map(TierFile::Cluster)
+    }
+}
+
+/// The kinds of file a query loads.
+enum TierFile {
+    Vocab(String),
+    Rows(usize),
+    Cluster(usize),
 }
 
 /// The files of the semantic tier, named, and its meta's name.
@@ -159,16 +190,11 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
         counts[t as usize] += 1;
     }
     // The page needs only the tokens this site uses, plus every ASCII one
-    // (a query word the site lacks still carries meaning through them);
-    // the rest ship as empty lines, so ids stay the model's.
+    // (a query word the site lacks still carries meaning through them).
     let shipped = |id: usize| {
         let token = &input.vocab[id];
         counts[id] > 0 || (token.is_ascii() && !token.starts_with("[unused"))
     };
-    let shipped_vocab: String = (0..input.vocab.len())
-        .map(|id| if shipped(id) { input.vocab[id].as_str() } else { "" })
-        .collect::<Vec<_>>()
-        .join("\n");
     let full = input.token_vectors.first().map_or(0, Vec::len);
     let dim = input.dim.clamp(1, full.max(1));
     let live: Vec<Vec<f32>> = input.token_vectors.iter().filter(|v| v.iter().any(|x| *x != 0.0)).cloned().collect();
@@ -209,7 +235,9 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
         chunk.iter().for_each(|c| c.put(&mut bytes));
         row_files.push(bytes);
     }
-    let rows_set = file_id(&row_files.iter().flat_map(|f| file_id(f)).collect::<Vec<u8>>());
+    let rows_set = set_id(&row_files);
+    let vocab_files = vocab_shards(&input.vocab, shipped);
+    let vocab_set = set_id(&vocab_files.iter().map(|(_, bytes)| bytes.clone()).collect::<Vec<_>>());
     let mut clusters = Vec::new();
     for (c, centroid) in centroids.iter().enumerate() {
         let members: Vec<usize> = (0..docs.len()).filter(|&d| assign[d] == c).collect();
@@ -227,13 +255,13 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
         clusters.push((Code::of(centroid), id));
         files.push((format!("v/{}.bin", id_hex(&id)), bytes));
     }
-    let vocab = shipped_vocab.into_bytes();
     let meta = SemanticMeta {
         dim,
         tokens: input.vocab.len(),
         rows_per_shard: input.rows_per_shard.max(1),
         rows: rows_set,
-        vocab: file_id(&vocab),
+        vocab: vocab_set,
+        unk: wp.unknown(),
         probes: input.probes.max(1),
         min_similarity: input.min_similarity,
         center,
@@ -242,11 +270,42 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> SemanticFiles {
     for (shard, bytes) in row_files.into_iter().enumerate() {
         files.push((meta.rows_name(shard), bytes));
     }
-    files.push((meta.vocab_name(), vocab));
+    for (key, bytes) in vocab_files {
+        files.push((meta.vocab_name(&key), bytes));
+    }
     let meta_bytes = meta.encode();
     let name = format!("sem.{}.bin", id_hex(&file_id(&meta_bytes)));
     files.push((name.clone(), meta_bytes));
     SemanticFiles { files, meta: name }
+}
+
+/// The id of a set of files: of their contents, in order.
+fn set_id(files: &[Vec<u8>]) -> FileId {
+    file_id(&files.iter().flat_map(|f| file_id(f)).collect::<Vec<u8>>())
+}
+
+/// The shipped tokens, one file per shard key (every key has a file, so
+/// the page never asks for one that is missing).
+fn vocab_shards(vocab: &[String], shipped: impl Fn(usize) -> bool) -> Vec<(String, Vec<u8>)> {
+    let mut shards: BTreeMap<String, Vec<(u32, &str)>> =
+        wordpiece::all_shard_keys().into_iter().map(|k| (k, Vec::new())).collect();
+    for (id, token) in vocab.iter().enumerate().filter(|&(id, _)| shipped(id)) {
+        shards.entry(wordpiece::shard_key(token)).or_default().push((id as u32, token));
+    }
+    shards
+        .into_iter()
+        .map(|(key, tokens)| {
+            let mut bytes = VOCAB_MAGIC.to_vec();
+            put_vint(&mut bytes, tokens.len() as u64);
+            let mut last = 0;
+            for (id, token) in tokens {
+                put_vint(&mut bytes, u64::from(id - last));
+                last = id;
+                put_bytes(&mut bytes, token.as_bytes());
+            }
+            (key, bytes)
+        })
+        .collect()
 }
 
 /// The unit vector of a token sequence: the mean of its rows, less
@@ -274,23 +333,37 @@ fn embed_ids(rows: &[Vec<f32>], ids: &[u32], dim: usize, center: &[f32]) -> Vec<
 /// The page's side: what is loaded so far, and the search.
 pub struct SemanticIndex {
     meta: SemanticMeta,
-    wordpiece: Option<WordPiece>,
+    /// The vocabulary shards loaded so far, merged.
+    wordpiece: WordPiece,
+    vocab_loaded: HashSet<String>,
     rows: HashMap<usize, Vec<Code>>,
     clusters: HashMap<usize, (Vec<u32>, Vec<Code>)>,
 }
 
 impl SemanticIndex {
     pub fn open(meta: &[u8]) -> Parsed<SemanticIndex> {
+        let meta = SemanticMeta::decode(meta)?;
         Ok(SemanticIndex {
-            meta: SemanticMeta::decode(meta)?,
-            wordpiece: None,
+            wordpiece: WordPiece::with_unknown(meta.unk),
+            meta,
+            vocab_loaded: HashSet::new(),
             rows: HashMap::new(),
             clusters: HashMap::new(),
         })
     }
 
+    /// Vocabulary shards `query` needs that are not loaded yet.
+    fn missing_vocab(&self, query: &str) -> Vec<String> {
+        wordpiece::shard_keys(query)
+            .into_iter()
+            .filter(|k| !self.vocab_loaded.contains(k))
+            .map(|k| self.meta.vocab_name(&k))
+            .collect()
+    }
+
+    /// The query's tokens, once every vocabulary shard it needs is loaded.
     fn tokens(&self, query: &str) -> Option<Vec<u32>> {
-        self.wordpiece.as_ref().map(|wp| wp.tokenize(query))
+        self.missing_vocab(query).is_empty().then(|| self.wordpiece.tokenize(query))
     }
 
     fn query_vector(&self, ids: &[u32]) -> Option<Vec<f32>> {
@@ -310,10 +383,14 @@ impl SemanticIndex {
         order.into_iter().take(self.meta.probes).map(|(_, i)| i).collect()
     }
 
-    /// Files the query needs next (the vocabulary, then its rows, then its
-    /// clusters): call again after adding them, until it names none.
+    /// Files the query needs next (its vocabulary shards, then its rows,
+    /// then its clusters): call again after adding them, until it names none.
     pub fn needs(&self, query: &str) -> Vec<String> {
-        let Some(ids) = self.tokens(query) else { return vec![self.meta.vocab_name()] };
+        let missing = self.missing_vocab(query);
+        if !missing.is_empty() {
+            return missing;
+        }
+        let ids = self.wordpiece.tokenize(query);
         let mut shards: Vec<usize> = ids.iter().map(|&id| id as usize / self.meta.rows_per_shard).collect();
         shards.sort_unstable();
         shards.dedup();
@@ -333,44 +410,64 @@ impl SemanticIndex {
             .collect()
     }
 
+    /// Whether `name` is one of this tier's files (so [`Self::add_file`]
+    /// takes it).
+    pub fn owns(&self, name: &str) -> bool {
+        self.meta.file(name).is_some()
+    }
+
     /// Adds a fetched file; `Ok(false)` if the name is not one of this tier's.
     pub fn add_file(&mut self, name: &str, bytes: Vec<u8>) -> Parsed<bool> {
         let dim = self.meta.dim;
-        if name == self.meta.vocab_name() {
-            if file_id(&bytes) != self.meta.vocab {
-                return Err(FormatError("file content does not match its name"));
+        match self.meta.file(name) {
+            None => Ok(false),
+            Some(TierFile::Vocab(key)) => {
+                let mut r = Cursor::open(&bytes, VOCAB_MAGIC, "not a qmd vocabulary file")?;
+                let n = r.count(2)?;
+                let mut id = 0u32;
+                let mut tokens = Vec::with_capacity(n);
+                for i in 0..n {
+                    let delta = r.u32()?;
+                    id = if i == 0 {
+                        delta
+                    } else {
+                        id.checked_add(delta).ok_or(FormatError("token id out of range"))?
+                    };
+                    let token = r.string()?;
+                    if wordpiece::shard_key(&token) != key {
+                        return Err(FormatError("token in the wrong vocabulary shard"));
+                    }
+                    tokens.push((token, id));
+                }
+                tokens.into_iter().for_each(|(token, id)| self.wordpiece.insert(token, id));
+                self.vocab_loaded.insert(key);
+                Ok(true)
             }
-            let text = String::from_utf8(bytes).map_err(|_| FormatError("vocabulary is not UTF-8"))?;
-            self.wordpiece = Some(WordPiece::from_lines(&text));
-            return Ok(true);
+            Some(TierFile::Rows(shard)) => {
+                let mut r = Cursor::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
+                let n = r.count(dim + 4)?;
+                let rows = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
+                self.rows.insert(shard, rows);
+                Ok(true)
+            }
+            Some(TierFile::Cluster(cluster)) => {
+                if file_id(&bytes) != self.meta.clusters[cluster].1 {
+                    return Err(FormatError("file content does not match its name"));
+                }
+                let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
+                let n = r.count(dim + 5)?;
+                let mut docs = Vec::with_capacity(n);
+                let mut doc = 0usize;
+                for i in 0..n {
+                    let delta = r.usize()?;
+                    doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
+                    docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
+                }
+                let codes = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
+                self.clusters.insert(cluster, (docs, codes));
+                Ok(true)
+            }
         }
-        let rows_prefix = format!("r/{}/", id_hex(&self.meta.rows));
-        if let Some(shard) = name.strip_prefix(&rows_prefix).and_then(|r| r.strip_suffix(".bin")) {
-            let shard: usize = shard.parse().map_err(|_| FormatError("rows shard name"))?;
-            let mut r = Cursor::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
-            let n = r.count(dim + 4)?;
-            let rows = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
-            self.rows.insert(shard, rows);
-            return Ok(true);
-        }
-        let Some(cluster) = (0..self.meta.clusters.len()).find(|&c| self.meta.cluster_name(c) == name) else {
-            return Ok(false);
-        };
-        if file_id(&bytes) != self.meta.clusters[cluster].1 {
-            return Err(FormatError("file content does not match its name"));
-        }
-        let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
-        let n = r.count(dim + 5)?;
-        let mut docs = Vec::with_capacity(n);
-        let mut doc = 0usize;
-        for i in 0..n {
-            let delta = r.usize()?;
-            doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
-            docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
-        }
-        let codes = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
-        self.clusters.insert(cluster, (docs, codes));
-        Ok(true)
     }
 
     /// Documents nearest the query (cosine, best first), from the probed
@@ -487,6 +584,13 @@ mod tests {
         let mut index = SemanticIndex::open(meta).unwrap();
         let (name, bytes) = files.files.iter().find(|(n, _)| n.starts_with("v/")).unwrap();
         assert!(index.add_file(name, bytes[..bytes.len() - 1].to_vec()).is_err());
+        let (name, bytes) = files.files.iter().find(|(n, b)| n.starts_with("w/") && b.len() > 12).unwrap();
+        assert!(index.owns(name));
+        for cut in 8..bytes.len() {
+            assert!(index.add_file(name, bytes[..cut].to_vec()).is_err(), "vocabulary cut at {cut}");
+        }
+        let other = files.files.iter().find(|(n, _)| n.starts_with("w/") && n != name).unwrap();
+        assert!(index.add_file(&other.0, bytes.clone()).is_err(), "tokens of another shard are refused");
         assert!(!index.add_file("t/whatever.bin", vec![]).unwrap());
     }
 }

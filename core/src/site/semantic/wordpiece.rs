@@ -25,12 +25,67 @@ fn is_punctuation(c: char) -> bool {
         || (!c.is_ascii() && !is_letter_or_number(c) && !c.is_whitespace() && !is_combining_mark(c))
 }
 
+/// The vocabulary shard a piece lives in: its first character's class
+/// (`a`–`z`, `0`–`9`, `_` for any other), `-`-prefixed for `##`
+/// continuations. The page loads only the shards its query's words can
+/// match ([`shard_keys`]).
+pub fn shard_key(piece: &str) -> String {
+    let (continuation, rest) = match piece.strip_prefix("##") {
+        Some(rest) => (true, rest),
+        None => (false, piece),
+    };
+    key_of(continuation, rest.chars().next().unwrap_or('_'))
+}
+
+fn key_of(continuation: bool, first: char) -> String {
+    let class = if first.is_ascii_lowercase() || first.is_ascii_digit() { first } else { '_' };
+    if continuation { format!("-{class}") } else { class.to_string() }
+}
+
+/// Every shard key a vocabulary can have.
+pub fn all_shard_keys() -> Vec<String> {
+    let classes = ('a'..='z').chain('0'..='9').chain(['_']);
+    classes.flat_map(|c| [key_of(false, c), key_of(true, c)]).collect()
+}
+
+/// The vocabulary shards tokenizing `text` can touch: a word starts with a
+/// piece keyed by its first character and continues with pieces keyed by
+/// any later one.
+pub fn shard_keys(text: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for word in basic_words(text) {
+        if word.chars().count() > MAX_WORD_CHARS {
+            continue;
+        }
+        for (i, c) in word.chars().enumerate() {
+            keys.push(key_of(i > 0, c));
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
 impl WordPiece {
     /// From the vocabulary, one token per line in id order.
     pub fn from_lines(vocab: &str) -> WordPiece {
         let ids: HashMap<String, u32> = vocab.lines().enumerate().map(|(i, t)| (t.to_string(), i as u32)).collect();
         let unk = ids.get("[UNK]").copied();
         WordPiece { ids, unk }
+    }
+
+    /// An empty vocabulary, filled shard by shard with [`Self::insert`].
+    pub fn with_unknown(unk: Option<u32>) -> WordPiece {
+        WordPiece { ids: HashMap::new(), unk }
+    }
+
+    pub fn insert(&mut self, token: String, id: u32) {
+        self.ids.insert(token, id);
+    }
+
+    /// The id of `[UNK]`, when the vocabulary has one.
+    pub fn unknown(&self) -> Option<u32> {
+        self.unk
     }
 
     pub fn len(&self) -> usize {
@@ -129,5 +184,24 @@ mod tests {
         assert_eq!(wp.tokenize("The unaffable, CAFÉ."), [6, 2, 3, 4, 8, 9, 7]);
         assert_eq!(wp.tokenize("unxyz 中文"), [1, 10, 1], "a word with a missing piece is [UNK]");
         assert_eq!(basic_words("a-b\tc\u{0007}d"), ["a", "-", "b", "cd"]);
+    }
+
+    #[test]
+    fn a_query_loads_only_the_shards_its_words_can_match() {
+        let vocab = "[PAD]\n[UNK]\nun\n##aff\n##able\naff\nthe\n.\n,\ncafe\n中";
+        let full = WordPiece::from_lines(vocab);
+        let keys = shard_keys("Unaffable café.");
+        assert_eq!(keys, ["-a", "-b", "-e", "-f", "-l", "-n", "_", "c", "u"]);
+        // Only the tokens of those shards, and the same ids come out.
+        let mut partial = WordPiece::with_unknown(full.unknown());
+        for (id, token) in vocab.lines().enumerate() {
+            if keys.contains(&shard_key(token)) {
+                partial.insert(token.to_string(), id as u32);
+            }
+        }
+        assert!(partial.len() < full.len());
+        assert_eq!(partial.tokenize("Unaffable café."), full.tokenize("Unaffable café."));
+        assert_eq!(shard_key("##Ab"), "-_");
+        assert_eq!(all_shard_keys().len(), 74);
     }
 }
