@@ -180,6 +180,7 @@ pub struct CollectionInfo {
     pub documents: u32,
     pub last_updated: Option<i64>,
     pub contexts: u32,
+    pub update_command: Option<String>,
 }
 
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
@@ -227,7 +228,12 @@ pub struct FileEntry {
 #[serde(rename_all = "lowercase")]
 pub enum Listing {
     Collections(Vec<(String, u32)>),
-    Files(Vec<FileEntry>),
+    /// The files under `collection/prefix`, by path.
+    Files {
+        collection: String,
+        prefix: String,
+        files: Vec<FileEntry>,
+    },
 }
 
 #[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]

@@ -30,7 +30,11 @@ pub fn hash_bytes(hash: &str) -> [u8; 32] {
 
 /// qmd's `addLineNumbers`: `N: line` from `first`.
 pub fn number_lines(text: &str, first: u32) -> String {
-    text.split('\n').enumerate().map(|(i, line)| format!("{}: {line}", first + i as u32)).collect::<Vec<_>>().join("\n")
+    text.split('\n')
+        .enumerate()
+        .map(|(i, line)| format!("{}: {line}", first.saturating_add(i as u32)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The short id shown as `#abc123`: the first 6 hex chars of the hash.

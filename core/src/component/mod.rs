@@ -199,6 +199,7 @@ fn collection_info(c: crate::CollectionInfo) -> wit::CollectionInfo {
         documents: c.documents,
         last_updated: c.last_updated,
         contexts: c.contexts,
+        update_command: c.update_command,
     }
 }
 
@@ -331,8 +332,10 @@ impl Guest for Component {
             crate::Listing::Collections(list) => wit::Listing::Collections(
                 list.into_iter().map(|(name, files)| wit::CollectionFiles { name, files }).collect(),
             ),
-            crate::Listing::Files(files) => wit::Listing::Files(
-                files
+            crate::Listing::Files { collection, prefix, files } => wit::Listing::Files(wit::FileListing {
+                collection,
+                prefix,
+                files: files
                     .into_iter()
                     .map(|f| wit::FileEntry {
                         collection: f.collection,
@@ -341,7 +344,7 @@ impl Guest for Component {
                         modified: f.modified,
                     })
                     .collect(),
-            ),
+            }),
         })
     }
 
@@ -366,7 +369,12 @@ impl Guest for Component {
         Ok(config
             .collections
             .into_iter()
-            .map(|c| wit::CollectionRoot { name: c.name, path: c.path, pattern: c.pattern })
+            .map(|c| wit::CollectionRoot {
+                name: c.name,
+                path: c.path,
+                pattern: c.pattern,
+                update_command: c.update_command,
+            })
             .collect())
     }
 
@@ -380,6 +388,10 @@ impl Guest for Component {
 
     fn collection_set_include(name: String, included: bool) -> R<wit::CollectionInfo> {
         Ok(collection_info(engine().collection_set_include(&name, included)?))
+    }
+
+    fn collection_set_update(name: String, command: Option<String>) -> R<wit::CollectionInfo> {
+        Ok(collection_info(engine().collection_set_update(&name, command.as_deref())?))
     }
 
     fn context_add(target: String, text: String) -> R<wit::ContextEntry> {

@@ -87,7 +87,7 @@ fn observe(engine: &Engine) -> Result<(String, String)> {
     let mut text = String::new();
     let status = engine.status()?;
     text += &format!("docs {}\n", status.total_documents);
-    if let Listing::Files(files) = engine.ls(Some("notes"))? {
+    if let Listing::Files { files, .. } = engine.ls(Some("notes"))? {
         for f in files {
             text += &format!("ls {} {}\n", f.path, f.size);
         }

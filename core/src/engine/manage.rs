@@ -128,6 +128,16 @@ impl Engine {
         self.info(config.require(name)?)
     }
 
+    /// Sets or clears the command `update` runs before scanning `name`.
+    pub fn collection_set_update(&self, name: &str, command: Option<&str>) -> Result<CollectionInfo> {
+        let mut config = self.config()?;
+        Self::require_collection(&config, name)?;
+        let command = command.map(str::trim).filter(|c| !c.is_empty()).map(str::to_string);
+        config.collection_mut(name).expect("checked above").update_command = command;
+        self.save_config(&config)?;
+        self.info(config.require(name)?)
+    }
+
     /// Resolves a context target: `/` (global), `qmd://c/prefix`, an
     /// absolute path under a collection root (longest root wins), or
     /// `collection/prefix`.
@@ -234,5 +244,6 @@ fn collection_info(index: &crate::index::Index, c: &Collection) -> Result<Collec
         documents,
         last_updated: index.manifest.last_update.get(&c.name).copied(),
         contexts: c.contexts.len() as u32,
+        update_command: c.update_command.clone(),
     })
 }

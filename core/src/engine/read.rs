@@ -15,14 +15,16 @@ use crate::search::snippet::extract_snippet;
 use crate::vpath;
 
 /// Lines `from..from+count` of `body` (1-based, `from` clamped to ≥ 1),
-/// numbered `N: ` when asked.
+/// numbered `N: ` when asked. Past the end the text is empty and, as in
+/// qmd, numbered from the line asked for (`FILE:999` → `999: `).
 fn slice_lines(body: &str, from: Option<u32>, count: Option<u32>, numbers: bool) -> String {
     let lines: Vec<&str> = body.split('\n').collect();
-    let start = (from.unwrap_or(1).max(1) as usize - 1).min(lines.len());
+    let first = from.unwrap_or(1).max(1);
+    let start = (first as usize - 1).min(lines.len());
     // Saturating: `FILE:4294967295:2` asks for lines past any end, not a panic.
     let end = count.map_or(lines.len(), |c| start.saturating_add(c as usize).min(lines.len()));
     let text = lines[start..end].join("\n");
-    if numbers { number_lines(&text, start as u32 + 1) } else { text }
+    if numbers { number_lines(&text, first) } else { text }
 }
 
 /// qmd rounds both sizes to whole KB in the skip message.
@@ -219,7 +221,7 @@ impl Engine {
             })
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Listing::Files(files))
+        Ok(Listing::Files { collection, prefix, files })
     }
 
     pub fn status(&self) -> Result<IndexStatus> {
@@ -239,14 +241,20 @@ impl Engine {
                 include_by_default: c.include_by_default,
             })
             .collect();
-        // Documents whose content has no vectors (all of them before `embed`).
-        let (needs_embedding, vectors, embed_model) = match index.vectors()? {
-            None => (total, 0, None),
-            Some(set) => {
-                let have = set.hashes();
-                let pending = index.catalog()?.iter().filter(|e| !have.contains(e.record.hash.as_str())).count();
-                (pending as u32, set.manifest.rows(), Some(set.manifest.model.clone()))
-            }
+        // Distinct contents without vectors (qmd counts hashes, not
+        // documents: two copies of a note embed once).
+        let vectors = index.vectors()?;
+        let catalog = index.catalog()?;
+        let have = vectors.as_ref().map(|set| set.hashes());
+        let pending: std::collections::HashSet<&str> = catalog
+            .iter()
+            .map(|e| e.record.hash.as_str())
+            .filter(|hash| have.as_ref().is_none_or(|have| !have.contains(*hash)))
+            .collect();
+        let needs_embedding = pending.len() as u32;
+        let (vectors, embed_model) = match &vectors {
+            None => (0, None),
+            Some(set) => (set.manifest.rows(), Some(set.manifest.model.clone())),
         };
         Ok(IndexStatus {
             total_documents: total,
@@ -275,6 +283,8 @@ mod tests {
         assert_eq!(slice_lines(body, Some(2), Some(1), true), "2: b");
         assert_eq!(slice_lines(body, Some(0), Some(1), false), "a");
         assert_eq!(slice_lines(body, Some(99), None, false), "", "past the end is empty, not a panic");
+        assert_eq!(slice_lines(body, Some(99), None, true), "99: ", "numbered from the line asked for, as qmd");
+        assert_eq!(slice_lines(body, Some(u32::MAX), None, true), "4294967295: ");
         assert_eq!(slice_lines(body, Some(u32::MAX), Some(u32::MAX), false), "", "no overflow");
         assert_eq!(slice_lines(body, Some(2), Some(u32::MAX), false), "b\nc\n");
         assert_eq!(too_large(12345, 5000), "File too large (12KB > 5KB)");

@@ -154,6 +154,14 @@ pub enum CollectionCommand {
     Exclude {
         name: String,
     },
+    /// Set the command `update` runs in the folder first (e.g. 'git pull');
+    /// omit it to clear.
+    #[command(name = "update-cmd", visible_alias = "set-update")]
+    UpdateCmd {
+        name: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]

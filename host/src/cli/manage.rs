@@ -1,7 +1,7 @@
 //! Collection, context, ls, update and status commands.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
@@ -84,22 +84,55 @@ fn print_report(report: &UpdateReport) -> bool {
     report.collections.iter().all(|c| c.error.is_none())
 }
 
-pub fn update(session: &Session, only: Vec<String>, rebuild: bool) -> Result<ExitCode> {
+pub fn update(session: &Session, rebuild: bool) -> Result<ExitCode> {
     let list = collection_roots(session)?;
     if list.is_empty() && !rebuild {
-        println!("No collections. Add one with 'qmd collection add <path>'.");
+        println!("No collections found. Run 'qmd collection add .' to index markdown files.");
         return Ok(ExitCode::SUCCESS);
     }
     if rebuild {
         println!("Rebuilding the index from {} collection folders", list.len());
+        for (i, c) in list.iter().enumerate() {
+            println!("[{}/{}] {} ({})", i + 1, list.len(), escape_controls(&c.name), c.pattern);
+        }
+        let report = run_update(session, Vec::new(), true)?;
+        println!();
+        let complete = print_report(&report);
+        return Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
+    // As qmd: each collection's hook, then its scan, one at a time (each
+    // scan commits on its own, so a failing hook keeps the ones before).
+    println!("Updating {} collection(s)...\n", list.len());
+    let mut complete = true;
     for (i, c) in list.iter().enumerate() {
         println!("[{}/{}] {} ({})", i + 1, list.len(), escape_controls(&c.name), c.pattern);
+        if let Some(command) = &c.update_command
+            && let Some(code) = super::hook::run(command, Path::new(&c.path))
+        {
+            return Ok(ExitCode::from(code));
+        }
+        println!("Collection: {} ({})", c.path, c.pattern);
+        let report = run_update(session, vec![c.name.clone()], false)?;
+        println!();
+        complete &= print_report(&report);
+        println!();
     }
-    let report = run_update(session, only, rebuild)?;
-    println!();
-    let complete = print_report(&report);
-    Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    if !complete {
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("✓ All collections updated.");
+    if let Some(hint) = embed_hint(session)? {
+        println!("\n{hint}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// qmd's closing line after indexing when contents lack vectors.
+fn embed_hint(session: &Session) -> Result<Option<String>> {
+    let status = session.read(|store, engine| engine_result(engine.call_status(store)))?;
+    Ok((status.needs_embedding > 0).then(|| {
+        format!("Run 'qmd embed' to update embeddings ({} unique hashes need vectors)", status.needs_embedding)
+    }))
 }
 
 pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode> {
@@ -125,6 +158,9 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             let report = run_update(session, vec![info.name.clone()], false)?;
             if !print_report(&report) {
                 return Ok(ExitCode::FAILURE);
+            }
+            if let Some(hint) = embed_hint(session)? {
+                println!("\n{hint}");
             }
             println!("✓ Collection '{}' created successfully", info.name);
         }
@@ -169,7 +205,22 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             println!("  Path:     {}", c.path);
             println!("  Pattern:  {}", c.pattern);
             println!("  Include:  {}", if c.include_by_default { "yes (default)" } else { "no" });
-            println!("  Contexts: {}", c.contexts);
+            if let Some(command) = &c.update_command {
+                println!("  Update:   {command}");
+            }
+            if c.contexts > 0 {
+                println!("  Contexts: {}", c.contexts);
+            }
+        }
+        CollectionCommand::UpdateCmd { name, command } => {
+            let command = Some(command.join(" ")).filter(|c| !c.trim().is_empty());
+            session.call(true, Vec::new(), None, |store, engine| {
+                engine_result(engine.call_collection_set_update(store, &name, command.as_deref()))
+            })?;
+            match command {
+                Some(command) => println!("✓ Set update command for '{name}': {command}"),
+                None => println!("✓ Cleared update command for '{name}'"),
+            }
         }
         CollectionCommand::Include { name } => set_include(session, &name, true)?,
         CollectionCommand::Exclude { name } => set_include(session, &name, false)?,
@@ -259,7 +310,17 @@ pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
                 println!("  qmd://{}/  ({} files)", escape_controls(&c.name), c.files);
             }
         }
-        Listing::Files(files) => {
+        Listing::Files(listing) => {
+            let files = listing.files;
+            if files.is_empty() {
+                let collection = escape_controls(&listing.collection);
+                if listing.prefix.is_empty() {
+                    println!("No files found in collection: {collection}");
+                } else {
+                    println!("No files found under qmd://{collection}/{}", escape_controls(&listing.prefix));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let now = now_ms();
             // Sizes are right-aligned to the widest one listed, as qmd does.
             let sizes: Vec<String> = files.iter().map(|f| human_size(f.size)).collect();

@@ -2,6 +2,7 @@
 //! qmd's output.
 
 pub(crate) mod args;
+mod hook;
 mod manage;
 pub mod output;
 pub(crate) mod time;
@@ -110,7 +111,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Collection(cmd) => manage::collection(&session, cmd),
         Command::Context(cmd) => manage::context(&session, cmd),
         Command::Ls { target } => manage::ls(&session, target),
-        Command::Update { rebuild, .. } => manage::update(&session, Vec::new(), rebuild),
+        Command::Update { rebuild, .. } => manage::update(&session, rebuild),
         Command::Status => manage::status(&session),
         Command::Search(args) => search(&session, args),
         Command::Vsearch(args) => vsearch(&session, args),
@@ -164,7 +165,9 @@ fn search_options(args: &SearchArgs, format: Format, all_limit: u32, min_score: 
     let limit = if args.all {
         all_limit
     } else {
-        let limit = args.limit.unwrap_or(if matches!(format, Format::Json | Format::Files) { 20 } else { 5 });
+        let default = if matches!(format, Format::Json | Format::Files) { 20 } else { 5 };
+        // qmd reads `-n 0` as "not given".
+        let limit = args.limit.filter(|&n| n > 0).unwrap_or(default);
         // Past 32 bits means "all of them", not a wrap to 0.
         u32::try_from(limit).unwrap_or(u32::MAX)
     };
@@ -201,13 +204,39 @@ fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// qmd's warning before a vector search when contents lack vectors; says
+/// whether there are any vectors to search.
+fn warn_unembedded(
+    store: &mut wasmtime::Store<crate::component::HostState>,
+    engine: &bindings::Engine,
+) -> Result<bool> {
+    let status = engine_result(engine.call_status(store))?;
+    let (pending, total) = (status.needs_embedding, status.total_documents);
+    if pending > 0 && total > 0 {
+        let percent = (f64::from(pending) / f64::from(total) * 100.0).round();
+        if percent >= 10.0 {
+            eprintln!("Warning: {pending} documents ({percent}%) need embeddings. Run 'qmd embed' for better results.");
+        } else {
+            eprintln!("Tip: {pending} documents need embeddings. Run 'qmd embed' to index them.");
+        }
+    }
+    Ok(status.has_vector_index)
+}
+
 fn vsearch(session: &Session, args: SearchArgs) -> Result<ExitCode> {
     let format = args.output.format()?;
     let query = args.query.join(" ");
     let options = search_options(&args, format, 500, 0.3);
-    let hits = session
-        .read(|store, engine| engine_result(engine.qmd_engine_vectors().call_vsearch(store, &query, &options)))?;
-    print_hits(hits, &args, format, options.min_score)?;
+    let hits = session.read(|store, engine| {
+        // Nothing embedded: nothing to find, and no model to load for it.
+        if !warn_unembedded(store, engine)? {
+            return Ok(Vec::new());
+        }
+        engine_result(engine.qmd_engine_vectors().call_vsearch(store, &query, &options))
+    })?;
+    // qmd's vector search filters by score itself: an empty answer is
+    // plain "No results found." whatever the threshold.
+    print_hits(hits, &args, format, 0.0)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -222,7 +251,10 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
         candidate_limit: args.candidate_limit,
         rerank: !args.no_rerank,
     };
-    let result = session.read(|store, engine| engine_result(engine.call_query(store, &request)))?;
+    let result = session.read(|store, engine| {
+        warn_unembedded(store, engine)?;
+        engine_result(engine.call_query(store, &request))
+    })?;
     if args.explain {
         eprint!("{}", output::render_explain(&result));
     }
@@ -281,7 +313,9 @@ fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
     for message in &result.errors {
         eprintln!("{message}");
     }
-    if result.entries.is_empty() && !result.errors.is_empty() {
+    // A comma list whose names are all missing is not an error in qmd
+    // (each is reported); a pattern that matches nothing is.
+    if result.entries.is_empty() && !result.errors.is_empty() && !result.by_list {
         return Ok(ExitCode::FAILURE);
     }
     if args.output.full_path {
