@@ -1,12 +1,15 @@
 //! `qmd`: the command line over the engine component.
 
 mod cli;
+mod clock;
 mod component;
 mod lock;
 mod mcp;
 mod models;
 mod paths;
+mod session;
 mod site;
+mod skill;
 mod web;
 
 use std::process::ExitCode;

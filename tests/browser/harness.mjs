@@ -5,6 +5,7 @@
 
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -33,6 +34,22 @@ export function isolatedEnv(extra = {}) {
 }
 
 /** `qmd web` on an ephemeral loopback port; resolves once it listens. */
+const STATIC_TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.json': 'application/json' };
+
+/** A static file server on loopback: what any CDN does, nothing more. */
+export function serveStatic(root) {
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let file = path.join(root, decodeURIComponent(url.pathname));
+    if (!file.startsWith(root)) return res.writeHead(403).end();
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    if (!fs.existsSync(file)) return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': STATIC_TYPES[path.extname(file)] ?? 'application/octet-stream' });
+    res.end(fs.readFileSync(file));
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
 export async function serveApp(env) {
   const server = spawn(qmdBin, ['web', '--port', '0', '--dir', appDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

@@ -6,28 +6,12 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  cli, evalDir, evalQueries, isolatedEnv, launch, qmdBin, readFolder, repoRoot, testModelDir, writeFolder,
+  cli, evalDir, evalQueries, isolatedEnv, launch, qmdBin, readFolder, repoRoot, serveStatic as serve, testModelDir,
+  writeFolder,
 } from './harness.mjs';
-
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.json': 'application/json' };
-
-/** A static file server on loopback: what any CDN does, nothing more. */
-function serve(root) {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    let file = path.join(root, decodeURIComponent(url.pathname));
-    if (!file.startsWith(root)) return res.writeHead(403).end();
-    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
-    if (!fs.existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream' });
-    res.end(fs.readFileSync(file));
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
 
 const site = fs.mkdtempSync(path.join(os.tmpdir(), 'qmd-site-'));
 let server;

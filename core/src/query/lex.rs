@@ -274,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn hyphenated_words_are_phrases() {
+    fn hyphenated_words_are_compounds_of_optional_parts() {
         assert_eq!(
             parse_lex("multi-agent memory").clauses,
             [pos(compound(&["multi", "agent"])), pos(term("memory", "memori"))]

@@ -10,7 +10,7 @@ pub struct Cli {
     /// Use a named index (its own config and index files).
     #[arg(long, global = true)]
     pub index: Option<String>,
-    /// Run models on the CPU (sets QMD_FORCE_CPU=1).
+    /// Run models on the CPU (as QMD_FORCE_CPU=1).
     #[arg(long, global = true)]
     pub no_gpu: bool,
     #[command(subcommand)]
@@ -63,6 +63,27 @@ pub enum Command {
     /// Static-site search: build a search bundle for a folder of pages.
     #[command(subcommand)]
     Site(SiteCommand),
+    /// Show or install the qmd skill for coding agents.
+    #[command(subcommand)]
+    Skill(SkillCommand),
+}
+
+#[derive(Subcommand)]
+pub enum SkillCommand {
+    /// Print the qmd skill.
+    Show,
+    /// Install the qmd skill into ./.agents/skills/qmd.
+    Install {
+        /// Install into ~/.agents/skills/qmd.
+        #[arg(long)]
+        global: bool,
+        /// Also create the .claude/skills/qmd symlink.
+        #[arg(long)]
+        yes: bool,
+        /// Replace an existing install or symlink.
+        #[arg(short, long)]
+        force: bool,
+    },
 }
 
 #[derive(Subcommand)]

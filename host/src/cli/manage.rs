@@ -9,9 +9,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{CollectionCommand, ContextCommand};
 use super::output::escape_controls;
-use super::time::{ago, human_size, ls_date, now_ms};
-use super::{Session, engine_result};
+use crate::clock::{ago, human_size, ls_date, now_ms};
 use crate::component::bindings::{CollectionInfo, CollectionRoot, Listing, UpdateReport};
+use crate::session::{Session, engine_result};
 use qmd_core::model::DeviceChoice;
 
 fn collections(session: &Session) -> Result<Vec<CollectionInfo>> {

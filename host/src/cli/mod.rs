@@ -5,7 +5,6 @@ pub(crate) mod args;
 mod hook;
 mod manage;
 pub mod output;
-pub(crate) mod time;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -14,68 +13,10 @@ use anyhow::{Result, anyhow};
 use clap::Parser;
 
 use crate::component::bindings::{self, GetError};
-use crate::component::{Grants, ProgressFn, Runtime};
 use crate::paths;
+use crate::session::{Session, engine_result};
 use args::{Cli, Command, GetArgs, McpAction, MultiGetArgs, QueryArgs, SearchArgs};
 use output::{Format, SearchView, Style};
-
-/// A component call's result, or the engine's error as a user message.
-pub(crate) fn engine_result<T>(r: wasmtime::Result<std::result::Result<T, bindings::Error>>) -> Result<T> {
-    r.map_err(crate::component::call_failed)?.map_err(|e| anyhow!(e.message))
-}
-
-/// The index a command works on, and a way to call the engine on it.
-pub struct Session {
-    runtime: std::sync::Arc<Runtime>,
-    pub index_name: String,
-    pub index_dir: std::path::PathBuf,
-    pub config: paths::ConfigFile,
-    pub models: crate::models::ModelSources,
-}
-
-impl Session {
-    fn new(index: Option<&str>) -> Result<Session> {
-        let index_name = paths::index_name(index);
-        let config = paths::ConfigFile::for_index(&index_name);
-        let models = crate::models::ModelSources::for_index(&config)?;
-        Ok(Session {
-            runtime: std::sync::Arc::new(Runtime::new(&models)?),
-            index_dir: paths::index_dir(&index_name),
-            config,
-            index_name,
-            models,
-        })
-    }
-
-    /// Calls `f` on a fresh instance. Writing calls hold the index lock.
-    pub fn call<T>(
-        &self,
-        write: bool,
-        roots: Vec<std::path::PathBuf>,
-        progress: Option<ProgressFn>,
-        f: impl FnOnce(&mut wasmtime::Store<crate::component::HostState>, &bindings::Engine) -> Result<T>,
-    ) -> Result<T> {
-        let grants = Grants { index_dir: self.index_dir.clone(), config: self.config.clone(), write, roots };
-        if write {
-            std::fs::create_dir_all(&self.index_dir)?;
-        }
-        let _lock = if write { Some(crate::lock::WriteLock::acquire(&self.index_dir)?) } else { None };
-        let (mut store, engine) = self.runtime.instantiate(&self.index_name, &grants, progress)?;
-        f(&mut store, &engine)
-    }
-
-    /// The loaded component, for callers that keep instances (the server).
-    pub fn runtime(&self) -> std::sync::Arc<Runtime> {
-        self.runtime.clone()
-    }
-
-    pub fn read<T>(
-        &self,
-        f: impl FnOnce(&mut wasmtime::Store<crate::component::HostState>, &bindings::Engine) -> Result<T>,
-    ) -> Result<T> {
-        self.call(false, Vec::new(), None, f)
-    }
-}
 
 pub fn run() -> Result<ExitCode> {
     let cli = match Cli::try_parse() {
@@ -89,12 +30,14 @@ pub fn run() -> Result<ExitCode> {
     if !matches!(cli.command, Command::Mcp(_) | Command::Web(_)) {
         die_quietly_on_closed_pipe();
     }
-    if cli.no_gpu {
-        // SAFETY: set before any thread is started.
-        unsafe { std::env::set_var("QMD_FORCE_CPU", "1") };
-    }
-    if matches!(cli.command, Command::Search(_) | Command::Vsearch(_) | Command::Query(_)) {
-        crate::models::set_workload(crate::models::Workload::OneOffQuery);
+    let one_off = matches!(cli.command, Command::Search(_) | Command::Vsearch(_) | Command::Query(_));
+    crate::models::set_policy(crate::models::RunPolicy {
+        workload: if one_off { crate::models::Workload::OneOffQuery } else { crate::models::Workload::Sustained },
+        no_gpu: cli.no_gpu,
+    });
+    if let Command::Skill(action) = cli.command {
+        crate::skill::run(action)?;
+        return Ok(ExitCode::SUCCESS);
     }
     if let Command::Site(args::SiteCommand::Build(args)) = cli.command {
         crate::site::build(args, cli.index.as_deref())?;
@@ -127,7 +70,9 @@ pub fn run() -> Result<ExitCode> {
                 crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
             ),
         },
-        Command::Web(_) | Command::Site(_) => unreachable!("handled before the session is opened"),
+        Command::Web(_) | Command::Site(_) | Command::Skill(_) => {
+            unreachable!("handled before the session is opened")
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::time::iso8601;
+use crate::clock::iso8601;
 use crate::component::bindings::{ExcludedInfo, IndexStatus, QueryHit};
 use qmd_core::document::number_lines;
 use qmd_core::vpath;

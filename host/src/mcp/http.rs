@@ -29,7 +29,7 @@ struct HttpState {
 
 /// `HH:MM:SS.mmm` (UTC) for request log lines.
 fn timestamp() -> String {
-    crate::cli::time::clock(crate::cli::time::now_ms())
+    crate::clock::clock(crate::clock::now_ms())
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {

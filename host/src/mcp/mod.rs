@@ -15,8 +15,8 @@ use anyhow::Result;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Session;
 use crate::component::Grants;
+use crate::session::Session;
 pub use daemon::DaemonFiles;
 use pool::EnginePool;
 use server::{QmdServer, Shared};

@@ -317,7 +317,7 @@ impl QmdServer {
         Ok(match status {
             Ok(status) => {
                 let mut out = CallToolResult::success(vec![ContentBlock::text(format::status_text(&status))]);
-                out.structured_content = Some(format::status_json(&status, crate::cli::time::now_ms()));
+                out.structured_content = Some(format::status_json(&status, crate::clock::now_ms()));
                 out
             }
             Err(e) => engine_error(e),

@@ -144,12 +144,13 @@ impl ModelSource {
     }
 }
 
-/// Whether the user asked for the CPU (`--no-gpu` sets it): any value but
-/// qmd's off-words.
+/// Whether the user asked for the CPU: `--no-gpu`, or `QMD_FORCE_CPU` with
+/// any value but qmd's off-words.
 pub fn force_cpu() -> bool {
-    std::env::var("QMD_FORCE_CPU").is_ok_and(|v| {
-        !matches!(v.trim().to_lowercase().as_str(), "" | "false" | "off" | "none" | "disable" | "disabled" | "0")
-    })
+    policy().no_gpu
+        || std::env::var("QMD_FORCE_CPU").is_ok_and(|v| {
+            !matches!(v.trim().to_lowercase().as_str(), "" | "false" | "off" | "none" | "disable" | "disabled" | "0")
+        })
 }
 
 /// Where the user wants models to run: `QMD_FORCE_CPU` (`--no-gpu`) wins,
@@ -163,9 +164,10 @@ pub fn device_choice() -> Result<DeviceChoice, String> {
 }
 
 /// What this process runs models for, which decides what `auto` means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Workload {
     /// Bulk embedding, or a server that stays warm: worth a GPU's start-up.
+    #[default]
     Sustained,
     /// One CLI query (`search`, `vsearch`, `query`): a query embeds in
     /// milliseconds on the CPU, and opening a GPU in a fresh process
@@ -173,12 +175,23 @@ pub enum Workload {
     OneOffQuery,
 }
 
-static WORKLOAD: OnceLock<Workload> = OnceLock::new();
+/// How this process runs models, declared by the command before any model
+/// loads (the first declaration wins; the default is a sustained job).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunPolicy {
+    pub workload: Workload,
+    /// `--no-gpu`.
+    pub no_gpu: bool,
+}
 
-/// Declares the process's workload; before any model loads (the first
-/// declaration wins, the default is [`Workload::Sustained`]).
-pub fn set_workload(workload: Workload) {
-    let _ = WORKLOAD.set(workload);
+static POLICY: OnceLock<RunPolicy> = OnceLock::new();
+
+pub fn set_policy(policy: RunPolicy) {
+    let _ = POLICY.set(policy);
+}
+
+fn policy() -> RunPolicy {
+    *POLICY.get_or_init(RunPolicy::default)
 }
 
 /// The device a choice means for a workload: `auto` runs one-off queries
@@ -197,8 +210,7 @@ pub fn device() -> Result<&'static ModelDevice, String> {
     DEVICE
         .get_or_init(|| {
             let choice = device_choice()?;
-            let workload = *WORKLOAD.get_or_init(|| Workload::Sustained);
-            let effective = effective_choice(choice, workload);
+            let effective = effective_choice(choice, policy().workload);
             let mut device = ModelDevice::select(effective).map_err(|e| e.message)?;
             if effective != choice {
                 device.description.push_str(", as auto chooses for a one-off query");

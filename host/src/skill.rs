@@ -1,0 +1,167 @@
+//! `qmd skill show|install`: the agent skill this binary ships (written
+//! for this project's commands), installed as qmd installs its own: a
+//! small bootstrap `SKILL.md` that asks the CLI for the version-matched
+//! text, beside the skill's reference files.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::args::SkillCommand;
+
+const SKILL: &str = include_str!("../skills/qmd/SKILL.md");
+/// Files installed beside the bootstrap, relative to the skill folder.
+const REFERENCES: &[(&str, &str)] =
+    &[("references/mcp-setup.md", include_str!("../skills/qmd/references/mcp-setup.md"))];
+
+/// What an installed skill holds instead of the full text, so it never
+/// goes stale when qmd is upgraded.
+const BOOTSTRAP: &str = "---
+name: qmd
+description: Bootstrap qmd search instructions from the installed qmd CLI. Use when users ask to find notes, retrieve documents, inspect a wiki, or answer from indexed local markdown.
+license: MIT
+compatibility: Requires qmd CLI. Run `qmd skill show` for version-matched instructions.
+allowed-tools: Bash(qmd:*), mcp__qmd__*
+---
+
+# qmd - search local markdown
+
+This installed skill is intentionally a small bootstrap so it does not go stale
+when qmd updates.
+
+Load the full, version-matched qmd instructions from the CLI:
+
+!`qmd skill show`
+
+If your agent does not support bang-command expansion, run:
+
+```bash
+qmd skill show
+```
+
+Then follow those instructions. In short: search first, fetch full sources with
+`qmd get` or `qmd multi-get`, and answer from retrieved text rather than snippets.
+";
+
+pub fn run(command: SkillCommand) -> Result<()> {
+    match command {
+        SkillCommand::Show => {
+            println!("QMD Skill\n");
+            print!("{SKILL}");
+            Ok(())
+        }
+        SkillCommand::Install { global, yes, force } => install(global, yes, force),
+    }
+}
+
+/// `~/.agents/skills/qmd` (global) or `./.agents/skills/qmd`, and the
+/// matching `.claude/skills/qmd` link.
+fn places(global: bool) -> Result<(PathBuf, PathBuf)> {
+    let base = if global {
+        PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?)
+    } else {
+        std::env::current_dir()?
+    };
+    Ok((base.join(".agents/skills/qmd"), base.join(".claude/skills/qmd")))
+}
+
+fn install(global: bool, yes: bool, force: bool) -> Result<()> {
+    let (dir, link) = places(global)?;
+    if dir.symlink_metadata().is_ok() {
+        if !force {
+            bail!("Skill already exists: {} (use --force to replace it)", dir.display());
+        }
+        remove(&dir)?;
+    }
+    for (rel, text) in REFERENCES.iter().chain([&("SKILL.md", BOOTSTRAP)]) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("a file in the skill folder"))?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    println!("✓ Installed QMD skill to {}", dir.display());
+    if !(yes || ask_for_link(&link)?) {
+        return Ok(());
+    }
+    if link_to(&link, &dir, force)? {
+        println!("✓ Linked Claude skill at {}", link.display());
+    } else {
+        println!("✓ Claude already sees the skill via {}", link.parent().expect("has a parent").display());
+    }
+    Ok(())
+}
+
+/// On a terminal, asks; otherwise says how to link by hand (as qmd).
+fn ask_for_link(link: &Path) -> Result<bool> {
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        println!("Tip: create a Claude symlink manually at {}", link.display());
+        return Ok(false);
+    }
+    print!("Create a symlink in {}? [y/N] ", link.display());
+    std::io::Write::flush(&mut std::io::stdout())?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Links `link` → `dir` (relative). `false` when `.claude/skills` already
+/// is `.agents/skills` (a link there would point at itself).
+fn link_to(link: &Path, dir: &Path, force: bool) -> Result<bool> {
+    let parent = link.parent().expect("has a parent");
+    let skills = dir.parent().expect("has a parent");
+    if parent.exists() && parent.canonicalize()? == skills.canonicalize()? {
+        return Ok(false);
+    }
+    let target = relative(parent, dir);
+    std::fs::create_dir_all(parent)?;
+    if let Ok(meta) = link.symlink_metadata() {
+        if meta.file_type().is_symlink() && std::fs::read_link(link)? == target {
+            return Ok(true);
+        }
+        if !force {
+            bail!("Claude skill path already exists: {} (use --force to replace it)", link.display());
+        }
+        remove(link)?;
+    }
+    symlink(&target, link).with_context(|| format!("cannot link {}", link.display()))?;
+    Ok(true)
+}
+
+/// `to` relative to the folder `from` (both absolute).
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let (from, to): (Vec<_>, Vec<_>) = (from.components().collect(), to.components().collect());
+    let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut out: PathBuf = std::iter::repeat_n("..", from.len() - shared).collect();
+    out.extend(&to[shared..]);
+    out
+}
+
+fn remove(path: &Path) -> Result<()> {
+    let meta = path.symlink_metadata()?;
+    if meta.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }
+        .with_context(|| format!("cannot remove {}", path.display()))
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(unix))]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::windows::fs::symlink_dir(target, link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_links() {
+        assert_eq!(
+            relative(Path::new("/p/.claude/skills"), Path::new("/p/.agents/skills/qmd")),
+            Path::new("../../.agents/skills/qmd")
+        );
+        assert_eq!(relative(Path::new("/p/a"), Path::new("/p/a/b")), Path::new("b"));
+    }
+}

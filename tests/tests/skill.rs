@@ -1,0 +1,62 @@
+//! `qmd skill show|install`: the shipped skill, installed as qmd installs
+//! its own (a bootstrap SKILL.md, the references beside it, an optional
+//! relative `.claude/skills/qmd` link).
+
+mod common;
+
+use std::fs;
+
+use common::Env;
+
+#[test]
+fn show_prints_the_skill_for_this_projects_commands() {
+    let env = Env::new();
+    let out = env.ok(&["skill", "show"]).stdout;
+    assert!(out.starts_with("QMD Skill\n\n---\nname: qmd\n"), "{out}");
+    for command in ["qmd search", "qmd vsearch", "qmd query", "qmd get", "qmd multi-get", "qmd mcp"] {
+        assert!(out.contains(command), "the skill describes `{command}`");
+    }
+}
+
+#[test]
+fn install_writes_a_bootstrap_refuses_to_overwrite_and_links_on_request() {
+    let env = Env::new();
+    let project = env.path("project");
+    fs::create_dir_all(&project).unwrap();
+    let out = env.qmd_with(&project, &["skill", "install"], &[]).success();
+    let dir = project.join(".agents/skills/qmd");
+    assert_eq!(
+        out.stdout,
+        format!(
+            "✓ Installed QMD skill to {}\nTip: create a Claude symlink manually at {}\n",
+            dir.display(),
+            project.join(".claude/skills/qmd").display()
+        )
+    );
+    let skill = fs::read_to_string(dir.join("SKILL.md")).unwrap();
+    assert!(skill.contains("!`qmd skill show`"), "{skill}");
+    assert!(fs::read_to_string(dir.join("references/mcp-setup.md")).unwrap().contains("qmd mcp"));
+    assert!(!project.join(".claude").exists(), "no link without --yes off a terminal");
+
+    // A second install refuses; --force replaces (a stray file goes).
+    fs::write(dir.join("stray.md"), "mine").unwrap();
+    let again = env.qmd_with(&project, &["skill", "install"], &[]).failure();
+    assert!(again.stderr.contains(&format!("Skill already exists: {} (use --force to replace it)", dir.display())));
+    assert!(dir.join("stray.md").exists(), "a refused install changes nothing");
+    let out = env.qmd_with(&project, &["skill", "install", "--force", "--yes"], &[]).success();
+    assert!(!dir.join("stray.md").exists());
+    let link = project.join(".claude/skills/qmd");
+    assert!(out.stdout.contains(&format!("✓ Linked Claude skill at {}", link.display())), "{}", out.stdout);
+    assert_eq!(fs::read_link(&link).unwrap(), std::path::Path::new("../../.agents/skills/qmd"));
+    assert!(link.join("SKILL.md").is_file(), "the link resolves");
+    // Linking again is a no-op; something else in its place needs --force.
+    env.qmd_with(&project, &["skill", "install", "-f", "--yes"], &[]).success();
+    fs::remove_file(&link).unwrap();
+    fs::create_dir_all(&link).unwrap();
+    let taken = env.qmd_with(&project, &["skill", "install", "-f", "--yes"], &[]).success();
+    assert!(taken.stdout.contains("Linked"), "--force replaces what was there: {}", taken.stdout);
+
+    // --global installs under HOME.
+    env.qmd_with(&project, &["skill", "install", "--global"], &[]).success();
+    assert!(env.root().join(".agents/skills/qmd/SKILL.md").is_file());
+}
