@@ -10,6 +10,7 @@ mod paths;
 mod session;
 mod site;
 mod skill;
+mod trust;
 mod web;
 
 use std::process::ExitCode;

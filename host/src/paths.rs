@@ -1,10 +1,12 @@
 //! Where qmd keeps things, as qmd does: XDG cache and config directories,
-//! named indexes, `INDEX_PATH` and `QMD_CONFIG_DIR` overrides.
+//! named indexes, `INDEX_PATH` and `QMD_CONFIG_DIR` overrides, and
+//! project-local `.qmd/` indexes.
 
 use std::env;
 use std::path::{Path, PathBuf};
 
-fn home() -> PathBuf {
+/// The user's home folder (`HOME`, else `USERPROFILE`, else `/tmp`).
+pub fn home() -> PathBuf {
     env::var_os("HOME").or_else(|| env::var_os("USERPROFILE")).map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
 }
 
@@ -56,6 +58,60 @@ impl ConfigFile {
     pub fn path(&self) -> PathBuf {
         self.dir.join(&self.name)
     }
+
+    /// A project's own config (`<project>/.qmd/index.yml`): it came with a
+    /// checkout, so qmd's trust gate applies to it.
+    pub fn is_local(&self) -> bool {
+        self.dir.file_name().is_some_and(|n| n == LOCAL_DIR)
+    }
+
+    /// The folder holding `.qmd`, for a local config.
+    pub fn project_root(&self) -> Option<&Path> {
+        self.is_local().then(|| self.dir.parent()).flatten()
+    }
+}
+
+/// A project-local index's folder.
+pub const LOCAL_DIR: &str = ".qmd";
+
+/// Where a command's index lives: its name, config and index folder.
+#[derive(Clone, Debug)]
+pub struct Location {
+    pub name: String,
+    pub config: ConfigFile,
+    pub index_dir: PathBuf,
+}
+
+impl Location {
+    /// `--index <name>`'s, else a project-local `.qmd/index.yaml` (or
+    /// `.yml`) found walking up from the current directory (its index
+    /// beside it), else the global `index`. As qmd.
+    pub fn find(index: Option<&str>) -> Location {
+        if index.is_none_or(str::is_empty)
+            && let Some(config) = env::current_dir().ok().and_then(|cwd| local_config(&cwd))
+        {
+            return Location::local(config);
+        }
+        let name = index_name(index);
+        Location { config: ConfigFile::for_index(&name), index_dir: index_dir(&name), name }
+    }
+
+    /// The project index whose config is `config` (in a `.qmd` folder).
+    pub fn local(config: ConfigFile) -> Location {
+        let index_dir = non_empty("INDEX_PATH").unwrap_or_else(|| config.dir.join("index.qmdx"));
+        Location { name: "index".into(), config, index_dir }
+    }
+}
+
+/// The nearest `.qmd/index.yaml` or `.qmd/index.yml` at or above `start`.
+pub fn local_config(start: &Path) -> Option<ConfigFile> {
+    start.ancestors().find_map(|dir| {
+        let folder = dir.join(LOCAL_DIR);
+        ["index.yaml", "index.yml"]
+            .into_iter()
+            .find(|name| folder.join(name).is_file())
+            .map(|name| ConfigFile { dir: folder.clone(), name: name.to_string() })
+    })
 }
 
 /// qmd's `--index` rule: a name containing `/` is resolved against the

@@ -23,14 +23,16 @@ pub struct Session {
 
 impl Session {
     pub fn new(index: Option<&str>) -> Result<Session> {
-        let index_name = paths::index_name(index);
-        let config = paths::ConfigFile::for_index(&index_name);
-        let models = crate::models::ModelSources::for_index(&config)?;
+        Session::at(paths::Location::find(index))
+    }
+
+    pub fn at(location: paths::Location) -> Result<Session> {
+        let models = crate::models::ModelSources::for_index(&location.config)?;
         Ok(Session {
             runtime: std::sync::Arc::new(Runtime::new(&models)?),
-            index_dir: paths::index_dir(&index_name),
-            config,
-            index_name,
+            index_dir: location.index_dir,
+            config: location.config,
+            index_name: location.name,
             models,
         })
     }

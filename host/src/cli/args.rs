@@ -66,6 +66,14 @@ pub enum Command {
     /// Show or install the qmd skill for coding agents.
     #[command(subcommand)]
     Skill(SkillCommand),
+    /// Create a project-local index here (.qmd/index.yml and its index).
+    Init,
+    /// Approve this project's .qmd config (update hooks, paths outside the
+    /// project, custom models); `list` the approvals, `revoke` this one.
+    Trust {
+        #[arg(value_parser = ["list", "revoke"])]
+        action: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]

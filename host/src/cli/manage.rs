@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{CollectionCommand, ContextCommand};
@@ -100,13 +100,29 @@ pub fn update(session: &Session, rebuild: bool) -> Result<ExitCode> {
         let complete = print_report(&report);
         return Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
+    // A project's own config runs its hooks and reaches outside the
+    // project only once trusted.
+    let trusted = crate::trust::Gate::read(&session.config)?.resolve()?;
     // As qmd: each collection's hook, then its scan, one at a time (each
     // scan commits on its own, so a failing hook keeps the ones before).
     println!("Updating {} collection(s)...\n", list.len());
     let mut complete = true;
     for (i, c) in list.iter().enumerate() {
         println!("[{}/{}] {} ({})", i + 1, list.len(), escape_controls(&c.name), c.pattern);
-        if let Some(command) = &c.update_command
+        if !trusted
+            && let Some(root) = session.config.project_root()
+            && !crate::trust::inside(root, &c.path)
+        {
+            println!(
+                "Skipping collection '{}' — path {} is outside this project and this .qmd config is not trusted.",
+                escape_controls(&c.name),
+                c.path
+            );
+            println!("Approve with 'qmd trust'.\n");
+            continue;
+        }
+        if trusted
+            && let Some(command) = &c.update_command
             && let Some(code) = super::hook::run(command, Path::new(&c.path))
         {
             return Ok(ExitCode::from(code));
@@ -162,6 +178,8 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             if let Some(hint) = embed_hint(session)? {
                 println!("\n{hint}");
             }
+            // The user just typed it: the new set needs no separate approval.
+            crate::trust::Gate::read(&session.config)?.approve()?;
             println!("✓ Collection '{}' created successfully", info.name);
         }
         CollectionCommand::List => {
@@ -217,6 +235,7 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             session.call(true, Vec::new(), None, |store, engine| {
                 engine_result(engine.call_collection_set_update(store, &name, command.as_deref()))
             })?;
+            crate::trust::Gate::read(&session.config)?.approve()?;
             match command {
                 Some(command) => println!("✓ Set update command for '{name}': {command}"),
                 None => println!("✓ Cleared update command for '{name}'"),
@@ -225,6 +244,28 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
         CollectionCommand::Include { name } => set_include(session, &name, true)?,
         CollectionCommand::Exclude { name } => set_include(session, &name, false)?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `qmd init`: a project-local index in the current folder.
+pub fn init() -> Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let same = |a: &Path, b: &Path| a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b);
+    if same(&cwd, &crate::paths::home()) {
+        bail!(
+            "Refusing to initialize a local index in $HOME. The global index is automatically created; run `qmd collection add <path>` for the global index, or run `qmd init` inside a project folder."
+        );
+    }
+    let dir = cwd.join(crate::paths::LOCAL_DIR);
+    let name = if dir.join("index.yaml").is_file() { "index.yaml" } else { "index.yml" };
+    let location = crate::paths::Location::local(crate::paths::ConfigFile { dir, name: name.into() });
+    std::fs::create_dir_all(&location.index_dir)
+        .with_context(|| format!("cannot create {}", location.index_dir.display()))?;
+    let config = location.config.path();
+    if !config.exists() {
+        std::fs::write(&config, "collections: {}\n").with_context(|| format!("cannot write {}", config.display()))?;
+    }
+    println!("ready to go with new local index");
     Ok(ExitCode::SUCCESS)
 }
 

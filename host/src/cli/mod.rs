@@ -35,6 +35,13 @@ pub fn run() -> Result<ExitCode> {
         workload: if one_off { crate::models::Workload::OneOffQuery } else { crate::models::Workload::Sustained },
         no_gpu: cli.no_gpu,
     });
+    match &cli.command {
+        Command::Init => return manage::init(),
+        Command::Trust { action } => {
+            return crate::trust::command(&paths::Location::find(cli.index.as_deref()).config, action.as_deref());
+        }
+        _ => {}
+    }
     if let Command::Skill(action) = cli.command {
         crate::skill::run(action)?;
         return Ok(ExitCode::SUCCESS);
@@ -45,8 +52,8 @@ pub fn run() -> Result<ExitCode> {
     }
     if let Command::Web(args) = cli.command {
         // The app runs its own engine in the browser: no component here.
-        let config = paths::ConfigFile::for_index(&paths::index_name(cli.index.as_deref()));
-        let models = crate::models::ModelSources::for_index(&config)?;
+        let location = paths::Location::find(cli.index.as_deref());
+        let models = crate::models::ModelSources::for_index(&location.config)?;
         return crate::web::run(&models, crate::web::WebOptions { port: args.port, dir: args.dir });
     }
     let session = Session::new(cli.index.as_deref())?;
@@ -70,7 +77,7 @@ pub fn run() -> Result<ExitCode> {
                 crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
             ),
         },
-        Command::Web(_) | Command::Site(_) | Command::Skill(_) => {
+        Command::Web(_) | Command::Site(_) | Command::Skill(_) | Command::Init | Command::Trust { .. } => {
             unreachable!("handled before the session is opened")
         }
     }

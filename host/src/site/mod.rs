@@ -151,7 +151,7 @@ const ROWS_PER_SHARD: usize = 16;
 /// The embedding model's vocabulary, each token embedded by it.
 fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticInput> {
     use crate::models::{ModelRole, ModelSource, ModelSources, Models};
-    let mut sources = ModelSources::for_index(&crate::paths::ConfigFile::for_index(&crate::paths::index_name(index)))?;
+    let mut sources = ModelSources::for_index(&crate::paths::Location::find(index).config)?;
     if let Some(spec) = &args.model {
         sources.embed = ModelSource::resolve(ModelRole::Embed, spec);
     }

@@ -113,6 +113,19 @@ impl Env {
         let dir = tempfile::Builder::new().prefix("qmd-cli-test.").tempdir().expect("tempdir");
         // Collection paths are stored canonicalized; compare against that.
         let root = fs::canonicalize(dir.path()).expect("canonicalize tempdir");
+        // qmd adopts a `.qmd/index.yml` found above the working directory:
+        // one above the temp dir would take every test's index.
+        if let Some(stray) = root
+            .ancestors()
+            .skip(1)
+            .map(|d| d.join(".qmd"))
+            .find(|d| d.join("index.yml").is_file() || d.join("index.yaml").is_file())
+        {
+            panic!(
+                "{} holds a project-local qmd config above the test folders; move it or set TMPDIR elsewhere",
+                stray.display()
+            );
+        }
         let env = Env { dir, root };
         let target = env.cache_home().join("qmd/components");
         fs::create_dir_all(&target).expect("create component cache");

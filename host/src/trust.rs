@@ -1,0 +1,317 @@
+//! qmd's trust gate for project-local configs (`<project>/.qmd/index.yml`).
+//! Such a file arrives with a `git clone`, and three of its fields reach
+//! outside the project: `update:` hooks, collection paths outside the
+//! project, and non-default models. Until the user approves the file's
+//! current set of them (`qmd trust`, a prompt on a terminal, or
+//! `QMD_TRUST_LOCAL_CONFIG=1`), commands skip them and go on with the rest.
+//! Approvals live in `<config dir>/trusted.json`, keyed by the config's
+//! path, as a digest of the gated set: editing any of them asks again.
+//! Your own config (`~/.config/qmd/*.yml`) is never gated.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result};
+use qmd_core::collection::Config;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::paths::ConfigFile;
+
+/// The gated fields of a config: `(collection, command)`,
+/// `(collection, path as written)`, `(role, model)`.
+#[derive(Debug, Default, PartialEq)]
+pub struct Gated {
+    pub hooks: Vec<(String, String)>,
+    pub paths: Vec<(String, String)>,
+    pub models: Vec<(String, String)>,
+}
+
+impl Gated {
+    /// What `config` (read from `file`) may only use once trusted; nothing
+    /// for a config that is not project-local.
+    pub fn of(file: &ConfigFile, config: &Config) -> Gated {
+        let Some(root) = file.project_root() else { return Gated::default() };
+        let hooks =
+            config.collections.iter().filter_map(|c| Some((c.name.clone(), c.update_command.clone()?))).collect();
+        let paths = config
+            .collections
+            .iter()
+            .filter(|c| !inside(root, &c.path))
+            .map(|c| (c.name.clone(), c.path.clone()))
+            .collect();
+        let models = [("embed", crate::models::DEFAULT_EMBED_MODEL), ("rerank", crate::models::DEFAULT_RERANK_MODEL)]
+            .into_iter()
+            .filter_map(|(role, default)| Some((role.to_string(), config.model(role).filter(|m| m != default)?)))
+            .collect();
+        Gated { hooks, paths, models }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty() && self.paths.is_empty() && self.models.is_empty()
+    }
+
+    /// qmd's digest: sha256 of the JSON of the sorted sets, paths resolved.
+    fn digest(&self, root: &Path) -> String {
+        let sorted = |items: &[(String, String)]| {
+            let mut items = items.to_vec();
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+            items
+        };
+        let paths: Vec<(String, String)> =
+            self.paths.iter().map(|(c, p)| (c.clone(), resolve(root, p).to_string_lossy().into_owned())).collect();
+        // Keys in qmd's order (a JSON object here would sort them).
+        let json = |items: &[(String, String)]| serde_json::to_string(&sorted(items)).expect("strings serialise");
+        let canonical =
+            format!(r#"{{"hooks":{},"paths":{},"models":{}}}"#, json(&self.hooks), json(&paths), json(&self.models));
+        hex(&Sha256::digest(canonical))
+    }
+
+    /// qmd's listing of what the approval covers.
+    pub fn print(&self) {
+        let sections = [
+            ("This project's config defines update commands:", &self.hooks),
+            ("Collection paths outside this project:", &self.paths),
+            ("Custom models:", &self.models),
+        ];
+        for (title, items) in sections.into_iter().filter(|(_, items)| !items.is_empty()) {
+            println!("{title}");
+            for (name, value) in items {
+                println!("  {name}: {value}");
+            }
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A collection path as a local config means it: `~` expanded, relative
+/// to the project root.
+fn resolve(root: &Path, raw: &str) -> PathBuf {
+    let raw = raw.trim();
+    let expanded = match raw.strip_prefix("~/") {
+        Some(rest) => crate::paths::home().join(rest),
+        None if raw == "~" => crate::paths::home(),
+        None => PathBuf::from(raw),
+    };
+    let joined = if expanded.is_absolute() { expanded } else { root.join(expanded) };
+    // Lexically normalised (`a/../b`), then links resolved where it exists.
+    let mut normal = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal.canonicalize().unwrap_or(normal)
+}
+
+/// Whether a collection path stays inside the project.
+pub fn inside(root: &Path, raw: &str) -> bool {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    resolve(&root, raw).starts_with(&root)
+}
+
+/// `trusted.json`: `{ "<config path>": { "hooks": digest, "trustedAt": ISO } }`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    hooks: String,
+    trusted_at: String,
+}
+
+type Store = BTreeMap<String, Record>;
+
+fn store_path() -> PathBuf {
+    crate::paths::config_dir().join("trusted.json")
+}
+
+/// A missing or unreadable store trusts nothing.
+fn load() -> Store {
+    std::fs::read_to_string(store_path()).ok().and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default()
+}
+
+fn save(store: &Store) -> Result<()> {
+    let path = store_path();
+    let dir = path.parent().expect("a file in the config dir");
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let temp = path.with_extension("json.partial");
+    std::fs::write(&temp, format!("{}\n", serde_json::to_string_pretty(store)?))
+        .with_context(|| format!("cannot write {}", temp.display()))?;
+    std::fs::rename(&temp, &path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn key(file: &ConfigFile) -> String {
+    file.path().to_string_lossy().into_owned()
+}
+
+/// The config file and its gated set, read from disk.
+pub struct Gate {
+    pub file: ConfigFile,
+    pub gated: Gated,
+}
+
+impl Gate {
+    pub fn read(file: &ConfigFile) -> Result<Gate> {
+        let text = match std::fs::read_to_string(file.path()) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => anyhow::bail!("cannot read {}: {e}", file.path().display()),
+        };
+        let config = Config::parse(&text).map_err(|e| anyhow::anyhow!("{} ({})", e.message, file.path().display()))?;
+        Ok(Gate { gated: Gated::of(file, &config), file: file.clone() })
+    }
+
+    fn digest(&self) -> String {
+        self.gated.digest(self.file.project_root().unwrap_or(Path::new("/")))
+    }
+
+    /// Whether the gated fields may be used without asking: none, the
+    /// environment opts in, or this exact set was approved.
+    pub fn trusted(&self) -> bool {
+        self.gated.is_empty()
+            || opted_in()
+            || load().get(&key(&self.file)).is_some_and(|record| record.hooks == self.digest())
+    }
+
+    /// Records the current set as approved (for a local config).
+    pub fn approve(&self) -> Result<()> {
+        if !self.file.is_local() {
+            return Ok(());
+        }
+        let mut store = load();
+        store.insert(
+            key(&self.file),
+            Record { hooks: self.digest(), trusted_at: crate::clock::iso8601(crate::clock::now_ms()) },
+        );
+        save(&store)
+    }
+
+    /// qmd's decision before `update`: run, or (off a terminal, or when
+    /// the user says no) skip the gated fields and go on.
+    pub fn resolve(&self) -> Result<bool> {
+        if self.trusted() {
+            return Ok(true);
+        }
+        self.gated.print();
+        println!("Config that came with a checkout is not trusted by default.");
+        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            println!("Skipping them — no terminal to confirm on. Indexing of this project continues.");
+            println!("Approve with 'qmd trust', or set QMD_TRUST_LOCAL_CONFIG=1 for unattended runs.\n");
+            return Ok(false);
+        }
+        print!("Trust this project's .qmd config? [y/N] ");
+        std::io::Write::flush(&mut std::io::stdout())?;
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+            println!("Skipped. Indexing of this project continues.\n");
+            return Ok(false);
+        }
+        self.approve()?;
+        println!("Trusted {}. Editing a hook, path, or model will ask again.\n", self.file.path().display());
+        Ok(true)
+    }
+}
+
+/// `QMD_TRUST_LOCAL_CONFIG` or `QMD_TRUST_UPDATE_HOOKS` set to anything but
+/// an off-word.
+fn opted_in() -> bool {
+    ["QMD_TRUST_LOCAL_CONFIG", "QMD_TRUST_UPDATE_HOOKS"].iter().any(|var| {
+        std::env::var(var)
+            .is_ok_and(|v| !matches!(v.trim().to_lowercase().as_str(), "" | "0" | "false" | "off" | "no" | "none"))
+    })
+}
+
+/// `qmd trust [list|revoke]`.
+pub fn command(file: &ConfigFile, action: Option<&str>) -> Result<std::process::ExitCode> {
+    let path = file.path();
+    match action {
+        Some("list") => {
+            let store = load();
+            if store.is_empty() {
+                println!("No trusted project configs.");
+            }
+            for (path, record) in store {
+                println!("{path} (trusted {})", record.trusted_at);
+            }
+        }
+        Some("revoke") => {
+            if !file.is_local() {
+                println!(
+                    "No project-local .qmd config in scope — {} is your own config and is never gated.",
+                    path.display()
+                );
+                println!("Run this from inside the project, or see 'qmd trust list'.");
+                return Ok(std::process::ExitCode::SUCCESS);
+            }
+            let mut store = load();
+            if store.remove(&key(file)).is_some() {
+                save(&store)?;
+                println!("✓ Revoked trust for {}", path.display());
+            } else {
+                println!("{} was not trusted.", path.display());
+            }
+        }
+        Some(_) => {
+            eprintln!("Usage: qmd trust [list|revoke]");
+            return Ok(std::process::ExitCode::FAILURE);
+        }
+        None => {
+            if !file.is_local() {
+                println!("{} is your own config — it is never gated. Nothing to trust.", path.display());
+                return Ok(std::process::ExitCode::SUCCESS);
+            }
+            let gate = Gate::read(file)?;
+            if gate.gated.is_empty() {
+                println!(
+                    "{} defines no update commands, out-of-project collection paths, or custom models. Nothing to trust.",
+                    path.display()
+                );
+                return Ok(std::process::ExitCode::SUCCESS);
+            }
+            gate.gated.print();
+            gate.approve()?;
+            println!("✓ Trusted {}", path.display());
+            println!(
+                "Editing a hook, out-of-project path, or custom model will ask again. Revoke with 'qmd trust revoke'."
+            );
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_inside_the_project() {
+        let root = Path::new("/p/proj");
+        assert!(inside(root, "docs"));
+        assert!(inside(root, "./docs/../notes"));
+        assert!(inside(root, "/p/proj/x"));
+        assert!(!inside(root, "../other"));
+        assert!(!inside(root, "/etc"));
+        assert!(!inside(root, "/p/project-two"), "a shared name prefix is not inside");
+    }
+
+    #[test]
+    fn the_digest_ignores_order_and_follows_every_change() {
+        let root = Path::new("/p/proj");
+        let a = Gated { hooks: vec![("b".into(), "x".into()), ("a".into(), "y".into())], ..Default::default() };
+        let b = Gated { hooks: vec![("a".into(), "y".into()), ("b".into(), "x".into())], ..Default::default() };
+        assert_eq!(a.digest(root), b.digest(root));
+        let c = Gated { hooks: vec![("a".into(), "y".into()), ("b".into(), "x2".into())], ..Default::default() };
+        assert_ne!(a.digest(root), c.digest(root));
+        // qmd's canonical JSON, byte for byte.
+        let empty = Gated::default();
+        assert_eq!(empty.digest(root), hex(&Sha256::digest(r#"{"hooks":[],"paths":[],"models":[]}"#)));
+    }
+}
