@@ -200,6 +200,20 @@ pub struct CollectionStatus {
     pub include_by_default: bool,
 }
 
+/// What `cleanup` reclaimed (or, in a dry run, would).
+#[derive(serde::Serialize, Clone, Debug, Default, PartialEq)]
+pub struct CleanupReport {
+    /// Documents deleted from segments (old versions, removed files) that
+    /// still take space until their segment is rewritten.
+    pub inactive_documents: u32,
+    /// Vector rows of contents no live document has.
+    pub orphaned_vectors: u64,
+    pub segments_before: u32,
+    pub segments_after: u32,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
 pub struct IndexStatus {
     pub total_documents: u32,

@@ -115,6 +115,19 @@ impl MemorySource {
     }
 }
 
+/// A source that changes between calls (tests edit files between updates).
+impl<T: SourceTree> SourceTree for std::cell::RefCell<T> {
+    fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
+        self.borrow().walk(root, visit)
+    }
+    fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure> {
+        self.borrow().read(root, relative)
+    }
+    fn stat(&self, root: &str, relative: &str) -> Option<FileStat> {
+        self.borrow().stat(root, relative)
+    }
+}
+
 impl SourceTree for MemorySource {
     fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
         walk_sorted_paths(self.files.keys().filter(|(r, _)| r == root).map(|(_, rel)| rel.as_str()), visit);

@@ -68,6 +68,21 @@ fn embed_then_vector_and_hybrid_search() {
     let out = run(&env, &["embed"]).success();
     assert!(out.stdout.contains("from 1 documents"), "{}", out.stdout);
 
+    // The old raft content's vector and document record stay until cleanup.
+    assert_eq!(vectors(&env), 4);
+    let dry = run(&env, &["cleanup", "--dry-run"]).success().stdout;
+    assert!(dry.starts_with("Dry run — no changes made.\n\nWould remove 1 orphaned embedding chunks\n"), "{dry}");
+    assert!(dry.contains("Would remove 1 inactive document records"), "{dry}");
+    assert_eq!(vectors(&env), 4, "a dry run changes nothing");
+    let out = run(&env, &["cleanup"]).success().stdout;
+    assert!(out.contains("✓ Removed 1 orphaned embedding chunks\n✓ Removed 1 inactive document records\n"), "{out}");
+    assert_eq!(vectors(&env), 3);
+    assert!(run(&env, &["cleanup", "--dry-run"]).success().stdout.contains("No orphaned embeddings to remove"));
+    let out = run(&env, &["vsearch", "--json", "baking bread at home"]).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/bread.md", "vectors survive the rewrite: {}", out.stdout);
+    assert!(run(&env, &["status"]).success().stdout.contains("Vectors:  3 embedded"));
+
     // Another model's vectors are refused with the fix.
     let other = env.path("other-model");
     common::copy_dir(&test_model_dir(), &other);

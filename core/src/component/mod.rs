@@ -241,6 +241,18 @@ fn update_report(report: crate::UpdateReport) -> wit::UpdateReport {
 struct Component;
 
 impl Guest for Component {
+    fn cleanup(dry_run: bool) -> R<wit::CleanupReport> {
+        let r = engine().cleanup(dry_run)?;
+        Ok(wit::CleanupReport {
+            inactive_documents: r.inactive_documents,
+            orphaned_vectors: r.orphaned_vectors,
+            segments_before: r.segments_before,
+            segments_after: r.segments_after,
+            bytes_before: r.bytes_before,
+            bytes_after: r.bytes_after,
+        })
+    }
+
     fn status() -> R<wit::IndexStatus> {
         let s = engine().status()?;
         Ok(wit::IndexStatus {

@@ -1,6 +1,7 @@
 //! The engine facade: what the component, the browser bindings and tests
 //! call. It owns the storage handles and a cached snapshot of the index.
 
+mod cleanup;
 #[cfg(test)]
 mod damage_tests;
 mod embed;

@@ -263,22 +263,7 @@ mod tests {
 
     use super::*;
     use crate::directory::RamDirectory;
-    use crate::source::{MemorySource, SourceFile, SourceTree};
-
-    /// A source the test can change between updates.
-    struct Shared(RefCell<MemorySource>);
-
-    impl SourceTree for Shared {
-        fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
-            self.0.borrow().walk(root, visit)
-        }
-        fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure> {
-            self.0.borrow().read(root, relative)
-        }
-        fn stat(&self, root: &str, relative: &str) -> Option<FileStat> {
-            self.0.borrow().stat(root, relative)
-        }
-    }
+    use crate::source::MemorySource;
 
     fn update(engine: &Engine, now_ms: i64) -> CollectionReport {
         engine.update(&[], now_ms, &mut |_, _, _| {}).unwrap().collections.remove(0)
@@ -286,8 +271,8 @@ mod tests {
 
     #[test]
     fn unchanged_size_and_mtime_skip_the_read_outside_the_racy_window() {
-        let source = Rc::new(Shared(RefCell::new(MemorySource::new())));
-        source.0.borrow_mut().insert("/n", "a.md", "alpha", 1_000);
+        let source = Rc::new(RefCell::new(MemorySource::new()));
+        source.borrow_mut().insert("/n", "a.md", "alpha", 1_000);
         let engine =
             Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", source.clone());
         engine.collection_add("/n", Some("n"), None).unwrap();
@@ -295,19 +280,19 @@ mod tests {
 
         // Same size, same mtime, but the last scan was within the racy
         // window of that mtime: the file is read and the change found.
-        source.0.borrow_mut().insert("/n", "a.md", "bravo", 1_000);
+        source.borrow_mut().insert("/n", "a.md", "bravo", 1_000);
         assert_eq!(update(&engine, 60_000).updated, 1);
         assert_eq!(engine.search("bravo", &Default::default()).unwrap().len(), 1);
 
         // Now the last scan (60 s) is well after the mtime: a same-size,
         // same-mtime file is trusted without reading (hence "charl" unseen).
-        source.0.borrow_mut().insert("/n", "a.md", "charl", 1_000);
+        source.borrow_mut().insert("/n", "a.md", "charl", 1_000);
         let report = update(&engine, 120_000);
         assert_eq!((report.unchanged, report.updated), (1, 0));
         assert!(engine.search("charl", &Default::default()).unwrap().is_empty());
 
         // A new mtime is read again.
-        source.0.borrow_mut().insert("/n", "a.md", "charl", 5_000);
+        source.borrow_mut().insert("/n", "a.md", "charl", 5_000);
         assert_eq!(update(&engine, 180_000).updated, 1);
         assert_eq!(engine.search("charl", &Default::default()).unwrap().len(), 1);
     }

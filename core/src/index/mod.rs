@@ -19,7 +19,7 @@ use std::rc::Rc;
 pub use manifest::{FORMAT_VERSION, Manifest, SegmentMeta};
 use segment::reader::cached;
 pub use segment::{DocRecord, SegmentReader};
-pub use writer::{CommitStats, IndexWriter};
+pub use writer::{CommitStats, IndexWriter, compact};
 pub(crate) use writer::{new_file_name, next_generation, publish, write_new};
 
 use crate::directory::Directory;

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use super::manifest::{MANIFEST, Manifest, SegmentMeta};
-use super::merge::merge_candidates;
+use super::merge::{FULL_SEGMENT_BYTES, merge_candidates};
 use super::segment::{DocInput, SegmentBuilder, SegmentReader};
 use super::{DocAddress, Index};
 use crate::directory::Directory;
@@ -171,12 +171,33 @@ fn write_segment(dir: &dyn Directory, manifest: &mut Manifest, builder: SegmentB
 /// Rewrites the segments the policy picks into one, live docs only.
 fn merge(dir: &Rc<dyn Directory>, manifest: &mut Manifest) -> Result<u32> {
     let picked = merge_candidates(&manifest.segments);
+    merge_segments(dir, manifest, &picked)
+}
+
+/// Rewrites every segment with deleted documents and merges the ones not
+/// yet full, as one commit (`cleanup`). Returns how many were rewritten.
+pub fn compact(index: &Index) -> Result<u32> {
+    let dir = index.directory();
+    let mut next = next_generation(&index.manifest);
+    let picked: Vec<usize> = (0..next.segments.len())
+        .filter(|&i| next.segments[i].deleted > 0 || next.segments[i].bytes() < FULL_SEGMENT_BYTES)
+        .collect();
+    if picked.len() < 2 && picked.iter().all(|&i| next.segments[i].deleted == 0) {
+        return Ok(0);
+    }
+    let merged = merge_segments(&dir, &mut next, &picked)?;
+    publish(dir.as_ref(), &next)?;
+    Ok(merged)
+}
+
+/// Replaces the `picked` segments by their live documents, rewritten.
+fn merge_segments(dir: &Rc<dyn Directory>, manifest: &mut Manifest, picked: &[usize]) -> Result<u32> {
     if picked.is_empty() {
         return Ok(0);
     }
     let mut builder = SegmentBuilder::new();
     let mut written = Vec::new();
-    for &i in &picked {
+    for &i in picked {
         let reader = SegmentReader::open(dir.clone(), manifest.segments[i].clone());
         for doc in 0..reader.meta.docs {
             if reader.is_deleted(doc)? {

@@ -68,6 +68,12 @@ pub enum Command {
     Skill(SkillCommand),
     /// Create a project-local index here (.qmd/index.yml and its index).
     Init,
+    /// Reclaim space: rewrite deleted documents and orphaned vectors away.
+    Cleanup {
+        /// Only report what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Approve this project's .qmd config (update hooks, paths outside the
     /// project, custom models); `list` the approvals, `revoke` this one.
     Trust {

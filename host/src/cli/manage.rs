@@ -247,6 +247,37 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
+/// `qmd cleanup [--dry-run]`, in qmd's words where they apply (this index
+/// has no response cache and no separate content table).
+pub fn cleanup(session: &Session, dry_run: bool) -> Result<ExitCode> {
+    let r =
+        session.call(!dry_run, Vec::new(), None, |store, engine| engine_result(engine.call_cleanup(store, dry_run)))?;
+    let (verb, done) = if dry_run { ("Would remove", "") } else { ("Removed", "✓ ") };
+    if dry_run {
+        println!("Dry run — no changes made.\n");
+    }
+    if r.orphaned_vectors > 0 {
+        println!("{done}{verb} {} orphaned embedding chunks", r.orphaned_vectors);
+    } else {
+        println!("No orphaned embeddings to remove");
+    }
+    if r.inactive_documents > 0 {
+        println!("{done}{verb} {} inactive document records", r.inactive_documents);
+    }
+    if dry_run {
+        println!("Would compact the index ({} segments, {})", r.segments_before, human_size(r.bytes_before));
+    } else {
+        println!(
+            "✓ Index compacted: {} → {} segments, {} → {}",
+            r.segments_before,
+            r.segments_after,
+            human_size(r.bytes_before),
+            human_size(r.bytes_after)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `qmd init`: a project-local index in the current folder.
 pub fn init() -> Result<ExitCode> {
     let cwd = std::env::current_dir()?;

@@ -63,6 +63,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Ls { target } => manage::ls(&session, target),
         Command::Update { rebuild, .. } => manage::update(&session, rebuild),
         Command::Status => manage::status(&session),
+        Command::Cleanup { dry_run } => manage::cleanup(&session, dry_run),
         Command::Search(args) => search(&session, args),
         Command::Vsearch(args) => vsearch(&session, args),
         Command::Embed(args) => manage::embed(&session, args),
