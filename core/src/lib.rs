@@ -49,7 +49,8 @@ mod component;
 pub use api::*;
 pub use directory::{Directory, RamDirectory};
 pub use engine::{
-    EmbedJob, EmbedOptions, EmbedReport, Engine, Progress, QueryJob, QueryModels, QueryStep, embed_fingerprint,
+    EmbedJob, EmbedOptions, EmbedReport, Engine, IndexCheck, Progress, QueryJob, QueryModels, QueryStep, SampleCheck,
+    VectorSample, embed_fingerprint,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use source::{MemorySource, ReadFailure, SourceFile, SourceTree, WalkEntry};

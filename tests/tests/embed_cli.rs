@@ -349,3 +349,51 @@ fn models_come_from_index_yml_and_run_on_the_chosen_device() {
     assert!(out.stderr.contains("is a GGUF (llama.cpp) file"), "{}", out.stderr);
     assert!(out.stderr.contains("cross-encoder/ms-marco-MiniLM-L-6-v2"), "{}", out.stderr);
 }
+
+#[test]
+fn doctor_verifies_the_index_and_re_embeds_a_sample() {
+    let env = Env::new();
+    let out = run(&env, &["doctor"]).success().stdout;
+    assert!(out.contains("⚠ index config: no collections configured. Next: `qmd collection add .`"), "{out}");
+    assert!(out.contains("Recommended next step"), "{out}");
+
+    env.write("notes/raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n");
+    env.write("notes/bread.md", "# Sourdough\n\nMix flour, water and a starter.\n");
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let out = run(&env, &["doctor"]).success().stdout;
+    assert!(out.contains("⚠ embedding freshness: 2 active documents need embeddings. Next: `qmd embed`"), "{out}");
+    assert!(out.contains("✓ embedding fingerprints: no vectors yet"), "{out}");
+    run(&env, &["embed"]).success();
+    let out = run(&env, &["doctor"]).success().stdout;
+    for line in [
+        "✓ index: 2 documents in 1 segments, 2 vector rows",
+        "✓ index config: 1 collection configured",
+        "✓ embedding freshness: all active documents have vectors",
+        "✓ embedding fingerprints: vectors on the current fingerprint",
+        "✓ embedding vector sample: 2 documents re-embedded, max cosine distance",
+    ] {
+        assert!(out.contains(line), "{line}\n{out}");
+    }
+
+    // Another model: the vectors are named as stale, with the fix.
+    let other = env.path("other-model");
+    common::copy_dir(&test_model_dir(), &other);
+    let other = other.to_string_lossy().into_owned();
+    let out = env.qmd_with(env.root(), &["doctor"], &[("QMD_EMBED_MODEL", &other)]).success().stdout;
+    assert!(out.contains("⚠ embedding fingerprints: vectors are from") && out.contains("`qmd embed -f`"), "{out}");
+
+    // A flipped byte in the stored vectors is found and the repair named.
+    let index = env.cache_home().join("qmd/index.qmdx");
+    let file = std::fs::read_dir(&index)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "qvec"))
+        .expect("a vector file");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() - 8;
+    bytes[at] ^= 0x40;
+    std::fs::write(&file, bytes).unwrap();
+    let out = run(&env, &["doctor"]).success().stdout;
+    assert!(out.contains("⚠ index: ") && out.contains("Next: `qmd update --rebuild`"), "{out}");
+}

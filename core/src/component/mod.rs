@@ -241,6 +241,16 @@ fn update_report(report: crate::UpdateReport) -> wit::UpdateReport {
 struct Component;
 
 impl Guest for Component {
+    fn verify() -> R<wit::IndexCheck> {
+        let c = engine().verify()?;
+        Ok(wit::IndexCheck {
+            generation: c.generation,
+            segments: c.segments,
+            documents: c.documents,
+            vector_rows: c.vector_rows,
+        })
+    }
+
     fn cleanup(dry_run: bool) -> R<wit::CleanupReport> {
         let r = engine().cleanup(dry_run)?;
         Ok(wit::CleanupReport {

@@ -47,6 +47,17 @@ impl super::exports::qmd::engine::vectors::Guest for super::Component {
     fn vsearch(query: String, o: wit::SearchOptions) -> R<Vec<wit::SearchHit>> {
         Ok(engine().vsearch_with(&query, &options(o), &HostModels)?.into_iter().map(hit).collect())
     }
+
+    fn sample_vectors(count: u32) -> R<wit::VectorSample> {
+        let s = engine().vector_sample(&HostModels, count as usize)?;
+        Ok(wit::VectorSample {
+            fingerprint: s.fingerprint,
+            stored_fingerprint: s.stored_fingerprint,
+            stored_model: s.stored_model,
+            eligible: s.eligible,
+            checked: s.checked.into_iter().map(|c| wit::SampleCheck { file: c.file, distance: c.distance }).collect(),
+        })
+    }
 }
 
 fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {

@@ -326,11 +326,18 @@ pub(crate) mod tests {
         /// None: no reranker; Some(true): scores by word overlap;
         /// Some(false): a reranker that fails.
         pub reranker: Option<bool>,
+        pub document_prompt: String,
     }
 
     impl WordHash {
         pub(crate) fn new(max_tokens: usize) -> Self {
-            WordHash { model: "test/word-hash".into(), max_tokens, calls: Cell::new(0), reranker: None }
+            WordHash {
+                model: "test/word-hash".into(),
+                max_tokens,
+                calls: Cell::new(0),
+                reranker: None,
+                document_prompt: String::new(),
+            }
         }
     }
 
@@ -341,7 +348,7 @@ pub(crate) mod tests {
                 dimension: 32,
                 max_tokens: self.max_tokens,
                 query_prompt: String::new(),
-                document_prompt: String::new(),
+                document_prompt: self.document_prompt.clone(),
             })
         }
         fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {

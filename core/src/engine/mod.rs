@@ -4,6 +4,7 @@
 mod cleanup;
 #[cfg(test)]
 mod damage_tests;
+mod doctor;
 mod embed;
 mod manage;
 mod query;
@@ -11,6 +12,7 @@ mod read;
 mod update;
 mod vsearch;
 
+pub use doctor::{IndexCheck, SampleCheck, VectorSample};
 pub use embed::{EmbedJob, EmbedOptions, EmbedReport, embed_fingerprint};
 pub use query::{QueryJob, QueryModels, QueryStep};
 

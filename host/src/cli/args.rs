@@ -68,6 +68,8 @@ pub enum Command {
     Skill(SkillCommand),
     /// Create a project-local index here (.qmd/index.yml and its index).
     Init,
+    /// Check the index, config, models, device and vectors; say what to do.
+    Doctor,
     /// Reclaim space: rewrite deleted documents and orphaned vectors away.
     Cleanup {
         /// Only report what would be removed.

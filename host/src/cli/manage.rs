@@ -12,7 +12,6 @@ use super::output::escape_controls;
 use crate::clock::{ago, human_size, ls_date, now_ms};
 use crate::component::bindings::{CollectionInfo, CollectionRoot, Listing, UpdateReport};
 use crate::session::{Session, engine_result};
-use qmd_core::model::DeviceChoice;
 
 fn collections(session: &Session) -> Result<Vec<CollectionInfo>> {
     session.read(|store, engine| engine_result(engine.call_collection_list(store)))
@@ -461,16 +460,7 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     }
     // Named, not probed: opening a GPU costs a second and wakes drivers
     // (and their noise) for a command that runs no model.
-    let device = match crate::models::device_choice() {
-        Ok(DeviceChoice::Cpu) if crate::models::force_cpu() => "CPU (forced by --no-gpu / QMD_FORCE_CPU)".to_string(),
-        Ok(DeviceChoice::Cpu) => "CPU (QMD_DEVICE=cpu)".to_string(),
-        Ok(DeviceChoice::Gpu) => "GPU, any adapter, for every job (QMD_DEVICE=gpu)".to_string(),
-        Ok(DeviceChoice::Auto) => "auto: embed and the MCP server on a hardware GPU when there is one, else \
-                                   the CPU; one-off CLI queries (search, vsearch, query) on the CPU"
-            .to_string(),
-        Err(e) => format!("none ({e})"),
-    };
-    println!("  Device:    {device}");
+    println!("  Device:    {}", crate::models::device_summary());
     Ok(ExitCode::SUCCESS)
 }
 

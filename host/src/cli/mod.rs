@@ -2,6 +2,7 @@
 //! qmd's output.
 
 pub(crate) mod args;
+mod doctor;
 mod hook;
 mod manage;
 pub mod output;
@@ -64,6 +65,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Update { rebuild, .. } => manage::update(&session, rebuild),
         Command::Status => manage::status(&session),
         Command::Cleanup { dry_run } => manage::cleanup(&session, dry_run),
+        Command::Doctor => doctor::run(&session),
         Command::Search(args) => search(&session, args),
         Command::Vsearch(args) => vsearch(&session, args),
         Command::Embed(args) => manage::embed(&session, args),

@@ -163,6 +163,19 @@ pub fn device_choice() -> Result<DeviceChoice, String> {
         .map_err(|e| format!("QMD_DEVICE: {}", e.message))
 }
 
+/// The device choice in words (without opening a device).
+pub fn device_summary() -> String {
+    match device_choice() {
+        Ok(DeviceChoice::Cpu) if force_cpu() => "CPU (forced by --no-gpu / QMD_FORCE_CPU)".to_string(),
+        Ok(DeviceChoice::Cpu) => "CPU (QMD_DEVICE=cpu)".to_string(),
+        Ok(DeviceChoice::Gpu) => "GPU, any adapter, for every job (QMD_DEVICE=gpu)".to_string(),
+        Ok(DeviceChoice::Auto) => "auto: embed and the MCP server on a hardware GPU when there is one, else \
+                                   the CPU; one-off CLI queries (search, vsearch, query) on the CPU"
+            .to_string(),
+        Err(e) => format!("none ({e})"),
+    }
+}
+
 /// What this process runs models for, which decides what `auto` means.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Workload {
