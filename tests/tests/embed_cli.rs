@@ -397,3 +397,24 @@ fn doctor_verifies_the_index_and_re_embeds_a_sample() {
     let out = run(&env, &["doctor"]).success().stdout;
     assert!(out.contains("⚠ index: ") && out.contains("Next: `qmd update --rebuild`"), "{out}");
 }
+
+#[test]
+fn embed_timeout_stops_between_batches_and_the_next_run_resumes() {
+    let env = Env::new();
+    for i in 0..4 {
+        env.write(&format!("notes/n{i}.md"), &format!("# Note {i}\n\nThe walrus number {i} sleeps on the ice.\n"));
+    }
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let bad = run(&env, &["embed", "--timeout", "-1"]).failure();
+    assert!(bad.stderr.contains("--timeout must be a non-negative number of minutes (0 = no limit)"), "{}", bad.stderr);
+    let bad = run(&env, &["embed", "--chunk-strategy", "ast"]).failure();
+    assert!(bad.stderr.contains(r#"--chunk-strategy must be "auto" or "regex" (got "ast")"#), "{}", bad.stderr);
+
+    // A cap shorter than loading the model: stopped before the first batch.
+    let out = run(&env, &["embed", "--timeout", "0.00001", "--max-docs-per-batch", "1"]).success().stdout;
+    assert!(out.contains("⚠ Stopped at the --timeout of 0.00001 minutes: 0 of 4 documents embedded."), "{out}");
+    assert_eq!(vectors(&env), 0);
+    let out = run(&env, &["embed", "--timeout", "0", "--chunk-strategy", "auto"]).success().stdout;
+    assert!(out.contains("Embedded 4 chunks from 4 documents"), "{out}");
+    assert_eq!(vectors(&env), 4);
+}

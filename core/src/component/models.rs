@@ -71,7 +71,10 @@ fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {
         texts_per_call: 256,
     };
     let mut progress = |phase: &str, done: u64, total: u64| super::qmd::engine::host::progress(phase, done, total);
-    let r = engine().embed_with(&HostModels, &options, &mut progress)?;
+    let started = std::time::Instant::now();
+    let limit = o.max_duration_ms.map(std::time::Duration::from_millis);
+    let mut go_on = || limit.is_none_or(|limit| started.elapsed() < limit);
+    let r = engine().embed_until(&HostModels, &options, &mut progress, &mut go_on)?;
     Ok(wit::EmbedReport {
         pending: r.pending,
         docs: r.docs,
@@ -80,5 +83,6 @@ fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {
         bytes: r.bytes,
         total_bytes: r.total_bytes,
         cleared: r.cleared,
+        stopped: r.stopped,
     })
 }

@@ -54,6 +54,9 @@ pub struct EmbedReport {
     pub bytes: u64,
     pub total_bytes: u64,
     pub cleared: bool,
+    /// The run stopped at a batch boundary before finishing (a time
+    /// limit); the next run resumes there.
+    pub stopped: bool,
 }
 
 struct Pending {
@@ -85,6 +88,13 @@ pub struct EmbedJob {
     max_bytes: u64,
     texts_per_call: usize,
     pub report: EmbedReport,
+}
+
+impl EmbedJob {
+    /// Whether the batch in hand has no answer yet (it was just loaded).
+    fn batch_untouched(&self) -> bool {
+        self.batch.iter().all(|c| c.chunks.iter().all(|w| w.vector.is_none()))
+    }
 }
 
 /// qmd's `embed_fingerprint`: what besides the model changes the vectors.
@@ -234,9 +244,25 @@ impl Engine {
         options: &EmbedOptions,
         progress: super::Progress,
     ) -> Result<EmbedReport> {
+        self.embed_until(inference, options, progress, &mut || true)
+    }
+
+    /// [`Self::embed_with`], asking `go_on` before each batch: `false`
+    /// stops there (every batch before it committed) with `stopped` set.
+    pub fn embed_until(
+        &self,
+        inference: &dyn Inference,
+        options: &EmbedOptions,
+        progress: super::Progress,
+        go_on: &mut dyn FnMut() -> bool,
+    ) -> Result<EmbedReport> {
         let mut job = self.embed_start(inference.embedder()?, options)?;
         progress("embed", 0, job.report.total_bytes);
         while let Some(texts) = self.embed_next(&mut job)? {
+            if job.batch_untouched() && !go_on() {
+                job.report.stopped = true;
+                break;
+            }
             let embeddings = inference.embed(&texts)?;
             self.embed_supply(&mut job, embeddings)?;
             progress("embed", job.report.bytes, job.report.total_bytes);
@@ -458,6 +484,23 @@ pub(crate) mod tests {
         let n = hashes.len();
         hashes.dedup();
         assert_eq!(n, 3);
+    }
+
+    #[test]
+    fn a_run_told_to_stop_keeps_its_batches_and_the_next_resumes() {
+        let engine = engine();
+        let model = WordHash::new(512);
+        let options = EmbedOptions { max_docs_per_batch: 1, ..Default::default() };
+        let mut batches = 0;
+        let first = engine
+            .embed_until(&model, &options, &mut |_, _, _| {}, &mut || {
+                batches += 1;
+                batches <= 2
+            })
+            .unwrap();
+        assert!(first.stopped && first.docs == 2, "{first:?}");
+        let rest = engine.embed_with(&model, &options, &mut |_, _, _| {}).unwrap();
+        assert!(!rest.stopped && rest.docs == first.pending - 2, "{rest:?}");
     }
 
     #[test]

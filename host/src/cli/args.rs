@@ -380,6 +380,14 @@ pub struct EmbedArgs {
     /// Input megabytes per committed batch.
     #[arg(long, default_value_t = 64)]
     pub max_batch_mb: u64,
+    /// Session cap in minutes (0 = no limit): stops after the batch in
+    /// hand; a next run resumes.
+    #[arg(long, default_value = "30", allow_hyphen_values = true)]
+    pub timeout: String,
+    /// `regex` (markdown break points) or `auto` (the same here: no
+    /// syntax-aware chunking of code files, see the README).
+    #[arg(long)]
+    pub chunk_strategy: Option<String>,
 }
 
 #[derive(Args)]

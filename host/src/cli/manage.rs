@@ -467,11 +467,22 @@ pub fn status(session: &Session) -> Result<ExitCode> {
 /// qmd `embed`: vectors for every content without them, in committed
 /// batches (an interrupted run resumes where it stopped).
 pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode> {
+    if let Some(strategy) = args.chunk_strategy.as_deref().filter(|s| !matches!(*s, "auto" | "regex")) {
+        bail!("--chunk-strategy must be \"auto\" or \"regex\" (got \"{strategy}\")");
+    }
+    let minutes: f64 = args
+        .timeout
+        .trim()
+        .parse()
+        .ok()
+        .filter(|m: &f64| m.is_finite() && *m >= 0.0)
+        .ok_or_else(|| anyhow::anyhow!("--timeout must be a non-negative number of minutes (0 = no limit)"))?;
     let options = crate::component::bindings::EmbedOptions {
         force: args.force,
         collection: args.collection,
         max_docs_per_batch: args.max_docs_per_batch.max(1),
         max_batch_bytes: args.max_batch_mb.max(1).saturating_mul(1 << 20),
+        max_duration_ms: (minutes > 0.0).then(|| (minutes * 60_000.0) as u64),
     };
     if args.force {
         println!("Force re-indexing: clearing all vectors...");
@@ -484,7 +495,9 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
     if report.pending == 0 {
         println!("✓ All content hashes already have embeddings.");
     } else if report.chunks == 0 {
-        println!("✓ No non-empty documents to embed.");
+        if !report.stopped {
+            println!("✓ No non-empty documents to embed.");
+        }
     } else {
         let secs = started.elapsed().as_secs_f64();
         println!(
@@ -501,6 +514,12 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         if let Ok(device) = crate::models::device() {
             println!("  Device: {}", device.description);
         }
+    }
+    if report.stopped {
+        println!(
+            "⚠ Stopped at the --timeout of {minutes} minutes: {} of {} documents embedded. Run 'qmd embed' again to continue.",
+            report.docs, report.pending
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
