@@ -60,3 +60,36 @@ fn install_writes_a_bootstrap_refuses_to_overwrite_and_links_on_request() {
     env.qmd_with(&project, &["skill", "install", "--global"], &[]).success();
     assert!(env.root().join(".agents/skills/qmd/SKILL.md").is_file());
 }
+
+#[test]
+fn skills_lists_prints_and_locates_in_qmds_shapes() {
+    let env = Env::new();
+    let list = env.ok(&["skills"]).stdout;
+    assert!(list.starts_with("  qmd  Search local markdown"), "{list}");
+    let json: serde_json::Value = serde_json::from_str(&env.ok(&["skills", "list", "--json"]).stdout).unwrap();
+    assert_eq!(json["success"], true);
+    assert_eq!(json["data"][0]["name"], "qmd");
+    let raw = env.ok(&["skills", "get", "qmd", "--full", "--json"]).stdout;
+    assert!(raw.starts_with(r#"{"success":true,"data":[{"name":"qmd","content":"---"#), "qmd's field order: {raw}");
+    let json: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(json["data"][0]["files"][0]["path"], "references/mcp-setup.md");
+    let text = env.ok(&["skills", "get", "qmd", "--full"]).stdout;
+    assert!(text.contains("\n--- references/mcp-setup.md ---\n"), "{text}");
+    let missing = env.qmd(&["skills", "get", "nope"]).failure();
+    assert!(missing.stderr.contains("Skill not found: nope"), "{}", missing.stderr);
+
+    // $QMD_SKILLS_DIR serves a folder of skills instead, as in qmd.
+    env.write("skills/extra/SKILL.md", "---\nname: extra\ndescription: An extra skill\n---\n# Extra\n");
+    env.write("skills/extra/notes/tip.md", "a tip\n");
+    env.write("skills/secret/SKILL.md", "---\nname: secret\ndescription: hidden one\nhidden: true\n---\n");
+    let dir = env.path("skills");
+    let dir = dir.to_str().unwrap();
+    let vars = [("QMD_SKILLS_DIR", dir)];
+    assert_eq!(env.qmd_with(env.root(), &["skills"], &vars).success().stdout, "  extra  An extra skill\n");
+    let path = env.qmd_with(env.root(), &["skills", "path", "extra"], &vars).success().stdout;
+    assert_eq!(path, format!("{dir}/extra\n"));
+    let full = env.qmd_with(env.root(), &["skills", "get", "extra", "--full"], &vars).success().stdout;
+    assert!(full.contains("--- notes/tip.md ---\n\na tip\n"), "{full}");
+    let show = env.qmd_with(env.root(), &["skill", "show"], &vars).failure();
+    assert!(show.stderr.contains("QMD skill not found. Reinstall qmd or set QMD_SKILLS_DIR."), "{}", show.stderr);
+}

@@ -66,6 +66,14 @@ pub enum Command {
     /// Show or install the qmd skill for coding agents.
     #[command(subcommand)]
     Skill(SkillCommand),
+    /// List and print the bundled skills (default: list).
+    Skills {
+        #[command(subcommand)]
+        action: Option<SkillsCommand>,
+        /// Print qmd's JSON (`{success, data}`).
+        #[arg(long, global = true)]
+        json: bool,
+    },
     /// Create a project-local index here (.qmd/index.yml and its index).
     Init,
     /// Check the index, config, models, device and vectors; say what to do.
@@ -82,6 +90,24 @@ pub enum Command {
         #[arg(value_parser = ["list", "revoke"])]
         action: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+pub enum SkillsCommand {
+    /// Bundled skills and their descriptions.
+    List,
+    /// Print skills.
+    Get {
+        names: Vec<String>,
+        /// Include the files beside SKILL.md.
+        #[arg(long)]
+        full: bool,
+        /// Every skill.
+        #[arg(long)]
+        all: bool,
+    },
+    /// The skills folder, or a skill's.
+    Path { name: Option<String> },
 }
 
 #[derive(Subcommand)]

@@ -44,7 +44,11 @@ pub fn run() -> Result<ExitCode> {
         _ => {}
     }
     if let Command::Skill(action) = cli.command {
-        crate::skill::run(action)?;
+        crate::skill::skill(action)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Command::Skills { action, json } = cli.command {
+        crate::skill::skills(action, json)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Command::Site(args::SiteCommand::Build(args)) = cli.command {
@@ -80,7 +84,12 @@ pub fn run() -> Result<ExitCode> {
                 crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
             ),
         },
-        Command::Web(_) | Command::Site(_) | Command::Skill(_) | Command::Init | Command::Trust { .. } => {
+        Command::Web(_)
+        | Command::Site(_)
+        | Command::Skill(_)
+        | Command::Skills { .. }
+        | Command::Init
+        | Command::Trust { .. } => {
             unreachable!("handled before the session is opened")
         }
     }

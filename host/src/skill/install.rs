@@ -1,19 +1,11 @@
-//! `qmd skill show|install`: the agent skill this binary ships (written
-//! for this project's commands), installed as qmd installs its own: a
-//! small bootstrap `SKILL.md` that asks the CLI for the version-matched
-//! text, beside the skill's reference files.
+//! `qmd skill install`: as qmd installs its own skill, a small bootstrap
+//! `SKILL.md` that asks the CLI for the version-matched text, beside the
+//! skill's other files, and optionally a relative `.claude/skills/qmd` link.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-
-use crate::cli::args::SkillCommand;
-
-const SKILL: &str = include_str!("../skills/qmd/SKILL.md");
-/// Files installed beside the bootstrap, relative to the skill folder.
-const REFERENCES: &[(&str, &str)] =
-    &[("references/mcp-setup.md", include_str!("../skills/qmd/references/mcp-setup.md"))];
 
 /// What an installed skill holds instead of the full text, so it never
 /// goes stale when qmd is upgraded.
@@ -44,17 +36,6 @@ Then follow those instructions. In short: search first, fetch full sources with
 `qmd get` or `qmd multi-get`, and answer from retrieved text rather than snippets.
 ";
 
-pub fn run(command: SkillCommand) -> Result<()> {
-    match command {
-        SkillCommand::Show => {
-            println!("QMD Skill\n");
-            print!("{SKILL}");
-            Ok(())
-        }
-        SkillCommand::Install { global, yes, force } => install(global, yes, force),
-    }
-}
-
 /// `~/.agents/skills/qmd` (global) or `./.agents/skills/qmd`, and the
 /// matching `.claude/skills/qmd` link.
 fn places(global: bool) -> Result<(PathBuf, PathBuf)> {
@@ -66,7 +47,7 @@ fn places(global: bool) -> Result<(PathBuf, PathBuf)> {
     Ok((base.join(".agents/skills/qmd"), base.join(".claude/skills/qmd")))
 }
 
-fn install(global: bool, yes: bool, force: bool) -> Result<()> {
+pub fn install(global: bool, yes: bool, force: bool) -> Result<()> {
     let (dir, link) = places(global)?;
     if dir.symlink_metadata().is_ok() {
         if !force {
@@ -74,7 +55,9 @@ fn install(global: bool, yes: bool, force: bool) -> Result<()> {
         }
         remove(&dir)?;
     }
-    for (rel, text) in REFERENCES.iter().chain([&("SKILL.md", BOOTSTRAP)]) {
+    let skill = super::qmd_skill()?;
+    let bootstrap = ("SKILL.md".to_string(), BOOTSTRAP.to_string());
+    for (rel, text) in skill.files.iter().chain([&bootstrap]) {
         let path = dir.join(rel);
         std::fs::create_dir_all(path.parent().expect("a file in the skill folder"))?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
