@@ -482,7 +482,7 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         collection: args.collection,
         max_docs_per_batch: args.max_docs_per_batch.max(1),
         max_batch_bytes: args.max_batch_mb.max(1).saturating_mul(1 << 20),
-        max_duration_ms: (minutes > 0.0).then(|| (minutes * 60_000.0) as u64),
+        max_duration_ms: (minutes > 0.0).then_some((minutes * 60_000.0) as u64),
     };
     if args.force {
         println!("Force re-indexing: clearing all vectors...");

@@ -17,7 +17,10 @@ pub struct Skill {
     pub hidden: bool,
 }
 
-const BUILT_IN: &[(&str, &str, &[(&str, &str)])] = &[(
+/// A built-in skill: name, SKILL.md, and the files beside it.
+type BuiltIn = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+
+const BUILT_IN: &[BuiltIn] = &[(
     "qmd",
     include_str!("../../skills/qmd/SKILL.md"),
     &[("references/mcp-setup.md", include_str!("../../skills/qmd/references/mcp-setup.md"))],
