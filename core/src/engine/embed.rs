@@ -606,7 +606,12 @@ pub(crate) mod tests {
         // bread.md and copy.md have the same chunk: scored once.
         assert_eq!(documents.len(), 2, "{documents:?}");
         let scores = model.rerank(&query, &documents).unwrap();
-        assert_eq!(engine.query_answer_scores(&mut job, scores).unwrap(), crate::QueryStep::Done);
+        // Answers out of order or of the wrong size are refused, and the
+        // job still takes the right one.
+        assert!(engine.query_answer_vectors(&mut job, vec![vec![0.0; 32]]).is_err());
+        assert!(engine.query_answer_scores(&mut job, vec![0.5]).is_err());
+        assert_eq!(engine.query_answer_scores(&mut job, scores.clone()).unwrap(), crate::QueryStep::Done);
+        assert!(engine.query_answer_scores(&mut job, scores).is_err(), "a finished query takes no more answers");
         let result = job.into_result();
         for hit in &result.hits {
             let rerank = hit.rerank_score.expect("reranked");

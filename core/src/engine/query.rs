@@ -210,23 +210,32 @@ pub struct QueryJob {
     index: Rc<Index>,
     ranked: Vec<RankedList<DocAddress>>,
     vector_searches: Vec<VectorSearch>,
-    embedder: Option<EmbedderInfo>,
-    /// Each vector search's text in the [`QueryStep::Embed`] batch.
-    embed_slots: Vec<usize>,
     reranker: bool,
     candidates: Vec<Candidate>,
-    /// Distinct chunk texts sent to the reranker, per candidate.
-    rerank_slots: Vec<usize>,
-    rerank_scores: Option<Vec<f64>>,
     result: QueryResult,
     step: Pending,
 }
 
-#[derive(Clone, Copy, PartialEq)]
+/// What a query waits for. Each state carries what its answer needs, so
+/// an answer in the wrong state has nothing to act on.
 enum Pending {
-    Vectors,
-    Scores,
+    /// Query vectors: the embedder they come from, and each vector
+    /// search's text in the [`QueryStep::Embed`] batch.
+    Vectors {
+        embedder: EmbedderInfo,
+        slots: Vec<usize>,
+    },
+    /// Rerank scores: each candidate's chunk in the [`QueryStep::Rerank`]
+    /// batch (identical chunks are scored once).
+    Scores {
+        slots: Vec<usize>,
+    },
     Done,
+}
+
+/// How many distinct texts a batch with these slots holds.
+fn distinct(slots: &[usize]) -> usize {
+    slots.iter().max().map_or(0, |m| m + 1)
 }
 
 impl QueryJob {
@@ -257,14 +266,13 @@ impl Engine {
         let (mut job, mut step) = self.query_start(request, models)?;
         job.result.notes.splice(0..0, notes);
         loop {
-            step = match step {
-                QueryStep::Done => return Ok(job.into_result()),
-                QueryStep::Embed(texts) => {
-                    let vectors = inference.expect("embed asked only with models").embed(&texts)?;
+            step = match (step, inference) {
+                (QueryStep::Done, _) => return Ok(job.into_result()),
+                (QueryStep::Embed(texts), Some(inference)) => {
+                    let vectors = inference.embed(&texts)?;
                     self.query_answer_vectors(&mut job, vectors.into_iter().map(|e| e.vector).collect())?
                 }
-                QueryStep::Rerank { query, documents } => {
-                    let inference = inference.expect("rerank asked only with models");
+                (QueryStep::Rerank { query, documents }, Some(inference)) => {
                     match inference.rerank(&query, &documents) {
                         Ok(scores) => self.query_answer_scores(&mut job, scores)?,
                         Err(e) => {
@@ -277,6 +285,8 @@ impl Engine {
                         }
                     }
                 }
+                // Model steps come only when models were given.
+                (_, None) => return Err(Error::invalid("the query asked for models it was not given")),
             }
         }
     }
@@ -371,26 +381,23 @@ impl Engine {
             ranked,
             vector_searches,
             reranker: models.reranker.is_some(),
-            embedder,
-            embed_slots: Vec::new(),
             candidates: Vec::new(),
-            rerank_slots: Vec::new(),
-            rerank_scores: None,
             result,
             step: Pending::Done,
         };
-        if let Some(info) = &job.embedder {
+        if let Some(embedder) = embedder {
             // One batch for every vector search (identical texts embed once).
             let mut texts: Vec<String> = Vec::new();
+            let mut slots = Vec::new();
             for search in &job.vector_searches {
-                let text = info.query_text(&search.text);
+                let text = embedder.query_text(&search.text);
                 let slot = texts.iter().position(|t| *t == text).unwrap_or_else(|| {
                     texts.push(text);
                     texts.len() - 1
                 });
-                job.embed_slots.push(slot);
+                slots.push(slot);
             }
-            job.step = Pending::Vectors;
+            job.step = Pending::Vectors { embedder, slots };
             return Ok((job, QueryStep::Embed(texts)));
         }
         let step = self.query_fuse(&mut job)?;
@@ -400,18 +407,23 @@ impl Engine {
     /// Takes the query vectors (in the order of [`QueryStep::Embed`]) and
     /// runs the vector lists.
     pub fn query_answer_vectors(&self, job: &mut QueryJob, vectors: Vec<Vec<f32>>) -> Result<QueryStep> {
-        if job.step != Pending::Vectors {
-            return Err(Error::invalid("this query is not waiting for vectors"));
-        }
-        let distinct = job.embed_slots.iter().max().map_or(0, |m| m + 1);
-        if vectors.len() != distinct {
-            return Err(Error::invalid(format!("expected {distinct} query vectors, got {}", vectors.len())));
-        }
-        let info = job.embedder.clone().expect("vectors asked only with an embedder");
+        let (embedder, slots) = match std::mem::replace(&mut job.step, Pending::Done) {
+            Pending::Vectors { embedder, slots } if vectors.len() == distinct(&slots) => (embedder, slots),
+            Pending::Vectors { embedder, slots } => {
+                let expected = distinct(&slots);
+                job.step = Pending::Vectors { embedder, slots };
+                return Err(Error::invalid(format!("expected {expected} query vectors, got {}", vectors.len())));
+            }
+            other => {
+                job.step = other;
+                return Err(Error::invalid("this query is not waiting for vectors"));
+            }
+        };
         let index = job.index.clone();
-        let set = usable_vectors(&index, &info)?.expect("vectors checked at start");
+        // The job's own snapshot: the vectors checked at its start are there.
+        let set = usable_vectors(&index, &embedder)?.ok_or_else(|| Error::invalid("the index has no vectors"))?;
         let docs = DocsByHash::new(&index, &job.scope)?;
-        for (search, &slot) in job.vector_searches.iter().zip(&job.embed_slots) {
+        for (search, &slot) in job.vector_searches.iter().zip(&slots) {
             let hits = vector_list(set, &docs, &vectors[slot], search.collection.as_deref(), LIST_LIMIT)?;
             if hits.is_empty() {
                 continue;
@@ -444,48 +456,47 @@ impl Engine {
             job.candidates.push(Candidate { address: rrf.key, rrf, body, chunk });
         }
         if !job.request.rerank || job.candidates.is_empty() {
-            return self.query_finish(job);
+            return self.query_finish(job, None);
         }
         if !job.reranker {
             job.result.notes.push("no reranker model: scores are the fused position 1/rank".into());
-            return self.query_finish(job);
+            return self.query_finish(job, None);
         }
         // Identical chunk texts are scored once.
         let mut documents: Vec<String> = Vec::new();
+        let mut slots = Vec::new();
         for candidate in &job.candidates {
             let slot = documents.iter().position(|d| *d == candidate.chunk.text).unwrap_or_else(|| {
                 documents.push(candidate.chunk.text.clone());
                 documents.len() - 1
             });
-            job.rerank_slots.push(slot);
+            slots.push(slot);
         }
         let query = match &job.plan.intent {
             Some(intent) => format!("{intent}\n\n{}", job.plan.primary),
             None => job.plan.primary.clone(),
         };
-        job.step = Pending::Scores;
+        job.step = Pending::Scores { slots };
         Ok(QueryStep::Rerank { query, documents })
     }
 
     /// Takes the reranker's scores (in the order of [`QueryStep::Rerank`]).
     pub fn query_answer_scores(&self, job: &mut QueryJob, scores: Vec<f32>) -> Result<QueryStep> {
-        if job.step != Pending::Scores {
+        let Pending::Scores { slots } = &job.step else {
             return Err(Error::invalid("this query is not waiting for rerank scores"));
+        };
+        if scores.len() != distinct(slots) {
+            return Err(Error::invalid(format!("expected {} rerank scores, got {}", distinct(slots), scores.len())));
         }
-        let distinct = job.rerank_slots.iter().max().map_or(0, |m| m + 1);
-        if scores.len() != distinct {
-            return Err(Error::invalid(format!("expected {distinct} rerank scores, got {}", scores.len())));
-        }
-        job.rerank_scores = Some(job.rerank_slots.iter().map(|&s| f64::from(scores[s])).collect());
-        self.query_finish(job)
+        let per_candidate = slots.iter().map(|&s| f64::from(scores[s])).collect();
+        self.query_finish(job, Some(per_candidate))
     }
 
     /// qmd's blend (or the position alone), then dedupe, filter and cut,
     /// and each hit's snippet.
-    fn query_finish(&self, job: &mut QueryJob) -> Result<QueryStep> {
+    fn query_finish(&self, job: &mut QueryJob, scores: Option<Vec<f64>>) -> Result<QueryStep> {
         job.step = Pending::Done;
         let options = &job.request.options;
-        let scores = job.rerank_scores.take();
         let mut scored: Vec<(f64, Option<f64>, f64, usize, Candidate)> = Vec::new();
         for (i, candidate) in std::mem::take(&mut job.candidates).into_iter().enumerate() {
             let rank = i + 1;
