@@ -796,3 +796,50 @@ fn pending_counts_distinct_contents() {
     assert!(out.stdout.contains("(2 unique hashes need vectors)"), "{}", out.stdout);
     assert!(env.ok(&["status"]).stdout.contains("  Pending:  2 need embedding (run 'qmd embed')"));
 }
+
+#[test]
+fn bench_scores_each_backend_on_a_fixture_with_qmds_guards() {
+    let env = Env::new();
+    let fixture = common::tests_dir().join("fixtures/bench/example.json");
+    let fixture = fixture.to_str().unwrap();
+    let empty = env.qmd(&["bench", fixture, "-c", "eval-docs"]).failure();
+    assert!(
+        empty.stderr.contains("Collection not found: eval-docs\nRun 'qmd ls' to see available collections."),
+        "{}",
+        empty.stderr
+    );
+    let none = env.qmd(&["bench", fixture, "--json"]).failure();
+    assert!(
+        none.stderr.contains("Collection not found: eval-docs"),
+        "the fixture names its collection: {}",
+        none.stderr
+    );
+
+    common::copy_dir(&common::tests_dir().join("fixtures/qmd-eval/docs"), &env.path("eval-docs"));
+    env.ok(&["collection", "add", &env.arg("eval-docs"), "--name", "eval-docs"]);
+    let missing = env.qmd(&["bench", fixture, "-c", "nosuch"]).failure();
+    assert!(missing.stderr.contains("Collection not found: nosuch\nAvailable: eval-docs. Run 'qmd ls' to inspect."));
+    env.write("bad.json", "{\"description\": \"no queries\"}");
+    let bad = env.qmd(&["bench", &env.arg("bad.json")]).failure();
+    assert!(bad.stderr.contains("Invalid fixture: missing 'queries' array"), "{}", bad.stderr);
+
+    let out = env.ok(&["bench", fixture, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["results"].as_array().unwrap().len(), 10);
+    let bm25 = &report["summary"]["bm25"];
+    assert!(bm25["avg_mrr"].as_f64().unwrap() >= 0.9, "{bm25}");
+    assert!(
+        report["results"][0]["backends"]["bm25"]["top_files"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("api-design-principles.md")
+    );
+    // No vectors: the vector backend cannot run and scores zero, as in qmd.
+    assert_eq!(report["summary"]["vector"]["avg_recall"], 0.0);
+    let table = env.ok(&["bench", fixture]).stdout;
+    assert!(
+        table.contains("Query                     Backend  P@k    R@1    R@3    R@5    MRR    F1     ms"),
+        "{table}"
+    );
+    assert!(table.contains("Summary:\n") && table.contains("  bm25     P@k= "), "{table}");
+}

@@ -78,6 +78,17 @@ pub enum Command {
     Init,
     /// Check the index, config, models, device and vectors; say what to do.
     Doctor,
+    /// Score search quality on a fixture of queries with expected files
+    /// (bm25, vector, hybrid, full).
+    Bench {
+        fixture: String,
+        /// qmd's JSON report instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// The collection to search (default: the fixture's).
+        #[arg(short = 'c', long = "collection")]
+        collection: Option<String>,
+    },
     /// Reclaim space: rewrite deleted documents and orphaned vectors away.
     Cleanup {
         /// Only report what would be removed.

@@ -2,6 +2,7 @@
 //! qmd's output.
 
 pub(crate) mod args;
+mod bench;
 mod doctor;
 mod hook;
 mod manage;
@@ -70,6 +71,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Status => manage::status(&session),
         Command::Cleanup { dry_run } => manage::cleanup(&session, dry_run),
         Command::Doctor => doctor::run(&session),
+        Command::Bench { fixture, json, collection } => bench::run(&session, &fixture, json, collection),
         Command::Search(args) => search(&session, args),
         Command::Vsearch(args) => vsearch(&session, args),
         Command::Embed(args) => manage::embed(&session, args),
