@@ -228,6 +228,8 @@ pub struct IndexStatus {
     pub global_context: Option<String>,
     pub collections: Vec<CollectionStatus>,
     pub contexts: Vec<ContextEntry>,
+    /// Modification time (ms) of the newest indexed document.
+    pub newest_document: Option<i64>,
 }
 
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]

@@ -22,10 +22,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(index: Option<&str>) -> Result<Session> {
-        Session::at(paths::Location::find(index))
-    }
-
+    /// The session of the index at `location` (see `paths::Location::find`).
     pub fn at(location: paths::Location) -> Result<Session> {
         let models = crate::models::ModelSources::for_index(&location.config)?;
         Ok(Session {

@@ -9,7 +9,7 @@
 //! Your own config (`~/.config/qmd/*.yml`) is never gated.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -69,18 +69,19 @@ impl Gated {
     }
 
     /// qmd's listing of what the approval covers.
-    pub fn print(&self) {
+    pub fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let sections = [
             ("This project's config defines update commands:", &self.hooks),
             ("Collection paths outside this project:", &self.paths),
             ("Custom models:", &self.models),
         ];
         for (title, items) in sections.into_iter().filter(|(_, items)| !items.is_empty()) {
-            println!("{title}");
+            writeln!(out, "{title}")?;
             for (name, value) in items {
-                println!("  {name}: {value}");
+                writeln!(out, "  {name}: {value}")?;
             }
         }
+        Ok(())
     }
 }
 
@@ -193,29 +194,31 @@ impl Gate {
         save(&store)
     }
 
-    /// qmd's decision before `update`: run, or (off a terminal, or when
-    /// the user says no) skip the gated fields and go on.
-    pub fn resolve(&self) -> Result<bool> {
+    /// qmd's decision before the commands that use a project config's
+    /// gated fields: run, or (off a terminal, or when the user says no)
+    /// skip them and go on. The notice goes to `out` (stdout for `update`
+    /// as in qmd; stderr where stdout carries results).
+    pub fn resolve(&self, out: &mut dyn Write) -> Result<bool> {
         if self.trusted() {
             return Ok(true);
         }
-        self.gated.print();
-        println!("Config that came with a checkout is not trusted by default.");
+        self.gated.print(out)?;
+        writeln!(out, "Config that came with a checkout is not trusted by default.")?;
         if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-            println!("Skipping them — no terminal to confirm on. Indexing of this project continues.");
-            println!("Approve with 'qmd trust', or set QMD_TRUST_LOCAL_CONFIG=1 for unattended runs.\n");
+            writeln!(out, "Skipping them — no terminal to confirm on. Indexing of this project continues.")?;
+            writeln!(out, "Approve with 'qmd trust', or set QMD_TRUST_LOCAL_CONFIG=1 for unattended runs.\n")?;
             return Ok(false);
         }
-        print!("Trust this project's .qmd config? [y/N] ");
-        std::io::Write::flush(&mut std::io::stdout())?;
+        write!(out, "Trust this project's .qmd config? [y/N] ")?;
+        out.flush()?;
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
         if !matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
-            println!("Skipped. Indexing of this project continues.\n");
+            writeln!(out, "Skipped. Indexing of this project continues.\n")?;
             return Ok(false);
         }
         self.approve()?;
-        println!("Trusted {}. Editing a hook, path, or model will ask again.\n", self.file.path().display());
+        writeln!(out, "Trusted {}. Editing a hook, path, or model will ask again.\n", self.file.path().display())?;
         Ok(true)
     }
 }
@@ -276,7 +279,7 @@ pub fn command(file: &ConfigFile, action: Option<&str>) -> Result<std::process::
                 );
                 return Ok(std::process::ExitCode::SUCCESS);
             }
-            gate.gated.print();
+            gate.gated.print(&mut std::io::stdout())?;
             gate.approve()?;
             println!("✓ Trusted {}", path.display());
             println!(

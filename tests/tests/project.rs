@@ -140,3 +140,32 @@ fn an_untrusted_project_config_does_not_choose_the_models() {
     let status = run(&env, &project, &["status"]).success().stdout;
     assert!(status.contains("Embedding: https://huggingface.co/acme/custom-embedder"), "{status}");
 }
+
+#[test]
+fn vector_commands_name_the_untrusted_config_on_stderr_and_keep_stdout_clean() {
+    let env = Env::new();
+    let project = cloned_project(&env);
+    let out = run(&env, &project, &["vsearch", "hello", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("This project's config defines update commands:\n  docs: touch hooked.txt\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("Skipping them — no terminal to confirm on."), "{}", out.stderr);
+    assert_eq!(out.stdout, "[]\n", "results alone on stdout");
+    // Your own config is never gated: nothing to say.
+    let quiet = run(&env, env.root(), &["vsearch", "hello"]);
+    assert!(!quiet.stderr.contains("not trusted"), "{}", quiet.stderr);
+}
+
+#[test]
+fn an_index_untouched_for_two_weeks_gets_qmds_tip() {
+    let env = Env::new();
+    let old = env.write("notes/old.md", "# Old\n\nancient walrus\n");
+    let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    fs::File::options().write(true).open(&old).unwrap().set_modified(month_ago).unwrap();
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let out = env.ok(&["vsearch", "walrus"]);
+    assert!(out.stderr.contains("Tip: Index last updated 30 days ago. Run 'qmd update' to refresh."), "{}", out.stderr);
+}

@@ -275,6 +275,7 @@ impl Guest for Component {
             segments: s.segments,
             generation: s.generation,
             global_context: s.global_context,
+            newest_document: s.newest_document,
             collections: s
                 .collections
                 .into_iter()

@@ -256,7 +256,9 @@ impl Engine {
             None => (0, None),
             Some(set) => (set.manifest.rows(), Some(set.manifest.model.clone())),
         };
+        let newest_document = catalog.iter().map(|e| e.record.modified_ms).max();
         Ok(IndexStatus {
+            newest_document,
             total_documents: total,
             needs_embedding,
             has_vector_index: vectors > 0,

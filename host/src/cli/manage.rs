@@ -83,7 +83,9 @@ fn print_report(report: &UpdateReport) -> bool {
     report.collections.iter().all(|c| c.error.is_none())
 }
 
-pub fn update(session: &Session, rebuild: bool) -> Result<ExitCode> {
+/// `trusted`: whether a project config's gated fields may be used (see
+/// `trust::Gate::resolve`, asked before the session opened).
+pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCode> {
     let list = collection_roots(session)?;
     if list.is_empty() && !rebuild {
         println!("No collections found. Run 'qmd collection add .' to index markdown files.");
@@ -99,9 +101,6 @@ pub fn update(session: &Session, rebuild: bool) -> Result<ExitCode> {
         let complete = print_report(&report);
         return Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
-    // A project's own config runs its hooks and reaches outside the
-    // project only once trusted.
-    let trusted = crate::trust::Gate::read(&session.config)?.resolve()?;
     // As qmd: each collection's hook, then its scan, one at a time (each
     // scan commits on its own, so a failing hook keeps the ones before).
     println!("Updating {} collection(s)...\n", list.len());

@@ -62,12 +62,24 @@ pub fn run() -> Result<ExitCode> {
         let models = crate::models::ModelSources::for_index(&location.config)?;
         return crate::web::run(&models, crate::web::WebOptions { port: args.port, dir: args.dir });
     }
-    let session = Session::new(cli.index.as_deref())?;
+    let location = paths::Location::find(cli.index.as_deref());
+    // qmd asks about a project's own config before the commands that use
+    // its gated fields (hooks, paths outside it, models), before the
+    // models are chosen. `update` prints the notice on stdout as qmd does;
+    // the others keep stdout for their results.
+    let trusted = match cli.command {
+        Command::Update { .. } => crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stdout())?,
+        Command::Embed(_) | Command::Pull(_) | Command::Vsearch(_) | Command::Query(_) => {
+            crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stderr())?
+        }
+        _ => true,
+    };
+    let session = Session::at(location)?;
     match cli.command {
         Command::Collection(cmd) => manage::collection(&session, cmd),
         Command::Context(cmd) => manage::context(&session, cmd),
         Command::Ls { target } => manage::ls(&session, target),
-        Command::Update { rebuild, .. } => manage::update(&session, rebuild),
+        Command::Update { rebuild, .. } => manage::update(&session, rebuild, trusted),
         Command::Status => manage::status(&session),
         Command::Cleanup { dry_run } => manage::cleanup(&session, dry_run),
         Command::Doctor => doctor::run(&session),
@@ -170,8 +182,8 @@ fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// qmd's warning before a vector search when contents lack vectors; says
-/// whether there are any vectors to search.
+/// qmd's index health notes before a vector search (contents without
+/// vectors, a stale index); says whether there are any vectors to search.
 fn warn_unembedded(
     store: &mut wasmtime::Store<crate::component::HostState>,
     engine: &bindings::Engine,
@@ -184,6 +196,13 @@ fn warn_unembedded(
             eprintln!("Warning: {pending} documents ({percent}%) need embeddings. Run 'qmd embed' for better results.");
         } else {
             eprintln!("Tip: {pending} documents need embeddings. Run 'qmd embed' to index them.");
+        }
+    }
+    // qmd's staleness hint: the newest document is two weeks old or more.
+    if let Some(newest) = status.newest_document {
+        let days = (crate::clock::now_ms() - newest).div_euclid(86_400_000);
+        if days >= 14 {
+            eprintln!("Tip: Index last updated {days} days ago. Run 'qmd update' to refresh.");
         }
     }
     Ok(status.has_vector_index)
