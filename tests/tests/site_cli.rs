@@ -112,3 +112,31 @@ fn wordpiece_matches_the_models_tokenizer() {
         assert_eq!(wordpiece.tokenize(text), ids[1..ids.len() - 1].to_vec(), "{text}");
     }
 }
+
+#[test]
+fn a_semantic_rebuild_reuses_the_models_embedded_vocabulary() {
+    let env = Env::new();
+    env.write("site/a.html", "<main><h1>Install</h1>Run the installer on macOS.</main>");
+    env.write("site/b.html", "<main><h1>Archive</h1>Extract the archive.</main>");
+    let model = test_model_dir();
+    let build = |out: &str| {
+        let args = [
+            "site",
+            "build",
+            &env.arg("site"),
+            "--out",
+            &env.arg(out),
+            "--semantic",
+            "--model",
+            model.to_str().unwrap(),
+        ];
+        env.ok(&args)
+    };
+    let first = build("one");
+    assert!(first.stderr.contains(" tokens embedded in "), "{}", first.stderr);
+    let second = build("two");
+    assert!(second.stderr.contains(" tokens embedded (cached)"), "{}", second.stderr);
+    // The cached table gives the very same bundle.
+    assert_eq!(files(&env.path("one/qmd")), files(&env.path("two/qmd")));
+    assert_eq!(entry(&env.path("one")), entry(&env.path("two")));
+}

@@ -5,6 +5,7 @@
 mod bundle;
 mod html;
 mod markdown;
+mod vocabulary;
 mod walk;
 
 use std::path::Path;
@@ -156,12 +157,8 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
         sources.embed = ModelSource::resolve(ModelRole::Embed, spec);
     }
     eprintln!("Distilling a static model from {} …", sources.embed.id);
-    let started = Instant::now();
     let models = Models::new(&sources);
-    let (vocab, token_vectors) = models
-        .embed_vocabulary(&mut |done, total| eprint!("\r  {done}/{total} tokens embedded"))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!(" in {:.1}s", started.elapsed().as_secs_f64());
+    let (vocab, token_vectors) = vocabulary::embedded(&sources.embed.dir, &models)?;
     Ok(SemanticInput {
         vocab,
         token_vectors,
