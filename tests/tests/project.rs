@@ -8,7 +8,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use common::{Env, Output};
+use common::{Env, Output, Recording};
 
 fn run(env: &Env, cwd: &Path, args: &[&str]) -> Output {
     env.qmd_with(cwd, args, &[])
@@ -168,4 +168,39 @@ fn an_index_untouched_for_two_weeks_gets_qmds_tip() {
     env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
     let out = env.ok(&["vsearch", "walrus"]);
     assert!(out.stderr.contains("Tip: Index last updated 30 days ago. Run 'qmd update' to refresh."), "{}", out.stderr);
+}
+
+/// Runs a qmd 2.8.3 recording in `cwd` and compares all of it (the
+/// recording machine's fixture folder mapped to this test's root).
+#[track_caller]
+fn assert_recorded(env: &Env, cwd: &Path, name: &str) {
+    let rec = Recording::load(name);
+    let args: Vec<String> = rec.args().iter().map(|a| env.localize(a)).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(env, cwd, &args);
+    assert_eq!(out.stdout, env.localize(&rec.stdout), "{name}: stdout");
+    assert_eq!(out.stderr, env.localize(&rec.stderr), "{name}: stderr");
+    assert_eq!(out.code, rec.code, "{name}: exit code");
+}
+
+#[test]
+fn init_update_and_trust_match_upstream_recordings() {
+    let env = Env::new();
+    env.write("proj/docs/a.md", "# Doc\n\nhello project\n");
+    env.write("outside/o.md", "# Out\n\nhello outside\n");
+    let project = env.path("proj");
+    assert_recorded(&env, &project, "parity-project-init.txt");
+    // The config a clone brings (paths as on the recording machine, mapped).
+    let config = "collections:\n  docs:\n    path: /tmp/peer/fixtures/proj/docs\n    pattern: \"**/*.md\"\n    update: touch hooked.txt\n  outside:\n    path: /tmp/peer/fixtures/outside\n    pattern: \"**/*.md\"\n";
+    fs::write(project.join(".qmd/index.yml"), env.localize(config)).unwrap();
+    let docs = project.join("docs");
+    for name in [
+        "parity-project-update-untrusted.txt",
+        "parity-project-trust.txt",
+        "parity-project-trust-revoke.txt",
+        "parity-project-trust-revoke-again.txt",
+    ] {
+        assert_recorded(&env, &docs, name);
+    }
+    assert!(!docs.join("hooked.txt").exists(), "the untrusted hook never ran");
 }
