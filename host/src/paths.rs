@@ -69,6 +69,18 @@ impl ConfigFile {
     pub fn project_root(&self) -> Option<&Path> {
         self.is_local().then(|| self.dir.parent()).flatten()
     }
+
+    /// The parsed config; a missing file is an empty one. A file that
+    /// cannot be parsed is an error naming it.
+    pub fn load(&self) -> anyhow::Result<qmd_core::collection::Config> {
+        let path = self.path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        };
+        qmd_core::collection::Config::parse(&text).map_err(|e| anyhow::anyhow!("{} ({})", e.message, path.display()))
+    }
 }
 
 /// A project-local index's folder.
@@ -105,13 +117,15 @@ impl Location {
 
 /// The nearest `.qmd/index.yaml` or `.qmd/index.yml` at or above `start`.
 pub fn local_config(start: &Path) -> Option<ConfigFile> {
-    start.ancestors().find_map(|dir| {
-        let folder = dir.join(LOCAL_DIR);
-        ["index.yaml", "index.yml"]
-            .into_iter()
-            .find(|name| folder.join(name).is_file())
-            .map(|name| ConfigFile { dir: folder.clone(), name: name.to_string() })
-    })
+    start.ancestors().find_map(|dir| config_in(&dir.join(LOCAL_DIR)))
+}
+
+/// `folder/index.yaml`, else `folder/index.yml`, whichever exists.
+pub fn config_in(folder: &Path) -> Option<ConfigFile> {
+    ["index.yaml", "index.yml"]
+        .into_iter()
+        .find(|name| folder.join(name).is_file())
+        .map(|name| ConfigFile { dir: folder.to_path_buf(), name: name.to_string() })
 }
 
 /// qmd's `--index` rule: a name containing `/` is resolved against the
@@ -138,4 +152,13 @@ pub fn absolute(path: &str) -> PathBuf {
     }
     let p = Path::new(path);
     if p.is_absolute() { p.to_path_buf() } else { env::current_dir().unwrap_or_default().join(p) }
+}
+
+/// qmd's `expandUserPath`: a leading `~` or `~/` is the home folder.
+pub fn expand_home(raw: &str) -> PathBuf {
+    match raw.strip_prefix("~/") {
+        Some(rest) => home().join(rest),
+        None if raw == "~" => home(),
+        None => PathBuf::from(raw),
+    }
 }

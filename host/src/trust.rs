@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use qmd_core::collection::Config;
+use qmd_core::document::to_hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -65,7 +66,7 @@ impl Gated {
         let json = |items: &[(String, String)]| serde_json::to_string(&sorted(items)).expect("strings serialise");
         let canonical =
             format!(r#"{{"hooks":{},"paths":{},"models":{}}}"#, json(&self.hooks), json(&paths), json(&self.models));
-        hex(&Sha256::digest(canonical))
+        to_hex(&Sha256::digest(canonical))
     }
 
     /// qmd's listing of what the approval covers.
@@ -85,21 +86,11 @@ impl Gated {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A collection path as a local config means it: `~` expanded, relative
-/// to the project root.
+/// A collection path as a local config means it (qmd's
+/// `realOrResolve`): `~` expanded, relative to the project root, `..`
+/// removed by name, links resolved when it exists.
 fn resolve(root: &Path, raw: &str) -> PathBuf {
-    let raw = raw.trim();
-    let expanded = match raw.strip_prefix("~/") {
-        Some(rest) => crate::paths::home().join(rest),
-        None if raw == "~" => crate::paths::home(),
-        None => PathBuf::from(raw),
-    };
-    let joined = if expanded.is_absolute() { expanded } else { root.join(expanded) };
-    // Lexically normalised (`a/../b`), then links resolved where it exists.
+    let joined = root.join(crate::paths::expand_home(raw.trim()));
     let mut normal = PathBuf::new();
     for part in joined.components() {
         match part {
@@ -139,13 +130,7 @@ fn load() -> Store {
 }
 
 fn save(store: &Store) -> Result<()> {
-    let path = store_path();
-    let dir = path.parent().expect("a file in the config dir");
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let temp = path.with_extension("json.partial");
-    std::fs::write(&temp, format!("{}\n", serde_json::to_string_pretty(store)?))
-        .with_context(|| format!("cannot write {}", temp.display()))?;
-    std::fs::rename(&temp, &path).with_context(|| format!("cannot write {}", path.display()))
+    crate::files::write_atomically(&store_path(), format!("{}\n", serde_json::to_string_pretty(store)?).as_bytes())
 }
 
 fn key(file: &ConfigFile) -> String {
@@ -159,14 +144,13 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The gate of `config`, read from `file`.
+    pub fn new(file: &ConfigFile, config: &Config) -> Gate {
+        Gate { gated: Gated::of(file, config), file: file.clone() }
+    }
+
     pub fn read(file: &ConfigFile) -> Result<Gate> {
-        let text = match std::fs::read_to_string(file.path()) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => anyhow::bail!("cannot read {}: {e}", file.path().display()),
-        };
-        let config = Config::parse(&text).map_err(|e| anyhow::anyhow!("{} ({})", e.message, file.path().display()))?;
-        Ok(Gate { gated: Gated::of(file, &config), file: file.clone() })
+        Ok(Gate::new(file, &file.load()?))
     }
 
     fn digest(&self) -> String {
@@ -315,6 +299,6 @@ mod tests {
         assert_ne!(a.digest(root), c.digest(root));
         // qmd's canonical JSON, byte for byte.
         let empty = Gated::default();
-        assert_eq!(empty.digest(root), hex(&Sha256::digest(r#"{"hooks":[],"paths":[],"models":[]}"#)));
+        assert_eq!(empty.digest(root), to_hex(&Sha256::digest(r#"{"hooks":[],"paths":[],"models":[]}"#)));
     }
 }

@@ -175,16 +175,16 @@ impl Config {
     /// `models.<role>` (`embed`, `rerank`, `generate`): a model id or a
     /// local path, which wins over `QMD_<ROLE>_MODEL` (qmd's order). Kept
     /// with the other uninterpreted keys, so it is written back as read.
-    /// Forgets the `models:` block (an untrusted project config's).
-    pub fn clear_models(&mut self) {
-        self.extra.shift_remove("models");
-    }
-
     pub fn model(&self, role: &str) -> Option<String> {
         match self.extra.get("models")? {
             Value::Mapping(models) => models.get(role).and_then(string).filter(|m| !m.trim().is_empty()),
             _ => None,
         }
+    }
+
+    /// Forgets the `models:` block (an untrusted project config's).
+    pub fn clear_models(&mut self) {
+        self.extra.shift_remove("models");
     }
 
     pub fn collection(&self, name: &str) -> Option<&Collection> {

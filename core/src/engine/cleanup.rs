@@ -15,7 +15,7 @@ use crate::vector::{VectorChange, commit_vectors};
 /// Deleted documents and orphaned vector rows of `index`.
 fn reclaimable(index: &Index) -> Result<(u32, u64)> {
     let inactive = index.manifest.segments.iter().map(|s| s.deleted).sum();
-    let live: HashSet<&str> = index.catalog()?.iter().map(|e| e.record.hash.as_str()).collect();
+    let live = index.live_hashes()?;
     let orphaned = match index.vectors()? {
         None => 0,
         Some(set) => set

@@ -120,22 +120,23 @@ impl Engine {
         self.info(config.require(new)?)
     }
 
-    pub fn collection_set_include(&self, name: &str, include: bool) -> Result<CollectionInfo> {
+    /// Changes one setting of collection `name` in the config.
+    fn edit_collection(&self, name: &str, change: impl FnOnce(&mut Collection)) -> Result<CollectionInfo> {
         let mut config = self.config()?;
         Self::require_collection(&config, name)?;
-        config.collection_mut(name).expect("checked above").include_by_default = include;
+        change(config.collection_mut(name).expect("checked above"));
         self.save_config(&config)?;
         self.info(config.require(name)?)
     }
 
+    pub fn collection_set_include(&self, name: &str, include: bool) -> Result<CollectionInfo> {
+        self.edit_collection(name, |c| c.include_by_default = include)
+    }
+
     /// Sets or clears the command `update` runs before scanning `name`.
     pub fn collection_set_update(&self, name: &str, command: Option<&str>) -> Result<CollectionInfo> {
-        let mut config = self.config()?;
-        Self::require_collection(&config, name)?;
         let command = command.map(str::trim).filter(|c| !c.is_empty()).map(str::to_string);
-        config.collection_mut(name).expect("checked above").update_command = command;
-        self.save_config(&config)?;
-        self.info(config.require(name)?)
+        self.edit_collection(name, |c| c.update_command = command)
     }
 
     /// Resolves a context target: `/` (global), `qmd://c/prefix`, an

@@ -244,19 +244,15 @@ impl Engine {
         // Distinct contents without vectors (qmd counts hashes, not
         // documents: two copies of a note embed once).
         let vectors = index.vectors()?;
-        let catalog = index.catalog()?;
         let have = vectors.as_ref().map(|set| set.hashes());
-        let pending: std::collections::HashSet<&str> = catalog
-            .iter()
-            .map(|e| e.record.hash.as_str())
-            .filter(|hash| have.as_ref().is_none_or(|have| !have.contains(*hash)))
-            .collect();
-        let needs_embedding = pending.len() as u32;
+        let live = index.live_hashes()?;
+        let needs_embedding =
+            live.iter().filter(|hash| have.as_ref().is_none_or(|have| !have.contains(*hash))).count() as u32;
         let (vectors, embed_model) = match &vectors {
             None => (0, None),
             Some(set) => (set.manifest.rows(), Some(set.manifest.model.clone())),
         };
-        let newest_document = catalog.iter().map(|e| e.record.modified_ms).max();
+        let newest_document = index.catalog()?.iter().map(|e| e.record.modified_ms).max();
         Ok(IndexStatus {
             newest_document,
             total_documents: total,

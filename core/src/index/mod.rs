@@ -13,7 +13,7 @@ pub(crate) mod validate;
 mod writer;
 
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
 pub use manifest::{FORMAT_VERSION, Manifest, SegmentMeta};
@@ -92,6 +92,11 @@ impl Index {
             Ok(entries)
         })
         .map(Vec::as_slice)
+    }
+
+    /// Content hashes of the live documents.
+    pub fn live_hashes(&self) -> Result<HashSet<&str>> {
+        Ok(self.catalog()?.iter().map(|e| e.record.hash.as_str()).collect())
     }
 
     /// Live documents per collection name, without decoding the catalog

@@ -33,8 +33,7 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
     let mut next = next_generation(&index.manifest);
     // Hashes of live documents, for merges only: most commits need none.
     let live_cell = OnceCell::new();
-    let live =
-        || cached(&live_cell, || Ok(index.catalog()?.iter().map(|e| e.record.hash.as_str()).collect::<HashSet<_>>()));
+    let live = || cached(&live_cell, || index.live_hashes());
     match change {
         VectorChange::ClearAll => next.vectors = None,
         VectorChange::Remove(hashes) => {

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use qmd_core::SearchType;
+use qmd_core::query::document::{QueryDocument, parse_query_document};
 use serde::{Deserialize, Serialize};
 
 use crate::component::bindings::{QueryRequest, SearchOptions};
@@ -79,18 +81,16 @@ struct Report {
 
 const BACKENDS: [&str; 4] = ["bm25", "vector", "hybrid", "full"];
 
-/// A structured query's typed lines (`None`: plain text).
-fn typed_lines(query: &str) -> Option<Vec<(String, String)>> {
-    let lines: Vec<&str> = query.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let typed: Vec<(String, String)> = lines
-        .iter()
-        .filter_map(|l| {
-            let (kind, text) = l.split_once(':')?;
-            let kind = kind.trim().to_lowercase();
-            ["lex", "vec", "hyde"].contains(&kind.as_str()).then(|| (kind, text.trim().to_string()))
-        })
-        .collect();
-    (!typed.is_empty()).then_some(typed)
+/// A structured query's typed searches, read as the CLI reads query
+/// documents (`None`: plain text; an invalid document is an error, which
+/// scores the backend zero as in qmd).
+fn typed_lines(query: &str) -> Result<Option<Vec<(SearchType, String)>>> {
+    match parse_query_document(query).map_err(|e| anyhow::anyhow!(e.message))? {
+        QueryDocument::Expand(_) => Ok(None),
+        QueryDocument::Structured { searches, .. } => {
+            Ok(Some(searches.into_iter().map(|s| (s.kind, s.query)).collect()))
+        }
+    }
 }
 
 /// Files a backend returns for a query (qmd:// paths), best first.
@@ -111,11 +111,11 @@ fn run_backend(
     let files = |hits: Vec<crate::component::bindings::SearchHit>| -> Vec<String> {
         hits.into_iter().map(|h| format!("qmd://{}/{}", h.collection, h.path)).collect()
     };
-    let lines = typed_lines(&query.query);
-    let per_line = |kinds: &[&str], run: &dyn Fn(&str) -> Result<Vec<String>>| -> Result<Vec<String>> {
+    let lines = typed_lines(&query.query)?;
+    let per_line = |kinds: &[SearchType], run: &dyn Fn(&str) -> Result<Vec<String>>| -> Result<Vec<String>> {
         let Some(lines) = &lines else { return run(&query.query) };
         let mut out: Vec<String> = Vec::new();
-        for (_, text) in lines.iter().filter(|(k, _)| kinds.contains(&k.as_str())) {
+        for (_, text) in lines.iter().filter(|(k, _)| kinds.contains(k)) {
             for file in run(text)? {
                 if !out.contains(&file) && out.len() < limit {
                     out.push(file);
@@ -125,10 +125,10 @@ fn run_backend(
         Ok(out)
     };
     match backend {
-        "bm25" => per_line(&["lex"], &|text| {
+        "bm25" => per_line(&[SearchType::Lex], &|text| {
             Ok(files(session.read(|store, engine| engine_result(engine.call_search(store, text, &options)))?))
         }),
-        "vector" => per_line(&["vec", "hyde"], &|text| {
+        "vector" => per_line(&[SearchType::Vec, SearchType::Hyde], &|text| {
             let hits = session
                 .read(|store, engine| engine_result(engine.qmd_engine_vectors().call_vsearch(store, text, &options)))?;
             Ok(files(hits))
@@ -367,7 +367,8 @@ mod tests {
         assert_eq!(s.unmatched_expected_files, ["missing.md"]);
         assert!(same_file("qmd://coll/Docs/A.md/", "docs/a.md"));
         assert!(!same_file("qmd://coll/a.md", "b.md"));
-        assert_eq!(typed_lines("plain words"), None);
-        assert_eq!(typed_lines("lex: a b\nvec: c").unwrap().len(), 2);
+        assert_eq!(typed_lines("plain words").unwrap(), None);
+        assert_eq!(typed_lines("lex: a b\nvec: c").unwrap().unwrap().len(), 2);
+        assert!(typed_lines("lex: a\nno prefix").is_err(), "the CLI's query-document errors");
     }
 }

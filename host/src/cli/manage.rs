@@ -286,8 +286,8 @@ pub fn init() -> Result<ExitCode> {
         );
     }
     let dir = cwd.join(crate::paths::LOCAL_DIR);
-    let name = if dir.join("index.yaml").is_file() { "index.yaml" } else { "index.yml" };
-    let location = crate::paths::Location::local(crate::paths::ConfigFile { dir, name: name.into() });
+    let config = crate::paths::config_in(&dir).unwrap_or(crate::paths::ConfigFile { dir, name: "index.yml".into() });
+    let location = crate::paths::Location::local(config);
     std::fs::create_dir_all(&location.index_dir)
         .with_context(|| format!("cannot create {}", location.index_dir.display()))?;
     let config = location.config.path();

@@ -184,7 +184,7 @@ fn search(session: &Session, args: SearchArgs) -> Result<ExitCode> {
 
 /// qmd's index health notes before a vector search (contents without
 /// vectors, a stale index); says whether there are any vectors to search.
-fn warn_unembedded(
+fn index_health_notes(
     store: &mut wasmtime::Store<crate::component::HostState>,
     engine: &bindings::Engine,
 ) -> Result<bool> {
@@ -214,7 +214,7 @@ fn vsearch(session: &Session, args: SearchArgs) -> Result<ExitCode> {
     let options = search_options(&args, format, 500, 0.3);
     let hits = session.read(|store, engine| {
         // Nothing embedded: nothing to find, and no model to load for it.
-        if !warn_unembedded(store, engine)? {
+        if !index_health_notes(store, engine)? {
             return Ok(Vec::new());
         }
         engine_result(engine.qmd_engine_vectors().call_vsearch(store, &query, &options))
@@ -237,7 +237,7 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
         rerank: !args.no_rerank,
     };
     let result = session.read(|store, engine| {
-        warn_unembedded(store, engine)?;
+        index_health_notes(store, engine)?;
         engine_result(engine.call_query(store, &request))
     })?;
     if args.explain {

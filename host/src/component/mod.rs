@@ -179,16 +179,8 @@ fn load_component(engine: &Engine) -> Result<Component> {
         }
     }
     let compiled = engine.precompile_component(COMPONENT).map_err(anyhow::Error::from)?;
-    if std::fs::create_dir_all(&cache).is_ok() {
-        write_atomically(&file, &compiled);
-    }
+    // A cache that cannot be written costs the next start a compile.
+    let _ = crate::files::write_atomically(&file, &compiled);
     // SAFETY: bytes just produced by this engine's `precompile_component`.
     unsafe { Component::deserialize(engine, &compiled) }.map_err(anyhow::Error::from)
-}
-
-fn write_atomically(path: &Path, data: &[u8]) {
-    let temp = path.with_extension(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&temp, data).is_ok() && std::fs::rename(&temp, path).is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
 }

@@ -246,17 +246,10 @@ impl ModelSources {
     /// config that cannot be parsed is an error (a typo in `models:` must
     /// not quietly run the default models); a missing one names none.
     pub fn for_index(config_file: &crate::paths::ConfigFile) -> anyhow::Result<ModelSources> {
-        let path = config_file.path();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
-        };
-        let mut config = qmd_core::collection::Config::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, path.display()))?;
+        let mut config = config_file.load()?;
         // A project's own config chooses models only once trusted (qmd:
         // the environment's or the defaults until then).
-        if !crate::trust::Gate::read(config_file)?.trusted() {
+        if !crate::trust::Gate::new(config_file, &config).trusted() {
             config.clear_models();
         }
         Ok(ModelSources {

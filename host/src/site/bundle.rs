@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+
+use crate::files::write_atomically;
 use qmd_core::site::SiteFiles;
 use qmd_core::site::format::{file_id, id_hex};
 
@@ -40,17 +42,6 @@ fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::best());
     encoder.write_all(bytes)?;
     Ok(encoder.finish()?)
-}
-
-/// Writes through a temporary file and a rename: a reader never sees half a file.
-fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let temp = path.with_extension("partial");
-    fs::write(&temp, data).with_context(|| format!("cannot write {}", temp.display()))?;
-    fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// Whether `name` (relative to the bundle folder) is a file this command

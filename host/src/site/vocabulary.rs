@@ -3,12 +3,13 @@
 //! two cores and depends only on the model's files, so a rebuild of the
 //! site reuses it. A cache file that does not read back whole is ignored.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use qmd_core::document::to_hex;
 use sha2::{Digest, Sha256};
 
+use crate::models::pull::sha256_file;
 use crate::models::{Models, REQUIRED_FILES};
 
 const MAGIC: &[u8] = b"QMDVOCC1";
@@ -39,21 +40,13 @@ pub fn embedded(dir: &Path, models: &Models) -> Result<Embedded> {
 fn cache_file(dir: &Path) -> Option<PathBuf> {
     let mut hash = Sha256::new();
     for name in REQUIRED_FILES {
-        let mut file = std::fs::File::open(dir.join(name)).ok()?;
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = file.read(&mut buf).ok()?;
-            if n == 0 {
-                break;
-            }
-            hash.update(&buf[..n]);
-        }
+        hash.update(sha256_file(&dir.join(name)).ok()?);
     }
-    let hex: String = hash.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect();
-    Some(crate::paths::cache_dir().join("site").join(format!("vocab-{hex}.bin")))
+    let key = to_hex(&hash.finalize()[..16]);
+    Some(crate::paths::cache_dir().join("site").join(format!("vocab-{key}.bin")))
 }
 
-fn write(path: &Path, (vocab, vectors): &Embedded) -> std::io::Result<()> {
+fn write(path: &Path, (vocab, vectors): &Embedded) -> Result<()> {
     let dim = vectors.first().map_or(0, Vec::len);
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&(vocab.len() as u32).to_le_bytes());
@@ -65,10 +58,7 @@ fn write(path: &Path, (vocab, vectors): &Embedded) -> std::io::Result<()> {
     for v in vectors {
         v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
     }
-    std::fs::create_dir_all(path.parent().expect("in the cache dir"))?;
-    let temp = path.with_extension("partial");
-    std::fs::write(&temp, out)?;
-    std::fs::rename(temp, path)
+    crate::files::write_atomically(path, &out)
 }
 
 fn read(path: &Path) -> Option<Embedded> {
