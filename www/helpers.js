@@ -1,6 +1,6 @@
 // The helper Workers of CPU embedding (model-worker.js): one per core
 // beyond the engine's own, at most 7 more. Each loads the model once;
-// a step's texts are cut into one contiguous share per Worker.
+// a step's texts are cut into one share of about equal work per Worker.
 
 const MAX_WORKERS = 8;
 
@@ -51,25 +51,47 @@ export class HelperPool {
     return this.helpers.length + 1;
   }
 
-  /** {vectors, tokens} of `texts`: the first share embedded by `own`
-   * (the engine's Worker), the others by the helpers, side by side. */
+  /** {vectors, tokens} of `texts`, in their order: shares of about
+   * equal work (see `balancedShares`), the first embedded by `own` (the
+   * engine's Worker), the others by the helpers, side by side. */
   async embed(texts, own) {
-    const size = Math.ceil(texts.length / this.workers);
-    const shares = Array.from({ length: this.workers }, (_, i) => texts.slice(i * size, (i + 1) * size));
+    const shares = balancedShares(texts, this.workers);
     const parts = await Promise.all(
       shares.map((share, i) => {
         if (share.length === 0) return { vectors: [], tokens: new Uint32Array() };
-        return i === 0 ? own(share) : this.helpers[i - 1].call('embed', { texts: share });
+        const mine = share.map((t) => texts[t]);
+        return i === 0 ? own(mine) : this.helpers[i - 1].call('embed', { texts: mine });
       }),
     );
-    return {
-      vectors: parts.flatMap((p) => Array.from(p.vectors)),
-      tokens: Uint32Array.from(parts.flatMap((p) => Array.from(p.tokens))),
-    };
+    const vectors = new Array(texts.length);
+    const tokens = new Uint32Array(texts.length);
+    shares.forEach((share, i) =>
+      share.forEach((t, j) => {
+        vectors[t] = parts[i].vectors[j];
+        tokens[t] = parts[i].tokens[j];
+      }),
+    );
+    return { vectors, tokens };
   }
 
   stop() {
     for (const h of this.helpers) h.worker.terminate();
     this.helpers = [];
   }
+}
+
+/** Text indices cut into `workers` shares of about equal work: longest
+ * first, each to the share with the least so far (a text's length stands
+ * for its tokens). A step waits for its slowest share, and contiguous
+ * slices of a step left one Worker idle while the other finished the long
+ * pages. Each share lists its indices in ascending order. */
+export function balancedShares(texts, workers) {
+  const shares = Array.from({ length: Math.max(1, workers) }, () => ({ load: 0, indices: [] }));
+  const longestFirst = texts.map((_, i) => i).sort((a, b) => texts[b].length - texts[a].length);
+  for (const i of longestFirst) {
+    const least = shares.reduce((a, b) => (b.load < a.load ? b : a));
+    least.indices.push(i);
+    least.load += texts[i].length;
+  }
+  return shares.map((s) => s.indices.sort((a, b) => a - b));
 }

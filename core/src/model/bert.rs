@@ -9,11 +9,11 @@
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::gelu;
-use burn::tensor::module::attention;
-use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+use super::attention;
 use super::config::BertConfig;
+use super::dense;
 
 /// A batch of token sequences, padded to one length.
 pub struct TokenBatch {
@@ -145,17 +145,15 @@ impl Layer {
         let d = h / heads;
         let split = |y: Tensor<3>| y.reshape([n, t, heads, d]).swap_dims(1, 2);
         let a = &self.attention.self_attention;
-        let q = split(a.query.forward(x.clone()));
-        let k = split(a.key.forward(x.clone()));
-        let v = split(a.value.forward(x.clone()));
-        // The backend's fused attention (softmax(QKᵀ/√d + bias)·V): on the
-        // CPU one pass per head without materialising every score tensor.
-        let context = attention(q, k, v, None, Some(bias), AttentionModuleOptions::default());
+        let q = split(dense::linear(&a.query, x.clone()));
+        let k = split(dense::linear(&a.key, x.clone()));
+        let v = split(dense::linear(&a.value, x.clone()));
+        let context = attention::attention(q, k, v, bias);
         let context = context.swap_dims(1, 2).reshape([n, t, h]);
         let out = &self.attention.output;
-        let x = out.layer_norm.forward(out.dense.forward(context) + x);
-        let inner = gelu_exact(self.intermediate.dense.forward(x.clone()));
-        self.output.layer_norm.forward(self.output.dense.forward(inner) + x)
+        let x = out.layer_norm.forward(dense::linear(&out.dense, context) + x);
+        let inner = gelu_exact(dense::linear(&self.intermediate.dense, x.clone()));
+        self.output.layer_norm.forward(dense::linear(&self.output.dense, inner) + x)
     }
 }
 

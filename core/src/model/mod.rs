@@ -5,9 +5,11 @@
 //! The caller reads the files (the host from its model cache, the browser
 //! from OPFS) and hands over their bytes as [`ModelFiles`].
 
+mod attention;
 mod batch;
 mod bert;
 pub mod config;
+mod dense;
 mod device;
 mod encoder;
 mod heap;
