@@ -88,7 +88,7 @@ fn exp(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
     e * f32::from_bits(((n as i32 + 127) << 23) as u32)
 }
@@ -120,7 +120,8 @@ mod tests {
         };
         let (q, k, v) = (values(31), values(37), values(41));
         // The second text is 4 tokens long; the rest is padding.
-        let bias: Vec<f32> = (0..batch * tokens).map(|i| if i >= tokens && i % tokens >= 4 { -1e9 } else { 0.0 }).collect();
+        let bias: Vec<f32> =
+            (0..batch * tokens).map(|i| if i >= tokens && i % tokens >= 4 { -1e9 } else { 0.0 }).collect();
         let ours = attention_f32(&q, &k, &v, &bias, [batch, heads, tokens, dim]);
         let tensor = |data: Vec<f32>, shape: [usize; 4]| Tensor::<4>::from_data(TensorData::new(data, shape), &device);
         let shape = [batch, heads, tokens, dim];
