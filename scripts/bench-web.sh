@@ -2,7 +2,8 @@
 # The browser benchmark: builds qmd and the app, then times the app in
 # headless Chromium against the native CLI on the qmd eval docs and the
 # English tldr pages. Writes bench/web-results.md.
-#   BENCH_EMBED_DOCS   tldr pages embedded on both sides (default 100)
+#   BENCH_EMBED_DOCS   tldr pages embedded on both sides per run (default 100)
+#   BENCH_EMBED_RUNS   embedding runs, sides taking turns (default 3)
 #   BENCH_QUERY_RUNS   runs of each query set (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."

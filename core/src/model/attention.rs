@@ -12,44 +12,59 @@ use burn::tensor::{Tensor, TensorData};
 use super::dense;
 
 /// `q`, `k`, `v`: `[batch, heads, tokens, head dim]`; `bias`:
-/// `[batch, 1, 1, tokens]`, added to every query's scores over the keys.
-pub fn attention(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, bias: Tensor<4>) -> Tensor<4> {
+/// `[batch, 1, 1, tokens]`, added to every query's scores over the keys
+/// (it masks the padding). On the browser's CPU, sequence i is attended
+/// over its first `lengths[i]` tokens alone, which is what the mask
+/// leaves; the context rows of padding are zeros.
+pub fn attention(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, bias: Tensor<4>, lengths: &[usize]) -> Tensor<4> {
     let device = q.device();
     if !dense::on_browser_cpu(&device) {
         return module::attention(q, k, v, None, Some(bias), AttentionModuleOptions::default());
     }
     let dims = q.dims();
-    let (qd, kd, vd, bd) = (q.into_data(), k.into_data(), v.into_data(), bias.into_data());
-    match (qd.as_slice::<f32>(), kd.as_slice::<f32>(), vd.as_slice::<f32>(), bd.as_slice::<f32>()) {
-        (Ok(q), Ok(k), Ok(v), Ok(bias)) => {
-            Tensor::from_data(TensorData::new(attention_f32(q, k, v, bias, dims), dims), &device)
+    let (qd, kd, vd) = (q.into_data(), k.into_data(), v.into_data());
+    match (qd.as_slice::<f32>(), kd.as_slice::<f32>(), vd.as_slice::<f32>()) {
+        (Ok(q), Ok(k), Ok(v)) => {
+            Tensor::from_data(TensorData::new(attention_f32(q, k, v, lengths, dims), dims), &device)
         }
         // Another float type (f16 weights): burn's own attention.
         _ => {
-            let [q, k, v, bias] = [qd, kd, vd, bd].map(|data| Tensor::from_data(data, &device));
+            let [q, k, v] = [qd, kd, vd].map(|data| Tensor::from_data(data, &device));
             module::attention(q, k, v, None, Some(bias), AttentionModuleOptions::default())
         }
     }
 }
 
-/// [`attention`] over row-major slices of those shapes.
-fn attention_f32(q: &[f32], k: &[f32], v: &[f32], bias: &[f32], [batch, heads, tokens, dim]: [usize; 4]) -> Vec<f32> {
+/// [`attention`] over row-major slices of those shapes, each sequence
+/// over its real tokens.
+fn attention_f32(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    lengths: &[usize],
+    [batch, heads, tokens, dim]: [usize; 4],
+) -> Vec<f32> {
+    assert_eq!(lengths.len(), batch, "{} lengths for {batch} sequences", lengths.len());
     let head = tokens * dim;
     let scale = 1.0 / (dim as f32).sqrt();
     let mut out = vec![0.0; batch * heads * head];
     let mut k_t = vec![0.0; head];
-    for b in 0..batch {
-        let bias = &bias[b * tokens..(b + 1) * tokens];
+    for (b, &length) in lengths.iter().enumerate() {
+        assert!(length <= tokens, "a length of {length} is over {tokens} tokens");
+        if length == 0 {
+            continue;
+        }
+        let real = length * dim;
         for h in 0..heads {
             let at = (b * heads + h) * head;
-            transpose(&k[at..at + head], tokens, dim, &mut k_t);
-            let mut scores = dense::matmul(&q[at..at + head], &k_t, None, tokens, dim, tokens);
-            for row in scores.chunks_exact_mut(tokens) {
-                row.iter_mut().zip(bias).for_each(|(s, b)| *s = *s * scale + b);
+            transpose(&k[at..at + real], length, dim, &mut k_t[..real]);
+            let mut scores = dense::matmul(&q[at..at + real], &k_t[..real], None, length, dim, length);
+            for row in scores.chunks_exact_mut(length) {
+                row.iter_mut().for_each(|s| *s *= scale);
                 softmax(row);
             }
-            let context = dense::matmul(&scores, &v[at..at + head], None, tokens, tokens, dim);
-            out[at..at + head].copy_from_slice(&context);
+            let context = dense::matmul(&scores, &v[at..at + real], None, length, length, dim);
+            out[at..at + real].copy_from_slice(&context);
         }
     }
     out
@@ -64,14 +79,45 @@ fn transpose(from: &[f32], rows: usize, cols: usize, to: &mut [f32]) {
     }
 }
 
+/// Lanes of the reductions below: eight partial maxima and sums, which
+/// the compiler keeps in two simd128 registers.
+const LANES: usize = 8;
+
 fn softmax(row: &mut [f32]) {
-    // A comparison, not `f32::max`: wasm has no instruction with its NaN
-    // rules, so `max` became a call per score.
-    let max = row.iter().fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
-    row.iter_mut().for_each(|x| *x = exp(*x - max));
-    let sum: f32 = row.iter().sum();
-    let inverse = 1.0 / sum;
+    let inverse = 1.0 / exp_shifted(row, max(row));
     row.iter_mut().for_each(|x| *x *= inverse);
+}
+
+/// The largest value of `row`. A comparison, not `f32::max`: wasm has no
+/// instruction with its NaN rules, so `max` became a call per score.
+/// Eight running maxima rather than one: a single one is a chain of
+/// dependent scalar compares, which was most of the softmax's time.
+fn max(row: &[f32]) -> f32 {
+    let pick = |m: f32, x: f32| if x > m { x } else { m };
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let tail = chunks.remainder().iter().fold(f32::NEG_INFINITY, |m, &x| pick(m, x));
+    for chunk in chunks {
+        for (m, &x) in lanes.iter_mut().zip(chunk) {
+            *m = pick(*m, x);
+        }
+    }
+    lanes.into_iter().fold(tail, pick)
+}
+
+/// Replaces each x of `row` by e^(x − max) and returns their sum, summed
+/// in eight lanes for the reason [`max`] gives.
+fn exp_shifted(row: &mut [f32], max: f32) -> f32 {
+    row.iter_mut().for_each(|x| *x = exp(*x - max));
+    let mut lanes = [0.0; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let tail: f32 = chunks.remainder().iter().sum();
+    for chunk in chunks {
+        for (sum, x) in lanes.iter_mut().zip(chunk) {
+            *sum += x;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// eˣ as Cephes' `expf` computes it (x = n·ln 2 + r, a degree-6
@@ -98,6 +144,23 @@ mod tests {
     use super::*;
     use burn::tensor::Device;
 
+    /// Rows of every length around the lane count, against f64.
+    #[test]
+    fn softmax_matches_a_plain_one_at_every_length() {
+        for len in [1, 7, 8, 9, 16, 23, 200] {
+            let row: Vec<f32> = (0..len).map(|i| ((i * 53 % 29) as f32 - 14.0) / 3.0).collect();
+            let top = row.iter().copied().fold(f64::NEG_INFINITY, |m, x| m.max(f64::from(x)));
+            let total: f64 = row.iter().map(|&x| (f64::from(x) - top).exp()).sum();
+            let mut ours = row.clone();
+            softmax(&mut ours);
+            for (x, y) in row.iter().zip(&ours) {
+                let expected = (f64::from(*x) - top).exp() / total;
+                assert!((f64::from(*y) - expected).abs() <= 1e-6, "length {len}: {y} vs {expected}");
+            }
+        }
+        assert_eq!(max(&[-1e9, -3.0, -1e9]), -3.0, "a row's only unmasked score is its maximum");
+    }
+
     #[test]
     fn exp_is_within_two_ulp_of_the_true_value() {
         for i in -8700..=8800 {
@@ -109,20 +172,20 @@ mod tests {
         assert_eq!(exp(-1e9), exp(-87.0), "masked scores clamp to the smallest normal");
     }
 
-    /// Against burn's fused attention, with padded keys masked out as the
-    /// encoder masks them.
+    /// Against burn's fused attention with the padding masked, as the
+    /// encoder masks it: equal on every real token, zeros on padding.
     #[test]
     fn attention_matches_burns_with_padding_masked() {
         let device = Device::flex();
-        let [batch, heads, tokens, dim] = [2, 3, 7, 8];
+        let [batch, heads, tokens, dim] = [4, 3, 7, 8];
+        let lengths = [7, 4, 1, 0];
         let values = |seed: usize| -> Vec<f32> {
             (0..batch * heads * tokens * dim).map(|i| (((i * seed) % 97) as f32 - 48.0) / 24.0).collect()
         };
         let (q, k, v) = (values(31), values(37), values(41));
-        // The second text is 4 tokens long; the rest is padding.
         let bias: Vec<f32> =
-            (0..batch * tokens).map(|i| if i >= tokens && i % tokens >= 4 { -1e9 } else { 0.0 }).collect();
-        let ours = attention_f32(&q, &k, &v, &bias, [batch, heads, tokens, dim]);
+            (0..batch * tokens).map(|i| if i % tokens >= lengths[i / tokens] { -1e9 } else { 0.0 }).collect();
+        let ours = attention_f32(&q, &k, &v, &lengths, [batch, heads, tokens, dim]);
         let tensor = |data: Vec<f32>, shape: [usize; 4]| Tensor::<4>::from_data(TensorData::new(data, shape), &device);
         let shape = [batch, heads, tokens, dim];
         let burns: Vec<f32> = module::attention(
@@ -137,7 +200,9 @@ mod tests {
         .try_to_vec::<f32>()
         .unwrap();
         for (i, (x, y)) in ours.iter().zip(&burns).enumerate() {
-            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "at {i}: {x} vs burn's {y}");
+            let (sequence, token) = (i / (heads * tokens * dim), i / dim % tokens);
+            let expected = if token < lengths[sequence] { *y } else { 0.0 };
+            assert!((x - expected).abs() <= 1e-5 * (1.0 + y.abs()), "at {i}: {x} vs {expected}");
         }
     }
 }

@@ -126,6 +126,7 @@ pub fn token_batch(encodings: &[&Encoding], device: &Device) -> TokenBatch {
         ids: Tensor::<2, Int>::from_data(TensorData::new(ids, [n, t]), device),
         type_ids: Tensor::<2, Int>::from_data(TensorData::new(type_ids, [n, t]), device),
         mask: Tensor::<2>::from_data(TensorData::new(mask, [n, t]), device),
+        lengths: encodings.iter().map(|e| e.len()).collect(),
     }
 }
 

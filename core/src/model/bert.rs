@@ -23,6 +23,9 @@ pub struct TokenBatch {
     pub type_ids: Tensor<2, Int>,
     /// `[batch, tokens]`, 1.0 for real tokens, 0.0 for padding.
     pub mask: Tensor<2>,
+    /// Real tokens of each sequence, at the start of its row; the rest is
+    /// padding.
+    pub lengths: Vec<usize>,
 }
 
 #[derive(Module, Debug)]
@@ -133,27 +136,28 @@ impl Bert {
         // Padding gets a large negative score before the softmax.
         let bias = (batch.mask.clone() - 1.0).mul_scalar(1e9).reshape([n, 1, 1, t]);
         for layer in &self.encoder.layer {
-            x = layer.forward(x, bias.clone(), self.heads);
+            x = layer.forward(x, bias.clone(), self.heads, &batch.lengths);
         }
         x
     }
 }
 
 impl Layer {
-    fn forward(&self, x: Tensor<3>, bias: Tensor<4>, heads: usize) -> Tensor<3> {
+    /// `lengths`: real tokens per sequence (see [`TokenBatch::lengths`]).
+    fn forward(&self, x: Tensor<3>, bias: Tensor<4>, heads: usize, lengths: &[usize]) -> Tensor<3> {
         let [n, t, h] = x.dims();
         let d = h / heads;
         let split = |y: Tensor<3>| y.reshape([n, t, heads, d]).swap_dims(1, 2);
         let a = &self.attention.self_attention;
-        let q = split(dense::linear(&a.query, x.clone()));
-        let k = split(dense::linear(&a.key, x.clone()));
-        let v = split(dense::linear(&a.value, x.clone()));
-        let context = attention::attention(q, k, v, bias);
+        let q = split(dense::linear(&a.query, x.clone(), lengths));
+        let k = split(dense::linear(&a.key, x.clone(), lengths));
+        let v = split(dense::linear(&a.value, x.clone(), lengths));
+        let context = attention::attention(q, k, v, bias, lengths);
         let context = context.swap_dims(1, 2).reshape([n, t, h]);
         let out = &self.attention.output;
-        let x = out.layer_norm.forward(dense::linear(&out.dense, context) + x);
-        let inner = gelu_exact(dense::linear(&self.intermediate.dense, x.clone()));
-        self.output.layer_norm.forward(dense::linear(&self.output.dense, inner) + x)
+        let x = out.layer_norm.forward(dense::linear(&out.dense, context, lengths) + x);
+        let inner = gelu_exact(dense::linear(&self.intermediate.dense, x.clone(), lengths));
+        self.output.layer_norm.forward(dense::linear(&self.output.dense, inner, lengths) + x)
     }
 }
 

@@ -34,8 +34,11 @@ pub fn on_browser_cpu(device: &Device) -> bool {
 }
 
 /// `layer.forward(x)`, with the matrix product on this module's kernel
-/// where it is faster (the browser's CPU backend).
-pub fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
+/// where it is faster (the browser's CPU backend). There only the rows of
+/// real tokens are multiplied (the first `lengths[i]` of sequence i); the
+/// rows of padding come out as zeros, which the encoder never reads
+/// (attention skips them, pooling masks them).
+pub fn linear(layer: &Linear, x: Tensor<3>, lengths: &[usize]) -> Tensor<3> {
     let [batch, tokens, inputs] = x.dims();
     let device = x.device();
     if !on_browser_cpu(&device) || batch * tokens < MIN_ROWS {
@@ -50,28 +53,50 @@ pub fn linear(layer: &Linear, x: Tensor<3>) -> Tensor<3> {
     };
     let bias = bias.as_ref().and_then(|b| b.as_slice::<f32>().ok());
     let outputs = b.len() / inputs.max(1);
-    let c = matmul(a, b, bias, batch * tokens, inputs, outputs);
+    let c = matmul_real_rows(a, b, bias, lengths, tokens, inputs, outputs);
     Tensor::from_data(TensorData::new(c, [batch, tokens, outputs]), &device)
+}
+
+/// [`matmul`] of the real rows of `a` (`[sequences, tokens, k]`, sequence
+/// i's first `lengths[i]` rows real), zeros in the rows of padding.
+fn matmul_real_rows(
+    a: &[f32],
+    b: &[f32],
+    bias: Option<&[f32]>,
+    lengths: &[usize],
+    tokens: usize,
+    k: usize,
+    n: usize,
+) -> Vec<f32> {
+    assert!(lengths.iter().all(|&l| l <= tokens), "a length is over {tokens} tokens");
+    let rows: Vec<usize> = lengths.iter().enumerate().flat_map(|(i, &l)| i * tokens..i * tokens + l).collect();
+    multiply(a, b, bias, lengths.len() * tokens, &rows, k, n)
 }
 
 /// `a[m×k] · b[k×n] (+ bias[n])`, all row-major.
 pub fn matmul(a: &[f32], b: &[f32], bias: Option<&[f32]>, m: usize, k: usize, n: usize) -> Vec<f32> {
+    multiply(a, b, bias, m, &(0..m).collect::<Vec<_>>(), k, n)
+}
+
+/// Rows `rows` of `a[m×k] · b[k×n] (+ bias[n])`; C's other rows are zeros.
+/// The kernel reads and writes rows by index, so rows left out cost
+/// nothing and nothing is copied to gather the others.
+fn multiply(a: &[f32], b: &[f32], bias: Option<&[f32]>, m: usize, rows: &[usize], k: usize, n: usize) -> Vec<f32> {
     assert_eq!(a.len(), m * k, "A is not {m}×{k}");
     assert_eq!(b.len(), k * n, "B is not {k}×{n}");
     assert!(bias.is_none_or(|bias| bias.len() == n), "bias is not {n} long");
+    assert!(rows.iter().all(|&row| row < m), "a row is past {m}");
     let panels = pack(b, k, n);
     let mut c = vec![0.0; m * n];
-    for row0 in (0..m).step_by(ROW_BLOCK) {
-        let rows = row0..(row0 + ROW_BLOCK).min(m);
+    for block in rows.chunks(ROW_BLOCK) {
         for (p, panel) in panels.chunks_exact(k * TILE_COLUMNS).enumerate() {
             let cols = p * TILE_COLUMNS..((p + 1) * TILE_COLUMNS).min(n);
-            let mut row = rows.start;
-            while row + TILE_ROWS <= rows.end {
-                tile::<TILE_ROWS>(a, k, row, panel, bias, &mut c, n, cols.clone());
-                row += TILE_ROWS;
+            let tiles = block.chunks_exact(TILE_ROWS);
+            for row in tiles.remainder() {
+                tile::<1>(a, k, &[*row], panel, bias, &mut c, n, cols.clone());
             }
-            for row in row..rows.end {
-                tile::<1>(a, k, row, panel, bias, &mut c, n, cols.clone());
+            for rows in tiles {
+                tile::<TILE_ROWS>(a, k, rows.try_into().expect("a tile's rows"), panel, bias, &mut c, n, cols.clone());
             }
         }
     }
@@ -94,13 +119,13 @@ fn pack(b: &[f32], k: usize, n: usize) -> Vec<f32> {
     panels
 }
 
-/// Rows `row..row + R` of C in the columns `cols`, over the whole of k.
+/// Rows `rows` of C in the columns `cols`, over the whole of k.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn tile<const R: usize>(
     a: &[f32],
     k: usize,
-    row: usize,
+    rows: &[usize; R],
     panel: &[f32],
     bias: Option<&[f32]>,
     c: &mut [f32],
@@ -108,11 +133,11 @@ fn tile<const R: usize>(
     cols: std::ops::Range<usize>,
 ) {
     assert_eq!(panel.len(), k * TILE_COLUMNS);
-    let rows: [&[f32]; R] = std::array::from_fn(|r| &a[(row + r) * k..(row + r + 1) * k]);
+    let a_rows: [&[f32]; R] = std::array::from_fn(|r| &a[rows[r] * k..(rows[r] + 1) * k]);
     let mut sums = [[F32x4::zero(); TILE_VECTORS]; R];
     for (p, b) in panel.chunks_exact(TILE_COLUMNS).enumerate() {
         let b: [F32x4; TILE_VECTORS] = std::array::from_fn(|v| F32x4::load(&b[4 * v..4 * v + 4]));
-        for (row, sums) in rows.iter().zip(sums.iter_mut()) {
+        for (row, sums) in a_rows.iter().zip(sums.iter_mut()) {
             // SAFETY: p < k, the length of every row (the panel holds k
             // steps of TILE_COLUMNS, asserted above). The check is kept out
             // of the innermost loop of the browser's embedding.
@@ -122,12 +147,12 @@ fn tile<const R: usize>(
             }
         }
     }
-    for (r, sums) in sums.iter().enumerate() {
+    for (row, sums) in rows.iter().zip(&sums) {
         let mut out = [0.0; TILE_COLUMNS];
         for (v, sum) in sums.iter().enumerate() {
             sum.store(&mut out[4 * v..4 * v + 4]);
         }
-        let c = &mut c[(row + r) * n + cols.start..(row + r) * n + cols.end];
+        let c = &mut c[row * n + cols.start..row * n + cols.end];
         match bias {
             Some(bias) => {
                 for ((c, out), bias) in c.iter_mut().zip(out).zip(&bias[cols.clone()]) {
@@ -236,6 +261,23 @@ mod tests {
                     assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "{m}×{k}×{n} at {i}: {x} vs {y}");
                 }
             }
+        }
+    }
+
+    /// Sequences of 4 tokens holding 4, 1, 0 and 3 real ones.
+    #[test]
+    fn padding_rows_are_skipped_and_left_zero() {
+        let (tokens, k, n, lengths) = (4, 6, 9, [4, 1, 0, 3]);
+        let m = tokens * lengths.len();
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 41 % 67) as f32 - 33.0) / 17.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| ((i * 23 % 31) as f32 - 15.0) / 9.0).collect();
+        let bias: Vec<f32> = (0..n).map(|j| j as f32 / 3.0).collect();
+        let full = matmul(&a, &b, Some(&bias), m, k, n);
+        let ours = matmul_real_rows(&a, &b, Some(&bias), &lengths, tokens, k, n);
+        for (row, (ours, full)) in ours.chunks(n).zip(full.chunks(n)).enumerate() {
+            let real = row % tokens < lengths[row / tokens];
+            let expected = if real { full.to_vec() } else { vec![0.0; n] };
+            assert_eq!(ours, expected.as_slice(), "row {row}");
         }
     }
 
