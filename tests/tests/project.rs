@@ -175,9 +175,7 @@ fn an_index_untouched_for_two_weeks_gets_qmds_tip() {
 #[track_caller]
 fn assert_recorded(env: &Env, cwd: &Path, name: &str) {
     let rec = Recording::load(name);
-    let args: Vec<String> = rec.args().iter().map(|a| env.localize(a)).collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run(env, cwd, &args);
+    let out = env.run_recorded_in(cwd, &rec);
     assert_eq!(out.stdout, env.localize(&rec.stdout), "{name}: stdout");
     assert_eq!(out.stderr, env.localize(&rec.stderr), "{name}: stderr");
     assert_eq!(out.code, rec.code, "{name}: exit code");

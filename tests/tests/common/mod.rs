@@ -240,9 +240,14 @@ impl Env {
     /// Runs the command of a recording (`$ qmd …`, shell-quoted), with the
     /// recording machine's fixture directory replaced by this root.
     pub fn run_recorded(&self, rec: &Recording) -> Output {
+        self.run_recorded_in(&self.root, rec)
+    }
+
+    /// [`run_recorded`](Self::run_recorded) in `cwd`.
+    pub fn run_recorded_in(&self, cwd: &Path, rec: &Recording) -> Output {
         let args: Vec<String> = rec.args().iter().map(|a| self.localize(a)).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.qmd(&args)
+        self.qmd_in(cwd, &args)
     }
 }
 
