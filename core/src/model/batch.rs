@@ -109,24 +109,25 @@ fn passes(lengths: &[usize], budget: usize) -> Vec<Vec<usize>> {
 
 pub fn token_batch(encodings: &[&Encoding], device: &Device) -> TokenBatch {
     let n = encodings.len();
-    let t = encodings.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+    // The tokenizer pads nothing (see `tokenize.rs`): an encoding's tokens
+    // are all real, and its mask and the encoder's lengths both say so.
+    let lengths: Vec<usize> = encodings.iter().map(|e| e.len()).collect();
+    let t = lengths.iter().copied().max().unwrap_or(0).max(1);
     let mut ids = vec![0i64; n * t];
     let mut type_ids = vec![0i64; n * t];
     let mut mask = vec![0f32; n * t];
-    for (row, encoding) in encodings.iter().enumerate() {
-        for (col, ((id, type_id), m)) in
-            encoding.get_ids().iter().zip(encoding.get_type_ids()).zip(encoding.get_attention_mask()).enumerate()
-        {
+    for (row, (encoding, &length)) in encodings.iter().zip(&lengths).enumerate() {
+        for (col, (id, type_id)) in encoding.get_ids().iter().zip(encoding.get_type_ids()).enumerate() {
             ids[row * t + col] = *id as i64;
             type_ids[row * t + col] = *type_id as i64;
-            mask[row * t + col] = *m as f32;
         }
+        mask[row * t..row * t + length].fill(1.0);
     }
     TokenBatch {
         ids: Tensor::<2, Int>::from_data(TensorData::new(ids, [n, t]), device),
         type_ids: Tensor::<2, Int>::from_data(TensorData::new(type_ids, [n, t]), device),
         mask: Tensor::<2>::from_data(TensorData::new(mask, [n, t]), device),
-        lengths: encodings.iter().map(|e| e.len()).collect(),
+        lengths,
     }
 }
 
