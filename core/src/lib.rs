@@ -28,6 +28,7 @@ mod api;
 pub mod chunk;
 pub mod collection;
 pub mod directory;
+pub mod display;
 pub mod document;
 mod engine;
 mod error;

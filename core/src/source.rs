@@ -11,12 +11,23 @@ pub enum WalkEntry<'a> {
     Dir(&'a str),
     /// A regular file (or a symlink to one; containment is checked on read).
     File(&'a str),
-    /// Something under the root that could not be walked, with a short
-    /// reason: a directory that cannot be listed (documents indexed under it
-    /// are kept), or a file whose name is not UTF-8 (`path` shows it
-    /// lossily). Reported, never fatal.
-    Unreadable { path: &'a str, reason: &'a str, is_dir: bool },
+    /// A directory (`""` for the root) that could not be listed, or listed
+    /// only in part: what the walk did not see under it is unknown, not
+    /// gone, so documents indexed under it are kept. With a short reason.
+    Incomplete { dir: &'a str, reason: &'a str },
+    /// An entry of `dir` whose name is not UTF-8: it cannot be indexed (a
+    /// document path is text), and since no indexed path can name it, the
+    /// rest of `dir` is complete. `name` is the name with its bytes escaped
+    /// ([`crate::display::escape_bytes`]) where the source can tell it;
+    /// WASI's directory listing carries only UTF-8 names, so inside the
+    /// component it is `None` and the host names it.
+    BadName { dir: &'a str, name: Option<&'a str> },
 }
+
+/// [`SkippedFile::reason`](crate::SkippedFile) of an entry whose name is
+/// not UTF-8. Its `path` is the escaped path, or the directory (ending in
+/// `/`, empty for the root) where the source could not tell the name.
+pub const NAME_NOT_UTF8: &str = "NAME_NOT_UTF8";
 
 /// A file's bytes and metadata.
 pub struct SourceFile {
@@ -81,7 +92,9 @@ impl ReadFailure {
 /// must refuse (with [`ReadFailure::OutsideCollection`]) any file whose real
 /// path is outside `root`, must open nothing but regular files (also through
 /// symlinks), and should refuse files over [`MAX_FILE_BYTES`] before reading
-/// them. `walk` fails only when the root itself cannot be listed.
+/// them. `walk` fails only when the root itself cannot be opened; a walk
+/// that stops early must say so ([`WalkEntry::Incomplete`]), because what
+/// it did not report is taken as deleted.
 pub trait SourceTree {
     fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()>;
     fn read(&self, root: &str, relative: &str) -> std::result::Result<SourceFile, ReadFailure>;

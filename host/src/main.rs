@@ -27,7 +27,9 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("{error:#}");
+            // Errors quote what the user or a file gave (names, paths):
+            // shown, never obeyed, by the terminal.
+            eprintln!("{}", qmd_core::display::escape_controls_in_text(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }

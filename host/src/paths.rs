@@ -70,8 +70,20 @@ impl ConfigFile {
         self.is_local().then(|| self.dir.parent()).flatten()
     }
 
-    /// The parsed config; a missing file is an empty one. A file that
-    /// cannot be parsed is an error naming it.
+    /// What relative collection paths in this config mean: the project's
+    /// folder for a project config, the config's folder for the user's
+    /// own, wherever the command runs from. The engine gets the same.
+    pub fn path_base(&self) -> qmd_core::collection::PathBase {
+        let base = self.project_root().unwrap_or(&self.dir);
+        qmd_core::collection::PathBase {
+            base: base.to_string_lossy().into_owned(),
+            home: Some(home().to_string_lossy().into_owned()),
+        }
+    }
+
+    /// The parsed config, collection paths resolved ([`Self::path_base`]);
+    /// a missing file is an empty one. A file that cannot be parsed is an
+    /// error naming it.
     pub fn load(&self) -> anyhow::Result<qmd_core::collection::Config> {
         let path = self.path();
         let text = match std::fs::read_to_string(&path) {
@@ -79,7 +91,10 @@ impl ConfigFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
         };
-        qmd_core::collection::Config::parse(&text).map_err(|e| anyhow::anyhow!("{} ({})", e.message, path.display()))
+        let mut config = qmd_core::collection::Config::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{} ({})", e.message, path.display()))?;
+        config.resolve_paths(&self.path_base());
+        Ok(config)
     }
 }
 
@@ -152,13 +167,4 @@ pub fn absolute(path: &str) -> PathBuf {
     }
     let p = Path::new(path);
     if p.is_absolute() { p.to_path_buf() } else { env::current_dir().unwrap_or_default().join(p) }
-}
-
-/// qmd's `expandUserPath`: a leading `~` or `~/` is the home folder.
-pub fn expand_home(raw: &str) -> PathBuf {
-    match raw.strip_prefix("~/") {
-        Some(rest) => home().join(rest),
-        None if raw == "~" => home(),
-        None => PathBuf::from(raw),
-    }
 }

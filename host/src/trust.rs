@@ -10,10 +10,11 @@
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use qmd_core::collection::Config;
+use qmd_core::display::escape_controls;
 use qmd_core::document::to_hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -54,14 +55,17 @@ impl Gated {
     }
 
     /// qmd's digest: sha256 of the JSON of the sorted sets, paths resolved.
-    fn digest(&self, root: &Path) -> String {
+    fn digest(&self) -> String {
         let sorted = |items: &[(String, String)]| {
             let mut items = items.to_vec();
             items.sort_by(|a, b| a.0.cmp(&b.0));
             items
         };
-        let paths: Vec<(String, String)> =
-            self.paths.iter().map(|(c, p)| (c.clone(), resolve(root, p).to_string_lossy().into_owned())).collect();
+        let paths: Vec<(String, String)> = self
+            .paths
+            .iter()
+            .map(|(c, p)| (c.clone(), real_path(Path::new(p)).to_string_lossy().into_owned()))
+            .collect();
         // Keys in qmd's order (a JSON object here would sort them).
         let json = |items: &[(String, String)]| serde_json::to_string(&sorted(items)).expect("strings serialise");
         let canonical =
@@ -69,7 +73,9 @@ impl Gated {
         to_hex(&Sha256::digest(canonical))
     }
 
-    /// qmd's listing of what the approval covers.
+    /// qmd's listing of what the approval covers. Every item is shown with
+    /// its control characters escaped: a hook holding `\r` and an erase
+    /// sequence must not show the user a harmless command in its place.
     pub fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let sections = [
             ("This project's config defines update commands:", &self.hooks),
@@ -79,35 +85,38 @@ impl Gated {
         for (title, items) in sections.into_iter().filter(|(_, items)| !items.is_empty()) {
             writeln!(out, "{title}")?;
             for (name, value) in items {
-                writeln!(out, "  {name}: {value}")?;
+                writeln!(out, "  {}: {}", escape_controls(name), escape_controls(value))?;
             }
         }
         Ok(())
     }
 }
 
-/// A collection path as a local config means it (qmd's
-/// `realOrResolve`): `~` expanded, relative to the project root, `..`
-/// removed by name, links resolved when it exists.
-fn resolve(root: &Path, raw: &str) -> PathBuf {
-    let joined = root.join(crate::paths::expand_home(raw.trim()));
-    let mut normal = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            Component::ParentDir => {
-                normal.pop();
+/// The path the system opens for `path` (already resolved by the config:
+/// absolute, no `.` or `..`): every link followed as far as the path
+/// exists, the rest as written. Containment is decided on this, never on
+/// the names: `path: link` with `link` pointing outside is outside.
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return missing.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name);
+                existing = parent;
             }
-            Component::CurDir => {}
-            other => normal.push(other),
+            _ => return path.to_path_buf(),
         }
     }
-    normal.canonicalize().unwrap_or(normal)
 }
 
-/// Whether a collection path stays inside the project.
-pub fn inside(root: &Path, raw: &str) -> bool {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    resolve(&root, raw).starts_with(&root)
+/// Whether a collection path (as the config resolved it) stays inside the
+/// project, once links are followed.
+pub fn inside(root: &Path, path: &str) -> bool {
+    real_path(Path::new(path)).starts_with(real_path(root))
 }
 
 /// `trusted.json`: `{ "<config path>": { "hooks": digest, "trustedAt": ISO } }`.
@@ -154,15 +163,42 @@ impl Gate {
     }
 
     fn digest(&self) -> String {
-        self.gated.digest(self.file.project_root().unwrap_or(Path::new("/")))
+        self.gated.digest()
     }
 
     /// Whether the gated fields may be used without asking: none, the
     /// environment opts in, or this exact set was approved.
     pub fn trusted(&self) -> bool {
-        self.gated.is_empty()
-            || opted_in()
-            || load().get(&key(&self.file)).is_some_and(|record| record.hooks == self.digest())
+        self.approved() || opted_in()
+    }
+
+    /// Whether the user has seen and approved this exact set (or it is
+    /// empty); the environment's opt-in does not count.
+    fn approved(&self) -> bool {
+        self.gated.is_empty() || load().get(&key(&self.file)).is_some_and(|record| record.hooks == self.digest())
+    }
+
+    /// After a command edited the config (`collection add`, `update-cmd`):
+    /// approves the new set only when the set before it was approved, so
+    /// the one item the user just typed is all that is new. A command
+    /// never approves items it did not write: qmd 2.8.3 records trust for
+    /// the whole file here, which let a hook already in a cloned config run
+    /// unseen. Otherwise says what stays gated and how to approve it.
+    pub fn approve_edit(before: &Gate, file: &ConfigFile, out: &mut dyn Write) -> Result<()> {
+        let after = Gate::read(file)?;
+        if after.approved() {
+            return Ok(());
+        }
+        if before.approved() {
+            return after.approve();
+        }
+        writeln!(out, "This project's .qmd config has items you have not approved:")?;
+        after.gated.print(out)?;
+        writeln!(
+            out,
+            "They stay skipped until you approve them: 'qmd update' asks on a terminal, or run 'qmd trust'."
+        )?;
+        Ok(())
     }
 
     /// Records the current set as approved (for a local config).
@@ -202,7 +238,11 @@ impl Gate {
             return Ok(false);
         }
         self.approve()?;
-        writeln!(out, "Trusted {}. Editing a hook, path, or model will ask again.\n", self.file.path().display())?;
+        writeln!(
+            out,
+            "Trusted {}. Editing a hook, path, or model will ask again.\n",
+            escape_controls(&self.file.path().to_string_lossy())
+        )?;
         Ok(true)
     }
 }
@@ -279,26 +319,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_inside_the_project() {
-        let root = Path::new("/p/proj");
-        assert!(inside(root, "docs"));
-        assert!(inside(root, "./docs/../notes"));
-        assert!(inside(root, "/p/proj/x"));
-        assert!(!inside(root, "../other"));
-        assert!(!inside(root, "/etc"));
-        assert!(!inside(root, "/p/project-two"), "a shared name prefix is not inside");
+    fn paths_inside_the_project_once_links_are_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("proj");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::create_dir_all(outside.join("deep")).unwrap();
+        std::os::unix::fs::symlink(outside.join("deep"), root.join("link")).unwrap();
+        let at = qmd_core::collection::PathBase { base: root.to_string_lossy().into(), home: None };
+        let resolved = |raw: &str| qmd_core::collection::resolve_path(raw, &at);
+        assert!(inside(&root, &resolved("docs")));
+        assert!(inside(&root, &resolved("./docs/../notes")), "a folder not made yet");
+        assert!(inside(&root, &resolved("link/..")), "`..` by name: the project itself, which is what is opened");
+        assert!(!inside(&root, &resolved("link")), "a link to a folder outside");
+        assert!(!inside(&root, &resolved("link/sub/new")), "under a link, not made yet");
+        assert!(!inside(&root, &resolved("../outside")));
+        assert!(!inside(&root, "/etc"));
+        let sibling = tmp.path().join("proj-two");
+        std::fs::create_dir_all(&sibling).unwrap();
+        assert!(!inside(&root, &sibling.to_string_lossy()), "a shared name prefix is not inside");
     }
 
     #[test]
     fn the_digest_ignores_order_and_follows_every_change() {
-        let root = Path::new("/p/proj");
         let a = Gated { hooks: vec![("b".into(), "x".into()), ("a".into(), "y".into())], ..Default::default() };
         let b = Gated { hooks: vec![("a".into(), "y".into()), ("b".into(), "x".into())], ..Default::default() };
-        assert_eq!(a.digest(root), b.digest(root));
+        assert_eq!(a.digest(), b.digest());
         let c = Gated { hooks: vec![("a".into(), "y".into()), ("b".into(), "x2".into())], ..Default::default() };
-        assert_ne!(a.digest(root), c.digest(root));
+        assert_ne!(a.digest(), c.digest());
         // qmd's canonical JSON, byte for byte.
         let empty = Gated::default();
-        assert_eq!(empty.digest(root), to_hex(&Sha256::digest(r#"{"hooks":[],"paths":[],"models":[]}"#)));
+        assert_eq!(empty.digest(), to_hex(&Sha256::digest(r#"{"hooks":[],"paths":[],"models":[]}"#)));
     }
 }

@@ -173,7 +173,11 @@ fn an_unreadable_subfolder_is_skipped_and_its_documents_kept() {
     let out = without_root_override(&env, &["update"]);
     fs::set_permissions(env.path("n/locked"), fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(out.code, 0, "one unreadable folder must not fail the update:\n{}", out.stderr);
-    assert!(out.stderr.contains("Skipped qmd://n/locked/ (EACCES)"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Skipped qmd://n/locked/ (EACCES; documents indexed under it are kept)"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stdout.contains("Indexed: 1 new, 0 updated, 1 unchanged, 0 removed"), "{}", out.stdout);
     assert!(env.ok(&["search", "locked door", "--files"]).stdout.contains("qmd://n/locked/b.md"), "kept");
 }
@@ -380,4 +384,54 @@ fn a_closed_pipe_ends_the_output_quietly() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+}
+
+/// Each section of the segment file, as the manifest places it:
+/// `(name, offset, length)`.
+fn segment_sections(env: &Env) -> (PathBuf, Vec<(String, usize, usize)>) {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(index_dir(env).join("manifest.json")).unwrap()).unwrap();
+    let segment = &manifest["segments"][0];
+    let file = index_dir(env).join(segment["file"].as_str().unwrap());
+    let sections = segment["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let n = |k: &str| s[k].as_u64().unwrap() as usize;
+            (s["name"].as_str().unwrap().to_string(), n("offset"), n("len"))
+        })
+        .collect();
+    (file, sections)
+}
+
+#[test]
+fn doctor_finds_a_flipped_byte_in_every_section_that_search_and_get_read() {
+    let env = Env::new();
+    for i in 0..6 {
+        env.write(&format!("n/{i}.md"), &format!("# Note {i}\n\nhello walrus number {i} in the notes\n"));
+    }
+    env.ok(&["collection", "add", &env.arg("n"), "--name", "n"]);
+    let (file, sections) = segment_sections(&env);
+    let pristine = fs::read(&file).unwrap();
+    let names: Vec<&str> = sections.iter().map(|s| s.0.as_str()).collect();
+    for wanted in ["postings", "positions", "doclen", "bodies", "terms", "docs"] {
+        assert!(names.contains(&wanted), "{wanted} in {names:?}");
+    }
+    assert!(env.ok(&["doctor"]).stdout.contains("every checksum verified"));
+    for (name, offset, len) in &sections {
+        for at in [*offset, offset + len / 2, offset + len - 1] {
+            let mut bytes = pristine.clone();
+            bytes[at] ^= 0x01;
+            fs::write(&file, &bytes).unwrap();
+            let out = env.ok(&["doctor"]).stdout;
+            assert!(
+                out.contains("⚠ index: ") && out.contains("Next: `qmd update --rebuild`"),
+                "byte {at} of section {name}:\n{out}"
+            );
+            assert!(!out.contains("every checksum verified"), "byte {at} of section {name}:\n{out}");
+        }
+    }
+    fs::write(&file, &pristine).unwrap();
+    assert!(env.ok(&["doctor"]).stdout.contains("every checksum verified"));
 }

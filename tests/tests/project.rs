@@ -202,3 +202,168 @@ fn init_update_and_trust_match_upstream_recordings() {
     }
     assert!(!docs.join("hooked.txt").exists(), "the untrusted hook never ran");
 }
+
+/// `Indexed: a new, b updated, c unchanged, d removed` as numbers.
+fn indexed(out: &Output) -> [u32; 4] {
+    let line = out.stdout.lines().find(|l| l.starts_with("Indexed: ")).unwrap_or_else(|| panic!("{}", out.stdout));
+    let numbers: Vec<u32> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+    numbers.try_into().unwrap_or_else(|_| panic!("{line}"))
+}
+
+#[test]
+fn relative_collection_paths_mean_the_project_from_any_folder_below_it() {
+    let env = Env::new();
+    let project = env.path("proj");
+    for i in 0..5 {
+        env.write(&format!("proj/docs/d{i}.md"), &format!("# Doc {i}\n\nproject walrus {i}\n"));
+    }
+    // A decoy where a path resolved against the current folder would land.
+    env.write("proj/sub/docs/decoy.md", "# Decoy\n\ndecoy walrus\n");
+    env.write(
+        "proj/.qmd/index.yml",
+        "collections:\n  docs:\n    path: docs\n    pattern: \"**/*.md\"\n    update: pwd > ran-here.txt\n",
+    );
+    let trust = [("QMD_TRUST_LOCAL_CONFIG", "1")];
+    assert_eq!(indexed(&env.qmd_with(&project, &["update"], &trust).success()), [5, 0, 0, 0]);
+    let sub = project.join("sub");
+    let out = env.qmd_with(&sub, &["update"], &trust).success();
+    assert_eq!(indexed(&out), [0, 0, 5, 0], "{}", out.stdout);
+    let deeper = project.join("sub/docs");
+    assert_eq!(indexed(&env.qmd_with(&deeper, &["update"], &trust).success()), [0, 0, 5, 0]);
+    // The hook ran in the project's folder each time, never in the decoy.
+    let ran = fs::read_to_string(project.join("docs/ran-here.txt")).unwrap();
+    assert_eq!(Path::new(ran.trim()).canonicalize().unwrap(), project.join("docs").canonicalize().unwrap());
+    assert!(!sub.join("docs/ran-here.txt").exists());
+    assert_eq!(run(&env, &deeper, &["search", "decoy"]).stdout, "No results found.\n");
+    let shown = run(&env, &sub, &["collection", "show", "docs"]).success().stdout;
+    assert!(shown.contains(&format!("Path:     {}\n", project.join("docs").display())), "{shown}");
+    // The file keeps the path as written.
+    env.qmd_with(&sub, &["collection", "exclude", "docs"], &[]).success();
+    assert!(fs::read_to_string(project.join(".qmd/index.yml")).unwrap().contains("path: docs\n"));
+    // A relative path is inside the project: nothing for the gate.
+    let gate = run(&env, &sub, &["trust"]).success().stdout;
+    assert!(gate.contains("defines update commands"), "{gate}");
+    assert!(!gate.contains("outside this project"), "{gate}");
+}
+
+#[test]
+fn collection_add_and_update_cmd_approve_only_what_they_wrote() {
+    let env = Env::new();
+    let project = cloned_project(&env);
+    env.write("proj/notes/n.md", "# Note\n\nhello notes\n");
+    let docs = project.join("docs");
+    let added = run(&env, &project, &["collection", "add", "notes", "--name", "notes"]).success().stdout;
+    assert!(added.contains("items you have not approved"), "{added}");
+    assert!(added.contains("  docs: touch hooked.txt"), "{added}");
+    let out = run(&env, &project, &["update"]).success().stdout;
+    assert!(out.contains("not trusted by default"), "the hook it never showed stays gated:\n{out}");
+    assert!(!docs.join("hooked.txt").exists(), "the hook did not run");
+
+    run(&env, &project, &["collection", "update-cmd", "notes", "touch", "mine.txt"]).success();
+    run(&env, &project, &["update"]).success();
+    assert!(!docs.join("hooked.txt").exists() && !project.join("notes/mine.txt").exists(), "still gated");
+    assert!(run(&env, &project, &["search", "outside"]).stdout.contains("No results"), "outside path still gated");
+
+    // Once the user approved the set, their own edits keep it approved.
+    run(&env, &project, &["trust"]).success();
+    run(&env, &project, &["collection", "update-cmd", "notes", "touch", "mine2.txt"]).success();
+    let out = run(&env, &project, &["update"]).success().stdout;
+    assert!(!out.contains("not trusted"), "{out}");
+    assert!(docs.join("hooked.txt").exists() && project.join("notes/mine2.txt").exists());
+}
+
+#[test]
+fn a_path_through_a_link_and_dotdot_never_reads_outside_an_untrusted_project() {
+    let env = Env::new();
+    let project = env.path("proj");
+    env.write("proj/p.md", "# Project\n\nhello project\n");
+    env.write("outside/deep/secret.md", "# Secret\n\nhello outside secret\n");
+    env.write("outside/leak.md", "# Leak\n\nhello outside leak\n");
+    std::os::unix::fs::symlink(env.path("outside/deep"), project.join("link")).unwrap();
+    for (path, what) in
+        [("link/..", "dotdot"), ("link", "link"), ("./link/../link", "both"), ("link/../../outside", "up")]
+    {
+        env.write(
+            "proj/.qmd/index.yml",
+            &format!("collections:\n  c:\n    path: \"{path}\"\n    pattern: \"**/*.md\"\n"),
+        );
+        let index = project.join(".qmd/index.qmdx");
+        let _ = fs::remove_dir_all(&index);
+        let out = run(&env, &project, &["update"]).success();
+        for word in ["secret", "leak"] {
+            let found = run(&env, &project, &["search", word]).stdout;
+            assert_eq!(found, "No results found.\n", "{what} ({path}): read outside the project\n{}", out.stdout);
+        }
+    }
+}
+
+#[test]
+fn control_characters_in_gated_items_and_names_reach_no_terminal() {
+    let env = Env::new();
+    let project = env.path("proj");
+    env.write("proj/docs/a.md", "# A\n\nhello\n");
+    // A hook that shows "touch harmless.txt" on a raw terminal.
+    env.write(
+        "proj/.qmd/index.yml",
+        "collections:\n  \"ev\\e[31mil\\r\":\n    path: docs\n    pattern: \"**/*.md\"\n    update: \"touch hidden.txt\\r\\e[2Ktouch harmless.txt\"\n    context:\n      /: \"ctx \\e]0;title\\a\"\n",
+    );
+    let out = run(&env, &project, &["update"]).success();
+    assert!(
+        out.stdout.contains("touch hidden.txt\\r\\x1b[2Ktouch harmless.txt"),
+        "the whole command, escaped:\n{}",
+        out.stdout
+    );
+    for args in [
+        &["update"][..],
+        &["trust"],
+        &["collection", "list"],
+        &["collection", "show", "ev\x1b[31mil\r"],
+        &["context", "list"],
+        &["status"],
+        &["ls"],
+        &["ls", "ev\x1b[31mil\r"],
+        &["trust", "revoke"],
+    ] {
+        let out = run(&env, &project, args);
+        for (stream, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(
+                !text.contains('\x1b') && !text.contains('\r') && !text.contains('\x07'),
+                "qmd {args:?} {stream}: {text:?}"
+            );
+        }
+    }
+
+    // On a real terminal the prompt shows the same escaped command, and
+    // "n" runs nothing.
+    run(&env, &project, &["trust", "revoke"]);
+    // script(1) gives the command a pseudo-terminal, with the test's env.
+    let shell = format!("{} update", common::qmd_bin().display());
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &shell, "/dev/null"]).current_dir(&project);
+    for (key, value) in env.command(&project, &[], &[]).get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("script(1) runs");
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"n\n").unwrap();
+    let shown = String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).into_owned();
+    assert!(shown.contains("Trust this project's .qmd config? [y/N]"), "a prompt on the terminal:\n{shown}");
+    assert!(shown.contains("touch hidden.txt\\r\\x1b[2Ktouch harmless.txt"), "{shown}");
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+    assert!(!project.join("docs/hidden.txt").exists() && !project.join("docs/harmless.txt").exists());
+
+    // Such names are refused when a command would write them.
+    env.write("notes/n.md", "# N\n\nnote\n");
+    for name in [".", "..", "a\x1b[2Kb", "tab\tname"] {
+        let out = run(&env, env.root(), &["collection", "add", &env.arg("notes"), "--name", name]).failure();
+        assert!(out.stderr.contains("Invalid collection name"), "{name:?}: {}", out.stderr);
+    }
+    run(&env, env.root(), &["collection", "add", &env.arg("notes"), "--name", "notes"]).success();
+    for name in [".", "..", "x\ry"] {
+        let out = run(&env, env.root(), &["collection", "rename", "notes", name]).failure();
+        assert!(out.stderr.contains("Invalid collection name"), "{name:?}: {}", out.stderr);
+    }
+}

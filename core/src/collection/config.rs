@@ -11,6 +11,8 @@ pub const DEFAULT_PATTERN: &str = "**/*.md";
 #[derive(Clone, Debug, PartialEq)]
 pub struct Collection {
     pub name: String,
+    /// The folder, resolved ([`Config::resolve_paths`]) where the config
+    /// was read with a base; as written otherwise.
     pub path: String,
     pub pattern: String,
     pub ignore: Vec<String>,
@@ -20,6 +22,9 @@ pub struct Collection {
     pub contexts: Vec<(String, String)>,
     /// Keys of this collection we do not interpret.
     extra: Mapping,
+    /// `path` as the file has it, where resolving changed it: written back
+    /// as it was, so a project config stays relative.
+    written_path: Option<String>,
 }
 
 impl Collection {
@@ -33,6 +38,7 @@ impl Collection {
             include_by_default: true,
             contexts: Vec::new(),
             extra: Mapping::new(),
+            written_path: None,
         }
     }
 }
@@ -129,7 +135,28 @@ impl Config {
             }
             _ => Vec::new(),
         };
-        Ok(Collection { name, path, pattern, ignore, update_command, include_by_default, contexts, extra: map })
+        Ok(Collection {
+            name,
+            path,
+            pattern,
+            ignore,
+            update_command,
+            include_by_default,
+            contexts,
+            extra: map,
+            written_path: None,
+        })
+    }
+
+    /// Resolves every collection's path against `at`
+    /// ([`super::resolve_path`]); the file keeps them as written.
+    pub fn resolve_paths(&mut self, at: &super::PathBase) {
+        for c in &mut self.collections {
+            let resolved = super::resolve_path(&c.path, at);
+            if resolved != c.path {
+                c.written_path = Some(std::mem::replace(&mut c.path, resolved));
+            }
+        }
     }
 
     /// Serialises back to YAML in qmd's key order.
@@ -144,7 +171,7 @@ impl Config {
         let mut collections = Mapping::new();
         for c in &self.collections {
             let mut map = Mapping::new();
-            map.insert("path".into(), c.path.clone().into());
+            map.insert("path".into(), c.written_path.as_ref().unwrap_or(&c.path).clone().into());
             map.insert("pattern".into(), c.pattern.clone().into());
             if !c.ignore.is_empty() {
                 map.insert("ignore".into(), Value::Sequence(c.ignore.iter().cloned().map(Value::from).collect()));
@@ -208,6 +235,17 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn relative_paths_resolve_against_the_base_and_are_written_back_as_they_were() {
+        let text = "collections:\n  d:\n    path: docs\n    pattern: '**/*.md'\n  a:\n    path: /abs/notes\n    pattern: '**/*.md'\n";
+        let mut config = Config::parse(text).unwrap();
+        config.resolve_paths(&crate::collection::PathBase { base: "/p/proj".into(), home: None });
+        assert_eq!(config.collection("d").unwrap().path, "/p/proj/docs");
+        assert_eq!(config.collection("a").unwrap().path, "/abs/notes");
+        let yaml = config.to_yaml().unwrap();
+        assert!(yaml.contains("path: docs\n") && yaml.contains("path: /abs/notes\n"), "{yaml}");
+    }
+
     use super::*;
 
     const QMD_YML: &str = r#"global_context: Personal knowledge base

@@ -4,8 +4,10 @@
 mod config;
 mod context;
 mod glob;
+mod paths;
 
 pub use config::{Collection, Config, DEFAULT_PATTERN};
 pub use context::{context_for, normalize_prefix};
 pub use glob::PathFilter;
 pub(crate) use glob::compile as compile_glob;
+pub use paths::{PathBase, resolve_path};

@@ -115,45 +115,192 @@ impl Directory for FsDirectory {
 /// Collection roots on the filesystem.
 pub struct FsSource;
 
-/// Walks `root/rel`. Only a failure to list the root itself is an error;
-/// a subdirectory that cannot be listed and a name that is not UTF-8 are
-/// reported to the visitor and passed over.
+/// What an entry of a listed directory is, as the listing says (a symlink
+/// is not followed).
+#[derive(Clone, Copy, PartialEq)]
+enum EntryKind {
+    Dir,
+    File,
+    Symlink,
+    Other,
+}
+
+/// One directory's entries, and what the listing could not give.
+#[derive(Default)]
+struct Listing {
+    entries: Vec<(String, EntryKind)>,
+    /// Entries whose names are not UTF-8: the name with its bytes escaped
+    /// where the platform lets us see it.
+    bad_names: Vec<Option<String>>,
+    /// Why the listing is incomplete (an entry failed in another way).
+    incomplete: Option<String>,
+}
+
+/// Errors after which a listing is given up as incomplete: a host that
+/// keeps failing must not keep the walk going forever.
+const MAX_ENTRY_ERRORS: usize = 65_536;
+
+/// Lists `dir` through WASI's directory stream. std's `read_dir` (wasi-libc
+/// underneath) ends at the first entry that fails, and the host fails an
+/// entry whose name is not UTF-8 (WASI names are strings): every entry
+/// after it would be missing. The stream itself goes on past a failed
+/// entry, so we read on.
+#[cfg(target_os = "wasi")]
+fn list(dir: &Path) -> std::io::Result<Listing> {
+    use wasip2::filesystem::types::{DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags};
+
+    let wanted = dir.to_string_lossy();
+    // The preopen holding `dir`: the longest whose path is a whole-component prefix.
+    let preopen = wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .filter_map(|(descriptor, at)| {
+            let at = at.trim_end_matches('/').to_string();
+            let rest = wanted.strip_prefix(at.as_str())?;
+            (rest.is_empty() || rest.starts_with('/'))
+                .then(|| (at.len(), descriptor, rest.trim_start_matches('/').to_string()))
+        })
+        .max_by_key(|(len, _, _)| *len);
+    let Some((_, base, rest)) = preopen else { return list_std(dir) };
+    let to_io = |code: ErrorCode| std::io::Error::other(format!("{code:?}"));
+    let opened;
+    let descriptor = if rest.is_empty() {
+        &base
+    } else {
+        opened =
+            base.open_at(PathFlags::empty(), &rest, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(|code| {
+                match code {
+                    ErrorCode::NoEntry => std::io::Error::from(std::io::ErrorKind::NotFound),
+                    ErrorCode::Access | ErrorCode::NotPermitted => {
+                        std::io::Error::from(std::io::ErrorKind::PermissionDenied)
+                    }
+                    ErrorCode::NotDirectory => std::io::Error::from(std::io::ErrorKind::NotADirectory),
+                    other => to_io(other),
+                }
+            })?;
+        &opened
+    };
+    let stream = descriptor.read_directory().map_err(to_io)?;
+    let mut listing = Listing::default();
+    let mut errors = 0;
+    loop {
+        match stream.read_directory_entry() {
+            Ok(None) => break,
+            Ok(Some(entry)) => {
+                let kind = match entry.type_ {
+                    DescriptorType::Directory => EntryKind::Dir,
+                    DescriptorType::RegularFile => EntryKind::File,
+                    DescriptorType::SymbolicLink => EntryKind::Symlink,
+                    DescriptorType::Unknown => kind_of(&dir.join(&entry.name)),
+                    _ => EntryKind::Other,
+                };
+                listing.entries.push((entry.name, kind));
+                continue;
+            }
+            Err(ErrorCode::IllegalByteSequence) => listing.bad_names.push(None),
+            Err(code) => listing.incomplete = Some(format!("{code:?}")),
+        }
+        errors += 1;
+        if errors >= MAX_ENTRY_ERRORS {
+            listing.incomplete = Some("TOO_MANY_UNREADABLE_ENTRIES".into());
+            break;
+        }
+    }
+    Ok(listing)
+}
+
+#[cfg(not(target_os = "wasi"))]
+fn list(dir: &Path) -> std::io::Result<Listing> {
+    list_std(dir)
+}
+
+/// Lists `dir` through std, where names are bytes we can show. std ends a
+/// listing at its first failed entry; that makes the listing incomplete.
+fn list_std(dir: &Path) -> std::io::Result<Listing> {
+    let mut listing = Listing::default();
+    for entry in fs::read_dir(dir)? {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                listing.incomplete = Some(error_code(&e));
+                break;
+            }
+        };
+        let kind = match entry.file_type() {
+            Ok(t) if t.is_dir() => EntryKind::Dir,
+            Ok(t) if t.is_file() => EntryKind::File,
+            Ok(t) if t.is_symlink() => EntryKind::Symlink,
+            Ok(_) => EntryKind::Other,
+            Err(e) => {
+                listing.incomplete = Some(error_code(&e));
+                continue;
+            }
+        };
+        match entry.file_name().into_string() {
+            Ok(name) => listing.entries.push((name, kind)),
+            Err(raw) => listing.bad_names.push(Some(raw_name(&raw))),
+        }
+    }
+    Ok(listing)
+}
+
+#[cfg(unix)]
+fn raw_name(name: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    crate::display::escape_bytes(name.as_bytes())
+}
+
+#[cfg(not(unix))]
+fn raw_name(name: &std::ffi::OsStr) -> String {
+    crate::display::escape_controls(&name.to_string_lossy()).into_owned()
+}
+
+/// The kind of `path` itself (a symlink is not followed).
+#[cfg_attr(not(target_os = "wasi"), allow(dead_code))]
+fn kind_of(path: &Path) -> EntryKind {
+    match fs::symlink_metadata(path).map(|m| m.file_type()) {
+        Ok(t) if t.is_dir() => EntryKind::Dir,
+        Ok(t) if t.is_file() => EntryKind::File,
+        Ok(t) if t.is_symlink() => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
+}
+
+/// Walks `root/rel`. Only a failure to open the root itself is an error; a
+/// subdirectory that cannot be listed, a listing that stopped early and a
+/// name that is not UTF-8 are reported to the visitor and passed over.
 fn walk_dir(root: &Path, rel: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
     let dir = if rel.is_empty() { root.to_path_buf() } else { root.join(rel) };
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
+    let listing = match list(&dir) {
+        Ok(listing) => listing,
         Err(e) if rel.is_empty() => return Err(io_error(&dir, e)),
         Err(e) => {
-            visit(WalkEntry::Unreadable { path: rel, reason: &error_code(&e), is_dir: true });
+            visit(WalkEntry::Incomplete { dir: rel, reason: &error_code(&e) });
             return Ok(());
         }
     };
-    let mut names: Vec<(String, fs::FileType)> = Vec::new();
-    for entry in entries.filter_map(|e| e.ok()) {
-        let Ok(kind) = entry.file_type() else { continue };
-        match entry.file_name().into_string() {
-            Ok(name) => names.push((name, kind)),
-            Err(raw) => {
-                let shown = raw.to_string_lossy();
-                let path = if rel.is_empty() { shown.into_owned() } else { format!("{rel}/{shown}") };
-                visit(WalkEntry::Unreadable { path: &path, reason: "NAME_NOT_UTF8", is_dir: kind.is_dir() });
-            }
-        }
+    if let Some(reason) = &listing.incomplete {
+        visit(WalkEntry::Incomplete { dir: rel, reason });
     }
-    names.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, kind) in names {
+    for name in &listing.bad_names {
+        visit(WalkEntry::BadName { dir: rel, name: name.as_deref() });
+    }
+    let mut entries = listing.entries;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, kind) in entries {
         let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
-        if kind.is_dir() {
-            if visit(WalkEntry::Dir(&child)) {
-                walk_dir(root, &child, visit)?;
+        match kind {
+            EntryKind::Dir => {
+                if visit(WalkEntry::Dir(&child)) {
+                    walk_dir(root, &child, visit)?;
+                }
             }
-        } else if kind.is_file() || kind.is_symlink() {
             // Symlinked directories are never followed; symlinked files are
             // offered and checked for containment when read.
-            if kind.is_symlink() && fs::metadata(root.join(&child)).is_ok_and(|m| m.is_dir()) {
-                continue;
+            EntryKind::Symlink if fs::metadata(root.join(&child)).is_ok_and(|m| m.is_dir()) => {}
+            EntryKind::File | EntryKind::Symlink => {
+                visit(WalkEntry::File(&child));
             }
-            visit(WalkEntry::File(&child));
+            EntryKind::Other => {}
         }
     }
     Ok(())
@@ -231,6 +378,8 @@ fn error_code(e: &std::io::Error) -> String {
         std::io::ErrorKind::PermissionDenied => "EACCES".into(),
         std::io::ErrorKind::IsADirectory => "EISDIR".into(),
         std::io::ErrorKind::NotADirectory => "ENOTDIR".into(),
+        // WASI's own error codes, carried as the message.
+        std::io::ErrorKind::Other => e.to_string(),
         other => format!("{other:?}"),
     }
 }

@@ -34,7 +34,8 @@ use qmd::engine::types as wit;
 /// `QMD_INDEX_DIR` / `QMD_CONFIG_DIR` say otherwise (the `qmd` host mounts
 /// them at their own host paths, so messages name real paths; plugin hosts
 /// often do the same). `QMD_CONFIG_FILE` names the config file in its
-/// directory (default `<index name>.yml`).
+/// directory (default `<index name>.yml`). `QMD_PATH_BASE` (and
+/// `QMD_HOME`, for `~`) is what relative collection paths mean.
 const INDEX_DIR: &str = "/.qmd/index";
 const CONFIG_DIR: &str = "/.qmd/config";
 
@@ -54,12 +55,20 @@ fn engine() -> Rc<Engine> {
             .get_or_insert_with(|| {
                 let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
                 let config_file = mount("QMD_CONFIG_FILE", &format!("{name}.yml"));
-                Rc::new(Engine::new(
+                let engine = Engine::new(
                     Rc::new(FsDirectory::new(mount("QMD_INDEX_DIR", INDEX_DIR))),
                     Rc::new(FsDirectory::new(mount("QMD_CONFIG_DIR", CONFIG_DIR))),
                     &config_file,
                     Rc::new(FsSource),
-                ))
+                );
+                // Relative collection paths: against the folder the host names.
+                Rc::new(match std::env::var("QMD_PATH_BASE").ok().filter(|b| !b.is_empty()) {
+                    Some(base) => engine.with_path_base(crate::collection::PathBase {
+                        base,
+                        home: std::env::var("QMD_HOME").ok().filter(|h| !h.is_empty()),
+                    }),
+                    None => engine,
+                })
             })
             .clone()
     })

@@ -38,12 +38,15 @@ pub struct VectorSample {
 }
 
 impl Engine {
-    /// Reads every live document record and body, every term dictionary
-    /// and every vector row, each against its checksum.
+    /// Checks every byte search and get read: each segment file whole
+    /// (every section against its checksum, the deletions), then decodes
+    /// every term dictionary and live document record and body, and every
+    /// vector row against its checksum.
     pub fn verify(&self) -> Result<IndexCheck> {
         let index = self.index()?;
         let mut documents = 0;
         for segment in &index.segments {
+            segment.verify_file()?;
             segment.terms_with_prefix("")?;
             for doc in 0..segment.meta.docs {
                 if segment.is_deleted(doc)? {

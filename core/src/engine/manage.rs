@@ -9,6 +9,24 @@ use crate::index::IndexWriter;
 use crate::index::segment::DocInput;
 use crate::vpath;
 
+/// A collection name is a `qmd://` path segment and is printed on
+/// terminals: not empty, not `.` or `..` (they would read as the parent
+/// or the same folder), no `/`, no control characters.
+fn check_name(name: &str) -> Result<()> {
+    let why = if name.is_empty() {
+        "it may not be empty"
+    } else if name == "." || name == ".." {
+        "it may not be '.' or '..'"
+    } else if name.contains('/') {
+        "it may not contain '/'"
+    } else if name.chars().any(crate::display::is_unsafe_char) {
+        "it may not contain control characters"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid(format!("Invalid collection name: '{}' ({why})", crate::display::escape_controls(name))))
+}
+
 impl Engine {
     fn info(&self, c: &Collection) -> Result<CollectionInfo> {
         let index = self.index()?;
@@ -29,11 +47,7 @@ impl Engine {
             Some(n) => n.to_string(),
             None => path.rsplit('/').find(|s| !s.is_empty()).unwrap_or("root").to_string(),
         };
-        if name.is_empty() || name.contains('/') {
-            return Err(Error::invalid(format!(
-                "Invalid collection name: '{name}' (it may not be empty or contain '/')"
-            )));
-        }
+        check_name(&name)?;
         let mut config = self.config()?;
         if config.collection(&name).is_some() {
             return Err(Error::exists(format!(
@@ -88,11 +102,9 @@ impl Engine {
     pub fn collection_rename(&self, old: &str, new: &str) -> Result<CollectionInfo> {
         let mut config = self.config()?;
         Self::require_collection(&config, old)?;
+        check_name(new)?;
         if config.collection(new).is_some() {
             return Err(Error::exists(format!("Collection '{new}' already exists.")));
-        }
-        if new.is_empty() || new.contains('/') {
-            return Err(Error::invalid(format!("Invalid collection name: '{new}'")));
         }
         let index = self.index()?;
         let mut writer = IndexWriter::new(&index);
@@ -247,4 +259,35 @@ fn collection_info(index: &crate::index::Index, c: &Collection) -> Result<Collec
         contexts: c.contexts.len() as u32,
         update_command: c.update_command.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use crate::directory::RamDirectory;
+    use crate::source::MemorySource;
+    use crate::{Engine, ErrorKind};
+
+    #[test]
+    fn names_that_are_dots_or_hold_controls_are_refused_at_add_and_rename() {
+        let engine = Engine::new(
+            Rc::new(RamDirectory::new()),
+            Rc::new(RamDirectory::new()),
+            "index.yml",
+            Rc::new(MemorySource::new()),
+        );
+        for bad in [".", "..", "", "a/b", "evil\x1b[2K", "cr\rlf", "bidi\u{202e}txt", "nul\0"] {
+            let e = engine.collection_add("/n", Some(bad), None).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArgument, "{bad:?}: {}", e.message);
+            assert!(!e.message.chars().any(crate::display::is_unsafe_char), "{bad:?}: the error is printable");
+        }
+        // A folder whose own name is unusable needs --name.
+        assert!(engine.collection_add("/n/..", None, None).is_err());
+        engine.collection_add("/n", Some("notes"), None).unwrap();
+        for bad in [".", "..", "x\x07"] {
+            assert_eq!(engine.collection_rename("notes", bad).unwrap_err().kind, ErrorKind::InvalidArgument, "{bad:?}");
+        }
+        assert!(engine.collection_rename("notes", "n.otes..").is_ok(), "dots inside a name are fine");
+    }
 }

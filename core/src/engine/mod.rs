@@ -19,7 +19,7 @@ pub use query::{QueryJob, QueryModels, QueryStep};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::collection::Config;
+use crate::collection::{Config, PathBase};
 use crate::directory::Directory;
 use crate::error::{ErrorKind, Result};
 use crate::index::{Index, Manifest};
@@ -35,6 +35,9 @@ pub struct Engine {
     config_file: String,
     source: Rc<dyn SourceTree>,
     snapshot: RefCell<Option<Rc<Index>>>,
+    /// What relative collection paths in the config mean; as written when
+    /// `None` (plugin hosts that grant absolute roots).
+    path_base: Option<PathBase>,
     /// Lexical ranking parameters (tuned by the retrieval eval).
     pub bm25: Bm25Params,
 }
@@ -54,14 +57,27 @@ impl Engine {
             config_file: config_file.to_string(),
             source,
             snapshot: RefCell::new(None),
+            path_base: None,
             bm25: Bm25Params::default(),
         }
+    }
+
+    /// Resolves the config's relative collection paths against `at`.
+    pub fn with_path_base(mut self, at: PathBase) -> Self {
+        self.path_base = Some(at);
+        self
     }
 
     /// The collections config; a missing file is an empty config.
     pub fn config(&self) -> Result<Config> {
         match self.config_dir.read(&self.config_file) {
-            Ok(bytes) => Config::parse(&String::from_utf8_lossy(&bytes)),
+            Ok(bytes) => {
+                let mut config = Config::parse(&String::from_utf8_lossy(&bytes))?;
+                if let Some(at) = &self.path_base {
+                    config.resolve_paths(at);
+                }
+                Ok(config)
+            }
             Err(e) if e.kind == ErrorKind::NotFound => Ok(Config::default()),
             Err(e) => Err(e),
         }

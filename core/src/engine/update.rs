@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::index::segment::DocInput;
 use crate::index::validate::file_number;
 use crate::index::{CatalogEntry, FORMAT_VERSION, Index, IndexWriter, Manifest};
-use crate::source::{FileStat, MAX_FILE_BYTES, ReadFailure, WalkEntry};
+use crate::source::{FileStat, MAX_FILE_BYTES, NAME_NOT_UTF8, ReadFailure, WalkEntry};
 use crate::vector::VectorSet;
 
 /// A file whose mtime falls this close to the previous scan may have been
@@ -94,7 +94,7 @@ impl Engine {
             let mut stats = CollectionReport { name: collection.name.clone(), ..Default::default() };
             let walked = PathFilter::new(&collection.pattern, &collection.ignore).and_then(|filter| {
                 let mut files = Vec::new();
-                let mut unreadable_dirs = Vec::new();
+                let mut incomplete_dirs = Vec::new();
                 self.source.walk(&collection.path, &mut |entry| match entry {
                     WalkEntry::Dir(dir) => filter.enter_dir(dir),
                     WalkEntry::File(file) => {
@@ -103,20 +103,26 @@ impl Engine {
                         }
                         true
                     }
-                    WalkEntry::Unreadable { path, reason, is_dir } => {
-                        if is_dir || filter.includes(path) {
-                            let shown = if is_dir { format!("{path}/") } else { path.to_string() };
-                            stats.skipped.push(SkippedFile { path: shown, reason: reason.to_string() });
-                        }
-                        if is_dir {
-                            unreadable_dirs.push(format!("{path}/"));
+                    WalkEntry::Incomplete { dir, reason } => {
+                        stats.skipped.push(SkippedFile { path: dir_prefix(dir), reason: reason.to_string() });
+                        incomplete_dirs.push(dir_prefix(dir));
+                        true
+                    }
+                    WalkEntry::BadName { dir, name } => {
+                        // No indexed path can name it; the rest of `dir` is seen.
+                        let path = match name {
+                            Some(name) => format!("{}{name}", dir_prefix(dir)),
+                            None => dir_prefix(dir),
+                        };
+                        if !stats.skipped.iter().any(|s| s.path == path && s.reason == NAME_NOT_UTF8) {
+                            stats.skipped.push(SkippedFile { path, reason: NAME_NOT_UTF8.to_string() });
                         }
                         true
                     }
                 })?;
-                Ok((files, unreadable_dirs))
+                Ok((files, incomplete_dirs))
             });
-            let (mut files, unreadable_dirs) = match walked {
+            let (mut files, incomplete_dirs) = match walked {
                 Ok(walked) => walked,
                 Err(e) => {
                     // Nothing of this collection changes: its documents stay
@@ -194,7 +200,7 @@ impl Engine {
                 if *c != collection.name {
                     return true;
                 }
-                let kept = seen.contains(*path) || unreadable_dirs.iter().any(|dir| path.starts_with(dir.as_str()));
+                let kept = seen.contains(*path) || incomplete_dirs.iter().any(|dir| path.starts_with(dir.as_str()));
                 if !kept {
                     writer.delete(entry.address);
                     stats.removed += 1;
@@ -219,6 +225,12 @@ impl Engine {
         }
         Ok(report)
     }
+}
+
+/// `dir/` for a walked directory, `""` for the root: as a prefix of the
+/// collection-relative paths under it.
+fn dir_prefix(dir: &str) -> String {
+    if dir.is_empty() { String::new() } else { format!("{dir}/") }
 }
 
 /// The manifest a rebuild starts from: no segments; the vectors of the old
@@ -263,10 +275,97 @@ mod tests {
 
     use super::*;
     use crate::directory::RamDirectory;
-    use crate::source::MemorySource;
+    use crate::source::{MemorySource, SourceTree};
 
     fn update(engine: &Engine, now_ms: i64) -> CollectionReport {
         engine.update(&[], now_ms, &mut |_, _, _| {}).unwrap().collections.remove(0)
+    }
+
+    /// A source whose walk also reports what a real directory listing can
+    /// hit: folders listed only in part, and names that are not UTF-8.
+    struct Listed {
+        files: MemorySource,
+        incomplete: Vec<&'static str>,
+        bad_names: Vec<(&'static str, Option<&'static str>)>,
+        /// Files the listing does not show (the part it could not list).
+        unseen: Vec<&'static str>,
+    }
+
+    impl SourceTree for Listed {
+        fn walk(&self, root: &str, visit: &mut dyn FnMut(WalkEntry<'_>) -> bool) -> Result<()> {
+            for dir in &self.incomplete {
+                visit(WalkEntry::Incomplete { dir, reason: "EIO" });
+            }
+            for (dir, name) in &self.bad_names {
+                visit(WalkEntry::BadName { dir, name: *name });
+            }
+            self.files.walk(root, &mut |entry| match entry {
+                WalkEntry::File(path) if self.unseen.contains(&path) => true,
+                entry => visit(entry),
+            })
+        }
+        fn read(&self, root: &str, relative: &str) -> std::result::Result<crate::source::SourceFile, ReadFailure> {
+            self.files.read(root, relative)
+        }
+    }
+
+    fn listed_engine(source: Rc<RefCell<Listed>>) -> Engine {
+        let engine = Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", source);
+        engine.collection_add("/n", Some("n"), None).unwrap();
+        engine
+    }
+
+    fn notes() -> MemorySource {
+        let mut files = MemorySource::new();
+        for path in ["a.md", "b.md", "sub/c.md", "sub/d.md", "sub/deeper/e.md", "other/f.md"] {
+            files.insert("/n", path, format!("note {path}"), 1_000);
+        }
+        files
+    }
+
+    #[test]
+    fn a_folder_listed_in_part_keeps_what_the_walk_did_not_see() {
+        let source =
+            Rc::new(RefCell::new(Listed { files: notes(), incomplete: vec![], bad_names: vec![], unseen: vec![] }));
+        let engine = listed_engine(source.clone());
+        assert_eq!(update(&engine, 10_000).added, 6);
+
+        // The listing of `sub` stops early: c.md and e.md go unseen. They
+        // are unknown, not gone; other/f.md, really deleted, is removed.
+        source.borrow_mut().incomplete = vec!["sub"];
+        source.borrow_mut().unseen = vec!["sub/c.md", "sub/deeper/e.md"];
+        source.borrow_mut().files.remove("/n", "other/f.md");
+        let report = update(&engine, 20_000);
+        assert_eq!(report.removed, 1, "{:?}", report.skipped);
+        assert!(report.skipped.iter().any(|s| s.path == "sub/" && s.reason == "EIO"), "{:?}", report.skipped);
+        assert_eq!(engine.status().unwrap().total_documents, 5);
+
+        // The root listed in part: nothing unseen anywhere is removed.
+        source.borrow_mut().incomplete = vec![""];
+        source.borrow_mut().unseen = vec!["a.md", "b.md", "sub/c.md", "sub/d.md", "sub/deeper/e.md"];
+        let report = update(&engine, 30_000);
+        assert_eq!(report.removed, 0);
+        assert_eq!(engine.status().unwrap().total_documents, 5);
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_skipped_and_named_and_the_rest_is_indexed() {
+        let source = Rc::new(RefCell::new(Listed {
+            files: notes(),
+            incomplete: vec![],
+            bad_names: vec![("sub", None), ("sub", None), ("", Some("caf\\xff.md"))],
+            unseen: vec![],
+        }));
+        let engine = listed_engine(source.clone());
+        let report = update(&engine, 10_000);
+        assert_eq!((report.added, report.removed), (6, 0));
+        let skipped: Vec<_> = report.skipped.iter().map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+        assert_eq!(skipped, [("sub/", NAME_NOT_UTF8), ("caf\\xff.md", NAME_NOT_UTF8)], "one line per folder or name");
+
+        // The rest of the folder is complete: a real deletion beside the
+        // bad name is still a deletion.
+        source.borrow_mut().files.remove("/n", "sub/d.md");
+        assert_eq!(update(&engine, 20_000).removed, 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use qmd_core::display::{escape_controls, escape_controls_in_text};
 
 use crate::session::{Session, engine_result};
 
@@ -20,7 +21,8 @@ struct Report {
 
 impl Report {
     fn check(&mut self, label: &str, ok: bool, details: &str) {
-        println!("{} {label}: {details}", if ok { "✓" } else { "⚠" });
+        // Details quote errors, paths and model ids: shown escaped.
+        println!("{} {label}: {}", if ok { "✓" } else { "⚠" }, escape_controls_in_text(details));
     }
 
     fn step(&mut self, step: &str) {
@@ -46,8 +48,8 @@ const OVERRIDES: &[(&str, &str)] = &[
 pub fn run(session: &Session) -> Result<ExitCode> {
     let mut report = Report { steps: Vec::new() };
     println!("QMD Doctor\n");
-    println!("Index: {}", session.index_dir.display());
-    println!("Config: {}", session.config.path().display());
+    println!("Index: {}", escape_controls(&session.index_dir.to_string_lossy()));
+    println!("Config: {}", escape_controls(&session.config.path().to_string_lossy()));
 
     // The index, every byte against its checksum.
     match session.read(|store, engine| engine_result(engine.call_verify(store))) {
@@ -94,7 +96,7 @@ pub fn run(session: &Session) -> Result<ExitCode> {
     } else {
         report.check("environment overrides", false, &format!("{} set", set.len()));
         for (var, why, value) in set {
-            println!("  - {var}={value}: {why}");
+            println!("  - {var}={}: {why}", escape_controls(&value));
         }
     }
 
@@ -159,7 +161,7 @@ pub fn run(session: &Session) -> Result<ExitCode> {
     if !report.steps.is_empty() {
         println!("\nRecommended next step{}", if report.steps.len() == 1 { "" } else { "s" });
         for step in &report.steps {
-            println!("  - {step}");
+            println!("  - {}", escape_controls_in_text(step));
         }
     }
     Ok(ExitCode::SUCCESS)

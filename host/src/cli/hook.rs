@@ -5,15 +5,17 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use qmd_core::display::escape_controls;
+
 /// Runs `command` in `dir`. `None` when it succeeded; otherwise the exit
 /// code `update` must end with (after qmd's message).
 pub fn run(command: &str, dir: &Path) -> Option<u8> {
-    println!("    Running update command: {command}");
+    println!("    Running update command: {}", escape_controls(command));
     let output = Command::new("bash").arg("-c").arg(command).current_dir(dir).stdin(Stdio::null()).output();
     let output = match output {
         Ok(output) => output,
         Err(e) => {
-            println!("✗ Update command failed: {e} (in {})", dir.display());
+            println!("✗ Update command failed: {e} (in {})", escape_controls(&dir.to_string_lossy()));
             return Some(1);
         }
     };

@@ -8,10 +8,16 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::args::{CollectionCommand, ContextCommand};
-use super::output::escape_controls;
 use crate::clock::{ago, human_size, ls_date, now_ms};
 use crate::component::bindings::{CollectionInfo, CollectionRoot, Listing, UpdateReport};
 use crate::session::{Session, engine_result};
+use qmd_core::display::escape_controls;
+
+/// A user-controlled field (name, path, pattern, command, context) as it
+/// may reach a terminal.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(text)
+}
 
 fn collections(session: &Session) -> Result<Vec<CollectionInfo>> {
     session.read(|store, engine| engine_result(engine.call_collection_list(store)))
@@ -57,7 +63,9 @@ fn collection_roots(session: &Session) -> Result<Vec<CollectionRoot>> {
 }
 
 /// Prints the report; returns whether every collection could be scanned.
-fn print_report(report: &UpdateReport) -> bool {
+/// `roots` are the collections' folders, to name entries the engine could
+/// not (see [`named_skips`]).
+fn print_report(report: &UpdateReport, roots: &[CollectionRoot]) -> bool {
     let sum =
         |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
     println!(
@@ -71,16 +79,56 @@ fn print_report(report: &UpdateReport) -> bool {
         println!("{note}");
     }
     for c in &report.collections {
-        for s in &c.skipped {
-            eprintln!("Skipped qmd://{}/{} ({})", escape_controls(&c.name), escape_controls(&s.path), s.reason);
+        let root = roots.iter().find(|r| r.name == c.name).map(|r| Path::new(&r.path));
+        for (path, reason) in named_skips(&c.skipped, root) {
+            eprintln!("Skipped qmd://{}/{path} ({reason})", shown(&c.name));
         }
     }
     for c in &report.collections {
         if let Some(error) = &c.error {
-            eprintln!("Error: collection '{}' was not updated: {}", escape_controls(&c.name), escape_controls(error));
+            eprintln!("Error: collection '{}' was not updated: {}", shown(&c.name), shown(error));
         }
     }
     report.collections.iter().all(|c| c.error.is_none())
+}
+
+/// The skipped entries as lines to print: `(path, reason)`, escaped. Inside
+/// the component a name that is not UTF-8 cannot be seen (WASI names are
+/// strings), so the engine reports its folder; the folder is listed here
+/// and each such name shown with its bytes escaped (`caf\xff.md`).
+fn named_skips(skipped: &[crate::component::bindings::SkippedFile], root: Option<&Path>) -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    for s in skipped {
+        if s.reason == qmd_core::source::NAME_NOT_UTF8 && (s.path.is_empty() || s.path.ends_with('/')) {
+            let names = root.map(|root| names_not_utf8(&root.join(&s.path))).unwrap_or_default();
+            if !names.is_empty() {
+                let why = "NAME_NOT_UTF8: a name must be UTF-8 to be indexed; the rest of its folder was";
+                lines.extend(names.into_iter().map(|name| (format!("{}{name}", shown(&s.path)), why.to_string())));
+                continue;
+            }
+        }
+        let reason = if s.path.ends_with('/') || s.path.is_empty() {
+            format!("{}; documents indexed under it are kept", shown(&s.reason))
+        } else {
+            shown(&s.reason).into_owned()
+        };
+        lines.push((shown(&s.path).into_owned(), reason));
+    }
+    lines
+}
+
+/// The entries of `dir` whose names are not UTF-8, bytes escaped, sorted.
+fn names_not_utf8(dir: &Path) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|name| name.to_str().is_none())
+        .map(|name| qmd_core::display::escape_bytes(name.as_bytes()))
+        .collect();
+    names.sort();
+    names
 }
 
 /// `trusted`: whether a project config's gated fields may be used (see
@@ -94,11 +142,11 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
     if rebuild {
         println!("Rebuilding the index from {} collection folders", list.len());
         for (i, c) in list.iter().enumerate() {
-            println!("[{}/{}] {} ({})", i + 1, list.len(), escape_controls(&c.name), c.pattern);
+            println!("[{}/{}] {} ({})", i + 1, list.len(), shown(&c.name), shown(&c.pattern));
         }
         let report = run_update(session, Vec::new(), true)?;
         println!();
-        let complete = print_report(&report);
+        let complete = print_report(&report, &list);
         return Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     // As qmd: each collection's hook, then its scan, one at a time (each
@@ -106,15 +154,15 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
     println!("Updating {} collection(s)...\n", list.len());
     let mut complete = true;
     for (i, c) in list.iter().enumerate() {
-        println!("[{}/{}] {} ({})", i + 1, list.len(), escape_controls(&c.name), c.pattern);
+        println!("[{}/{}] {} ({})", i + 1, list.len(), shown(&c.name), shown(&c.pattern));
         if !trusted
             && let Some(root) = session.config.project_root()
             && !crate::trust::inside(root, &c.path)
         {
             println!(
                 "Skipping collection '{}' — path {} is outside this project and this .qmd config is not trusted.",
-                escape_controls(&c.name),
-                c.path
+                shown(&c.name),
+                shown(&c.path)
             );
             println!("Approve with 'qmd trust'.\n");
             continue;
@@ -125,10 +173,10 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
         {
             return Ok(ExitCode::from(code));
         }
-        println!("Collection: {} ({})", c.path, c.pattern);
+        println!("Collection: {} ({})", shown(&c.path), shown(&c.pattern));
         let report = run_update(session, vec![c.name.clone()], false)?;
         println!();
-        complete &= print_report(&report);
+        complete &= print_report(&report, &list);
         println!();
     }
     if !complete {
@@ -164,21 +212,24 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             }
             let real = std::fs::canonicalize(&resolved)?;
             let real = real.to_string_lossy().to_string();
+            let before = crate::trust::Gate::read(&session.config)?;
             let info = session.call(true, Vec::new(), None, |store, engine| {
                 engine_result(engine.call_collection_add(store, &real, name.as_deref(), mask.as_deref()))
             })?;
-            println!("Creating collection '{}'...", info.name);
-            println!("Collection: {} ({})\n", info.path, info.pattern);
+            println!("Creating collection '{}'...", shown(&info.name));
+            println!("Collection: {} ({})\n", shown(&info.path), shown(&info.pattern));
+            let roots = collection_roots(session)?;
             let report = run_update(session, vec![info.name.clone()], false)?;
-            if !print_report(&report) {
+            if !print_report(&report, &roots) {
                 return Ok(ExitCode::FAILURE);
             }
             if let Some(hint) = embed_hint(session)? {
                 println!("\n{hint}");
             }
-            // The user just typed it: the new set needs no separate approval.
-            crate::trust::Gate::read(&session.config)?.approve()?;
-            println!("✓ Collection '{}' created successfully", info.name);
+            // The user just typed it: it needs no separate approval, but
+            // what was gated before stays gated.
+            crate::trust::Gate::approve_edit(&before, &session.config, &mut std::io::stdout())?;
+            println!("✓ Collection '{}' created successfully", shown(&info.name));
         }
         CollectionCommand::List => {
             let list = collections(session)?;
@@ -186,10 +237,10 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             println!("Collections ({}):\n", list.len());
             for c in list {
                 let excluded = if c.include_by_default { "" } else { " [excluded]" };
-                println!("{} (qmd://{}/){excluded}", c.name, c.name);
-                println!("  Pattern:  {}", c.pattern);
+                println!("{} (qmd://{}/){excluded}", shown(&c.name), shown(&c.name));
+                println!("  Pattern:  {}", shown(&c.pattern));
                 if !c.ignore.is_empty() {
-                    println!("  Ignore:   {}", c.ignore.join(", "));
+                    println!("  Ignore:   {}", shown(&c.ignore.join(", ")));
                 }
                 println!("  Files:    {}", c.documents);
                 if let Some(t) = c.last_updated {
@@ -202,27 +253,31 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             let info = session.call(true, Vec::new(), None, |store, engine| {
                 engine_result(engine.call_collection_remove(store, &name))
             })?;
-            println!("✓ Removed collection '{}'", info.name);
+            println!("✓ Removed collection '{}'", shown(&info.name));
             println!("  Deleted {} documents", info.documents);
         }
         CollectionCommand::Rename { old, new } => {
             let info = session.call(true, Vec::new(), None, |store, engine| {
                 engine_result(engine.call_collection_rename(store, &old, &new))
             })?;
-            println!("✓ Renamed collection '{old}' to '{}'", info.name);
-            println!("  Virtual paths updated: qmd://{old}/ → qmd://{}/", info.name);
+            let (old, new) = (shown(&old), shown(&info.name));
+            println!("✓ Renamed collection '{old}' to '{new}'");
+            println!("  Virtual paths updated: qmd://{old}/ → qmd://{new}/");
         }
         CollectionCommand::Show { name } => {
             let list = collections(session)?;
             let Some(c) = list.iter().find(|c| c.name == name) else {
-                bail!("Collection not found: {name}\nRun 'qmd collection list' to see available collections.");
+                bail!(
+                    "Collection not found: {}\nRun 'qmd collection list' to see available collections.",
+                    shown(&name)
+                );
             };
-            println!("Collection: {}", c.name);
-            println!("  Path:     {}", c.path);
-            println!("  Pattern:  {}", c.pattern);
+            println!("Collection: {}", shown(&c.name));
+            println!("  Path:     {}", shown(&c.path));
+            println!("  Pattern:  {}", shown(&c.pattern));
             println!("  Include:  {}", if c.include_by_default { "yes (default)" } else { "no" });
             if let Some(command) = &c.update_command {
-                println!("  Update:   {command}");
+                println!("  Update:   {}", shown(command));
             }
             if c.contexts > 0 {
                 println!("  Contexts: {}", c.contexts);
@@ -230,14 +285,16 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
         }
         CollectionCommand::UpdateCmd { name, command } => {
             let command = Some(command.join(" ")).filter(|c| !c.trim().is_empty());
+            let before = crate::trust::Gate::read(&session.config)?;
             session.call(true, Vec::new(), None, |store, engine| {
                 engine_result(engine.call_collection_set_update(store, &name, command.as_deref()))
             })?;
-            crate::trust::Gate::read(&session.config)?.approve()?;
-            match command {
-                Some(command) => println!("✓ Set update command for '{name}': {command}"),
+            let name = shown(&name);
+            match &command {
+                Some(command) => println!("✓ Set update command for '{name}': {}", shown(command)),
                 None => println!("✓ Cleared update command for '{name}'"),
             }
+            crate::trust::Gate::approve_edit(&before, &session.config, &mut std::io::stdout())?;
         }
         CollectionCommand::Include { name } => set_include(session, &name, true)?,
         CollectionCommand::Exclude { name } => set_include(session, &name, false)?,
@@ -302,6 +359,7 @@ fn set_include(session: &Session, name: &str, include: bool) -> Result<()> {
     session.call(true, Vec::new(), None, |store, engine| {
         engine_result(engine.call_collection_set_include(store, name, include))
     })?;
+    let name = shown(name);
     if include {
         println!("✓ Collection '{name}' included in default queries");
     } else {
@@ -333,9 +391,13 @@ pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
             if entry.collection == "*" {
                 println!("✓ Set global context");
             } else {
-                println!("✓ Added context for: qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/'));
+                println!(
+                    "✓ Added context for: qmd://{}/{}",
+                    shown(&entry.collection),
+                    shown(entry.prefix.trim_start_matches('/'))
+                );
             }
-            println!("Context: {}", entry.text);
+            println!("Context: {}", shown(&entry.text));
         }
         ContextCommand::List => {
             let entries = session.read(|store, engine| engine_result(engine.call_context_list(store)))?;
@@ -347,10 +409,10 @@ pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
             let mut last = String::new();
             for e in entries {
                 if e.collection != last {
-                    println!("{}", e.collection);
+                    println!("{}", shown(&e.collection));
                     last = e.collection.clone();
                 }
-                println!("  {}\n    {}", e.prefix, e.text);
+                println!("  {}\n    {}", shown(&e.prefix), shown(&e.text));
             }
         }
         ContextCommand::Rm { path } => {
@@ -363,7 +425,7 @@ pub fn context(session: &Session, cmd: ContextCommand) -> Result<ExitCode> {
                 if entry.collection == "*" {
                     "/".to_string()
                 } else {
-                    format!("qmd://{}/{}", entry.collection, entry.prefix.trim_start_matches('/'))
+                    format!("qmd://{}/{}", shown(&entry.collection), shown(entry.prefix.trim_start_matches('/')))
                 }
             );
         }
@@ -377,17 +439,17 @@ pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
         Listing::Collections(list) => {
             println!("Collections:\n");
             for c in list {
-                println!("  qmd://{}/  ({} files)", escape_controls(&c.name), c.files);
+                println!("  qmd://{}/  ({} files)", shown(&c.name), c.files);
             }
         }
         Listing::Files(listing) => {
             let files = listing.files;
             if files.is_empty() {
-                let collection = escape_controls(&listing.collection);
+                let collection = shown(&listing.collection);
                 if listing.prefix.is_empty() {
                     println!("No files found in collection: {collection}");
                 } else {
-                    println!("No files found under qmd://{collection}/{}", escape_controls(&listing.prefix));
+                    println!("No files found under qmd://{collection}/{}", shown(&listing.prefix));
                 }
                 return Ok(ExitCode::SUCCESS);
             }
@@ -399,8 +461,8 @@ pub fn ls(session: &Session, target: Option<String>) -> Result<ExitCode> {
                 println!(
                     "{size:>width$}  {}  qmd://{}/{}",
                     ls_date(f.modified, now),
-                    escape_controls(&f.collection),
-                    escape_controls(&f.path)
+                    shown(&f.collection),
+                    shown(&f.path)
                 );
             }
         }
@@ -412,7 +474,7 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     let s = session.read(|store, engine| engine_result(engine.call_status(store)))?;
     let now = now_ms();
     println!("QMD Status\n");
-    println!("Index: {}", session.index_dir.display());
+    println!("Index: {}", shown(&session.index_dir.to_string_lossy()));
     println!("Size:  {}\n", human_size(s.index_bytes));
     println!("Documents");
     println!("  Total:    {} files indexed", s.total_documents);
@@ -427,8 +489,8 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     println!("\nCollections");
     for c in &s.collections {
         let excluded = if c.include_by_default { "" } else { " [excluded]" };
-        println!("  {} (qmd://{}/){excluded}", c.name, c.name);
-        println!("    Pattern:  {}", c.pattern);
+        println!("  {} (qmd://{}/){excluded}", shown(&c.name), shown(&c.name));
+        println!("    Pattern:  {}", shown(&c.pattern));
         let updated = c.last_updated.map(|t| format!(" (updated {})", ago(t, now))).unwrap_or_default();
         println!("    Files:    {}{updated}", c.documents);
         let contexts: Vec<_> = s.contexts.iter().filter(|e| e.collection == c.name).collect();
@@ -438,24 +500,25 @@ pub fn status(session: &Session) -> Result<ExitCode> {
                 let preview: String = e.text.chars().take(57).collect();
                 let more = if e.text.chars().count() > 57 { "..." } else { "" };
                 println!(
-                    "      {}: {preview}{more}",
-                    if e.prefix == "/" { "/".to_string() } else { format!("/{}", e.prefix) }
+                    "      {}: {}{more}",
+                    if e.prefix == "/" { "/".to_string() } else { format!("/{}", shown(&e.prefix)) },
+                    shown(&preview)
                 );
             }
         }
     }
     if let Some(global) = &s.global_context {
-        println!("\nGlobal context: {global}");
+        println!("\nGlobal context: {}", shown(global));
     }
     println!("\nModels");
     let (embed, rerank) = (&session.models.embed, &session.models.rerank);
     for (role, source) in [("Embedding", embed), ("Reranking", rerank)] {
         let state = if source.is_present() { "" } else { " (not downloaded: run 'qmd pull')" };
         let link = if source.remote { format!("https://huggingface.co/{}", source.id) } else { source.id.clone() };
-        println!("  {role}: {link}{state}");
+        println!("  {role}: {}{state}", shown(&link));
     }
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
-        println!("  Vectors in the index are from {model}: run 'qmd embed -f' to re-embed.");
+        println!("  Vectors in the index are from {}: run 'qmd embed -f' to re-embed.", shown(model));
     }
     // Named, not probed: opening a GPU costs a second and wakes drivers
     // (and their noise) for a command that runs no model.

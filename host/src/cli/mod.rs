@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, anyhow};
 use clap::Parser;
+use qmd_core::display::escape_controls;
 
 use crate::component::bindings::{self, GetError};
 use crate::paths;
@@ -266,11 +267,11 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(GetError::NotFound(info)) => {
-            eprintln!("Document not found: {}", info.query);
+            eprintln!("Document not found: {}", escape_controls(&info.query));
             if !info.similar.is_empty() {
                 eprintln!("Similar files:");
                 for path in &info.similar {
-                    eprintln!("  {path}");
+                    eprintln!("  {}", escape_controls(path));
                 }
             }
             Ok(ExitCode::FAILURE)
@@ -278,7 +279,10 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
         Err(GetError::Excluded(info)) => {
             eprintln!(
                 "Document is excluded by ignore rule: {}\nCollection: {}\nMatched path: {}\nIgnore rule: {}",
-                info.query, info.collection, info.matched_path, info.rule
+                escape_controls(&info.query),
+                escape_controls(&info.collection),
+                escape_controls(&info.matched_path),
+                escape_controls(&info.rule)
             );
             Ok(ExitCode::FAILURE)
         }
@@ -296,7 +300,7 @@ fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
     };
     let mut result = session.read(|store, engine| engine_result(engine.call_multi_get(store, &request)))?;
     for message in &result.errors {
-        eprintln!("{message}");
+        eprintln!("{}", qmd_core::display::escape_controls_in_text(message));
     }
     // A comma list whose names are all missing is not an error in qmd
     // (each is reported); a pattern that matches nothing is.

@@ -115,6 +115,11 @@ impl Runtime {
             .env("QMD_INDEX_NAME", index_name)
             .env("QMD_CONFIG_FILE", &grants.config.name)
             .allow_blocking_current_thread(true);
+        let base = grants.config.path_base();
+        wasi.env("QMD_PATH_BASE", &base.base);
+        if let Some(home) = &base.home {
+            wasi.env("QMD_HOME", home);
+        }
         let perms = if grants.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
         // Mounted at their own paths, as the roots are, so every message the
         // engine words names the user's real path.

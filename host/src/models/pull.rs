@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use qmd_core::display::escape_controls;
 use sha2::{Digest, Sha256};
 
 use super::{ModelSource, ModelSources, OPTIONAL_FILES, REQUIRED_FILES};
@@ -47,7 +48,7 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     }
     for source in sources {
         if !source.remote {
-            println!("- {}: {} (local directory, not downloaded)", source.role.label(), source.id);
+            println!("- {}: {} (local directory, not downloaded)", source.role.label(), escape_controls(&source.id));
             continue;
         }
         for (file, required) in
@@ -58,8 +59,8 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
                 Pulled::Absent => {}
                 Pulled::File { path, size, fresh } => println!(
                     "- {}/{file} -> {} ({}, {})",
-                    source.id,
-                    path.display(),
+                    escape_controls(&source.id),
+                    escape_controls(&path.to_string_lossy()),
                     human(size),
                     if fresh { "downloaded" } else { "cached/checked" }
                 ),
