@@ -35,7 +35,8 @@ fn progress_bar() -> Option<crate::component::ProgressFn> {
             .progress_chars("=> "),
     );
     Some(Box::new(move |phase: &str, done: u64, total: u64| {
-        bar.set_message(phase.to_string());
+        // The phase is a collection name.
+        bar.set_message(shown(phase).into_owned());
         bar.set_length(total);
         bar.set_position(done);
         if done == total {

@@ -184,7 +184,7 @@ fn progress(label: &str, total: Option<u64>, start: u64) -> Option<ProgressBar> 
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
-    bar.set_message(label.to_string());
+    bar.set_message(escape_controls(label).into_owned());
     bar.set_position(start);
     Some(bar)
 }
