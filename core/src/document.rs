@@ -37,6 +37,53 @@ pub fn number_lines(text: &str, first: u32) -> String {
         .join("\n")
 }
 
+/// Lines `from..from+count` of `body` (1-based, `from` clamped to ≥ 1;
+/// all to the end when `count` is `None`), split on `\n` as qmd splits
+/// them, numbered `N: ` when asked. `None` when that holds no line of the
+/// body (past its end, or a count of 0): nothing is invented, where qmd
+/// printed `FILE:999` as a `999: ` line.
+pub fn slice_lines(body: &str, from: Option<u32>, count: Option<u32>, numbers: bool) -> Option<String> {
+    let lines: Vec<&str> = body.split('\n').collect();
+    let first = from.unwrap_or(1).max(1);
+    let start = (first as usize - 1).min(lines.len());
+    // Saturating: `FILE:4294967295:2` asks for lines past any end, not a panic.
+    let end = count.map_or(lines.len(), |c| start.saturating_add(c as usize).min(lines.len()));
+    if start >= end {
+        return None;
+    }
+    let text = lines[start..end].join("\n");
+    Some(if numbers { number_lines(&text, first) } else { text })
+}
+
+/// A `multi-get` body cut to `max` lines (whole when `None`), numbered from
+/// 1 when asked. With `-l 1` and more, as qmd: the lines, a blank line and
+/// `[... truncated N more lines]`, all numbered (qmd numbers after
+/// cutting). With `-l 0` qmd printed numbered empty lines before the
+/// marker and counted the empty text after a final newline as a line; here
+/// the marker alone, unnumbered, counting the body's lines.
+pub fn truncate_lines(body: &str, max: Option<u32>, numbers: bool) -> String {
+    let number = |text: &str| if numbers { number_lines(text, 1) } else { text.to_string() };
+    let lines: Vec<&str> = body.split('\n').collect();
+    match max.map(|m| m as usize) {
+        Some(0) if body.is_empty() => String::new(),
+        Some(0) => {
+            format!("[... truncated {} more lines]", body.strip_suffix('\n').unwrap_or(body).split('\n').count())
+        }
+        Some(max) if lines.len() > max => {
+            let more = lines.len() - max;
+            number(&format!("{}\n\n[... truncated {more} more lines]", lines[..max].join("\n")))
+        }
+        _ => number(body),
+    }
+}
+
+/// qmd's reason for a file over `--max-bytes`: sizes in whole KB, rounded
+/// as qmd does, but in bytes under 1 KB (qmd's rounding said `0KB > 0KB`).
+pub fn too_large(size: u64, max: u64) -> String {
+    let shown = |b: u64| if b < 1024 { format!("{b} B") } else { format!("{}KB", (b as f64 / 1024.0).round() as u64) };
+    format!("File too large ({} > {})", shown(size), shown(max))
+}
+
 /// The short id shown as `#abc123`: the first 6 hex chars of the hash.
 pub fn docid(hash: &str) -> &str {
     &hash[..6.min(hash.len())]

@@ -258,7 +258,9 @@ fn opted_in() -> bool {
 
 /// `qmd trust [list|revoke]`.
 pub fn command(file: &ConfigFile, action: Option<&str>) -> Result<std::process::ExitCode> {
+    // Printed escaped: a project folder's name is the repository's choice.
     let path = file.path();
+    let path = escape_controls(&path.to_string_lossy()).into_owned();
     match action {
         Some("list") => {
             let store = load();
@@ -266,24 +268,21 @@ pub fn command(file: &ConfigFile, action: Option<&str>) -> Result<std::process::
                 println!("No trusted project configs.");
             }
             for (path, record) in store {
-                println!("{path} (trusted {})", record.trusted_at);
+                println!("{} (trusted {})", escape_controls(&path), escape_controls(&record.trusted_at));
             }
         }
         Some("revoke") => {
             if !file.is_local() {
-                println!(
-                    "No project-local .qmd config in scope — {} is your own config and is never gated.",
-                    path.display()
-                );
+                println!("No project-local .qmd config in scope — {} is your own config and is never gated.", path);
                 println!("Run this from inside the project, or see 'qmd trust list'.");
                 return Ok(std::process::ExitCode::SUCCESS);
             }
             let mut store = load();
             if store.remove(&key(file)).is_some() {
                 save(&store)?;
-                println!("✓ Revoked trust for {}", path.display());
+                println!("✓ Revoked trust for {}", path);
             } else {
-                println!("{} was not trusted.", path.display());
+                println!("{} was not trusted.", path);
             }
         }
         Some(_) => {
@@ -292,20 +291,20 @@ pub fn command(file: &ConfigFile, action: Option<&str>) -> Result<std::process::
         }
         None => {
             if !file.is_local() {
-                println!("{} is your own config — it is never gated. Nothing to trust.", path.display());
+                println!("{} is your own config — it is never gated. Nothing to trust.", path);
                 return Ok(std::process::ExitCode::SUCCESS);
             }
             let gate = Gate::read(file)?;
             if gate.gated.is_empty() {
                 println!(
                     "{} defines no update commands, out-of-project collection paths, or custom models. Nothing to trust.",
-                    path.display()
+                    path
                 );
                 return Ok(std::process::ExitCode::SUCCESS);
             }
             gate.gated.print(&mut std::io::stdout())?;
             gate.approve()?;
-            println!("✓ Trusted {}", path.display());
+            println!("✓ Trusted {}", path);
             println!(
                 "Editing a hook, out-of-project path, or custom model will ask again. Revoke with 'qmd trust revoke'."
             );

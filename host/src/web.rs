@@ -2,7 +2,10 @@
 //! loopback, plus the local model files, so the page needs nothing from
 //! another origin: `GET /models/embed/<file>` serves the configured
 //! embedding model's files from the model cache (`qmd pull`), and
-//! `GET /config.json` tells the page to fetch them there.
+//! `GET /config.json` tells the page to fetch them there. Every request
+//! passes the MCP server's Origin/Host guard first ([`OriginGuard`], same
+//! `QMD_ALLOWED_ORIGINS` / `QMD_ALLOWED_HOSTS`): a page on another site that
+//! rebinds its DNS name to 127.0.0.1 gets 403s, not the user's files.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,13 +13,18 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use axum::Router;
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
+use crate::mcp::guard::OriginGuard;
 use crate::models::{ModelSource, ModelSources, OPTIONAL_FILES, REQUIRED_FILES};
+
+/// Where `qmd web` listens: loopback only, the page reads the user's folders.
+const BIND_HOST: &str = "127.0.0.1";
 
 pub struct WebOptions {
     pub port: u16,
@@ -38,17 +46,18 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
         bail!("{} holds no built app (index.html); run scripts/build-web.sh first, or pass --dir", root.display());
     }
     let state = Arc::new(WebState { root, embed: models.embed.clone() });
+    let guard = Arc::new(OriginGuard::from_env(BIND_HOST));
     let app = Router::new()
         .route("/config.json", get(config))
         .route("/models/embed/{*file}", get(model_file))
         .fallback(static_file)
+        .layer(middleware::from_fn_with_state(guard, check_origin))
         .with_state(state.clone());
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async move {
-        // Loopback only: the page reads the user's folders.
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.port))
+        let listener = tokio::net::TcpListener::bind((BIND_HOST, options.port))
             .await
-            .with_context(|| format!("binding 127.0.0.1:{}", options.port))?;
+            .with_context(|| format!("binding {BIND_HOST}:{}", options.port))?;
         let address = listener.local_addr()?;
         println!("qmd web: http://{address}/ (serving {})", state.root.display());
         if !state.embed.is_present() {
@@ -58,6 +67,16 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
         axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Refuses foreign origins and hosts before any route runs: a 403 with the
+/// guard's reason (as `qmd mcp --http` words it), logged on stderr.
+async fn check_origin(State(guard): State<Arc<OriginGuard>>, request: Request, next: Next) -> Response {
+    if let Err(reason) = guard.check_headers(request.headers()) {
+        eprintln!("{} {} 403 — {reason}", request.method(), request.uri().path());
+        return (StatusCode::FORBIDDEN, format!("Forbidden: {reason}")).into_response();
+    }
+    next.run(request).await
 }
 
 async fn shutdown() {

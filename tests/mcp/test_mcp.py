@@ -1009,6 +1009,69 @@ def test_stdio_exits_when_stdin_closes(corpus: Corpus, tmp_path: Path):
         json.loads(line)  # nothing but JSON-RPC on stdout
 
 
+INIT_REQUEST = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
+}
+
+
+def assert_json_rpc_error(message: dict[str, Any], code: int, want_id: Any = None) -> None:
+    assert message.get("jsonrpc") == "2.0", message
+    assert "id" in message and message["id"] == want_id, message
+    assert "result" not in message, message
+    assert message["error"]["code"] == code, message
+    assert isinstance(message["error"]["message"], str) and message["error"]["message"], message
+
+
+def test_stdio_answers_garbage_with_a_parse_error_and_keeps_serving(corpus: Corpus, tmp_path: Path):
+    """A line that is not JSON gets JSON-RPC's -32700 (id null), JSON that is
+    not a message gets -32600, and the requests after them are still served."""
+    with (tmp_path / "stderr.log").open("wb") as errlog:
+        proc = subprocess.Popen(
+            [QMD_BIN, "mcp"], cwd=corpus.root, env=corpus.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog
+        )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: ([lines.put(raw.decode("utf-8")) for raw in proc.stdout], lines.put(None)), daemon=True).start()
+
+    def send(raw: bytes):
+        proc.stdin.write(raw)
+        proc.stdin.flush()
+
+    def next_message(timeout: float = 60) -> dict[str, Any]:
+        line = lines.get(timeout=timeout)
+        assert line is not None, "stdout closed"
+        return json.loads(line)
+
+    try:
+        for garbage in [b"garbage\n", b"{\"jsonrpc\": \"2.0\", \"id\": 9,\n", b"\xff\xfe\x00\n", b"[1, 2\n"]:
+            send(garbage)
+            message = next_message()
+            assert_json_rpc_error(message, -32700)
+            assert message["error"]["message"].startswith("Parse error"), message
+        send(b'{"hello": "world"}\n')
+        assert_json_rpc_error(next_message(), -32600)
+        send(b"not json either\n" + (json.dumps(INIT_REQUEST) + "\n").encode())
+        assert_json_rpc_error(next_message(), -32700)
+        init = next_message()
+        assert init["id"] == 1 and init["result"]["serverInfo"]["name"] == "qmd", init
+        send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        send(b"}{\n")
+        assert_json_rpc_error(next_message(), -32700)
+        send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}\n')
+        status = next_message()
+        assert status["id"] == 2 and status["result"]["structuredContent"]["totalDocuments"] == 8, status
+        proc.stdin.close()
+        code = proc.wait(timeout=10)
+    except BaseException:
+        print("--- stderr ---\n" + (tmp_path / "stderr.log").read_text(errors="replace")[-4000:])
+        raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, f"qmd mcp exited {code} after stdin closed"
+
+
 # ---------------------------------------------------------------------------
 # HTTP only: REST routes, guard, concurrency, shutdown
 # ---------------------------------------------------------------------------
@@ -1122,6 +1185,62 @@ def test_loopback_origin_is_allowed(http_server: HttpServer, origin_host: str):
         resp = http_request(port, method, path, body, {**headers, "Origin": f"http://{origin_host}:{port}"})
         assert resp.status == 200, f"{method} {path} from {origin_host}: {resp.status} {resp.body[:200]!r}"
     assert http_request(port, "GET", "/health", headers={"Host": f"localhost:{port}"}).status == 200
+
+
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"garbage", b"", b"{", b'{"jsonrpc": "2.0", "id": 1,', b"\xff\xfe\xfd", b"[1, 2", b"}{", b"{} {}"],
+    ids=["word", "empty", "open-brace", "truncated", "not-utf8", "open-array", "reversed", "two-values"],
+)
+def test_http_body_that_is_not_json_is_a_parse_error(http_server: HttpServer, body: bytes):
+    """JSON-RPC's -32700 with id null, in HTTP 400 with a JSON body (as the
+    MCP TypeScript and Python SDK servers answer), not rmcp's plain 415."""
+    resp = http_request(http_server.port, "POST", "/mcp", body, MCP_HEADERS)
+    assert resp.status == 400, (resp.status, resp.body[:300])
+    message = resp.json()
+    assert_json_rpc_error(message, -32700)
+    assert message["error"]["message"].startswith("Parse error"), message
+
+
+@pytest.mark.parametrize(
+    "body, want_id",
+    [
+        ({"hello": "world"}, None),
+        ([], None),
+        (42, None),
+        ("initialize", None),
+        (None, None),
+        ({"jsonrpc": "2.0"}, None),
+        ({"jsonrpc": "1.0", "id": 5, "method": "ping"}, 5),
+        ({"id": "a", "method": "ping"}, "a"),
+        ({"jsonrpc": "2.0", "id": 7, "method": 12}, 7),
+        ({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}, None),
+    ],
+    ids=["object", "empty-batch", "number", "string", "null", "no-method", "old-version", "no-version", "bad-method", "bad-id"],
+)
+def test_http_json_that_is_not_json_rpc_is_an_invalid_request(http_server: HttpServer, body: Any, want_id: Any):
+    resp = http_request(http_server.port, "POST", "/mcp", json.dumps(body).encode(), MCP_HEADERS)
+    assert resp.status == 400, (resp.status, resp.body[:300])
+    assert_json_rpc_error(resp.json(), -32600, want_id)
+
+
+def test_http_mcp_negotiation_and_good_requests_are_untouched(http_server: HttpServer):
+    port = http_server.port
+    # rmcp's own checks come first, as before: media types, then the body.
+    wrong_type = http_request(port, "POST", "/mcp", b"garbage", {**MCP_HEADERS, "Content-Type": "text/plain"})
+    assert wrong_type.status == 415, wrong_type.body
+    wrong_accept = http_request(port, "POST", "/mcp", b"garbage", {**MCP_HEADERS, "Accept": "application/json"})
+    assert wrong_accept.status == 406, wrong_accept.body
+    # A good request after bad ones is served as always.
+    init = http_request(port, "POST", "/mcp", INIT_REQUEST, MCP_HEADERS)
+    assert init.status == 200, init.body
+    assert init.json()["result"]["serverInfo"]["name"] == "qmd"
+    # A foreign Host is refused before the body is looked at.
+    forbidden = http_request(port, "POST", "/mcp", b"garbage", {**MCP_HEADERS, "Host": "evil.example"})
+    assert forbidden.status == 403, forbidden.body
 
 
 def test_concurrent_rest_queries_match_sequential(http_server: HttpServer, eval_queries):

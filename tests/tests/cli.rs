@@ -738,14 +738,20 @@ fn named_index_is_isolated() {
 #[test]
 fn empty_answers_match_upstream() {
     let env = Env::peer();
-    for name in [
-        "parity-ls-no-files.txt",
-        "parity-multi-get-all-missing.txt",
-        "parity-get-past-end.txt",
-        "parity-vsearch-no-vectors.txt",
-    ] {
+    for name in ["parity-ls-no-files.txt", "parity-multi-get-all-missing.txt", "parity-vsearch-no-vectors.txt"] {
         assert_exact(&env, name);
     }
+    // We differ from qmd here on purpose: past the end qmd printed an
+    // invented `999: ` line; we print no line, and say why on stderr.
+    let rec = Recording::load("parity-get-past-end.txt");
+    let out = env.run_recorded(&rec);
+    assert_eq!(out.code, rec.code, "{}", out.stderr);
+    assert_eq!(out.stdout, env.localize(&rec.stdout).replace("\n999: \n", "\n"));
+    assert!(
+        out.stderr.contains("qmd://myproject/docs/api.md ends at line 121: nothing from line 999."),
+        "{}",
+        out.stderr
+    );
     // `-n 0` is "not given": the default limit, as qmd.
     assert_eq!(env.ok(&["search", "engine", "-n", "0"]).stdout, env.ok(&["search", "engine"]).stdout);
     let json = env.ok(&["search", "the", "-n", "0", "--json"]).stdout;
@@ -823,7 +829,9 @@ fn bench_scores_each_backend_on_a_fixture_with_qmds_guards() {
     let bad = env.qmd(&["bench", &env.arg("bad.json")]).failure();
     assert!(bad.stderr.contains("Invalid fixture: missing 'queries' array"), "{}", bad.stderr);
 
-    let out = env.ok(&["bench", fixture, "--json"]);
+    // A backend that cannot run fails the run (exit 1) after the whole
+    // report is printed; qmd exited 0 and scored it zero.
+    let out = env.qmd(&["bench", fixture, "--json"]);
     let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(report["results"].as_array().unwrap().len(), 10);
     let bm25 = &report["summary"]["bm25"];
@@ -834,9 +842,13 @@ fn bench_scores_each_backend_on_a_fixture_with_qmds_guards() {
             .unwrap()
             .ends_with("api-design-principles.md")
     );
-    // No vectors: the vector backend cannot run and scores zero, as in qmd.
-    assert_eq!(report["summary"]["vector"]["avg_recall"], 0.0);
-    let table = env.ok(&["bench", fixture]).stdout;
+    // No embedding model: the vector backend cannot run. qmd scored it
+    // zero; we report it failed, with why, and exit 1.
+    if out.code != 0 {
+        assert_eq!(report["summary"]["vector"]["failed"], 10, "{}", report["summary"]);
+        assert!(report["results"][0]["backends"]["vector"]["error"].is_string());
+    }
+    let table = env.qmd(&["bench", fixture]).stdout;
     assert!(
         table.contains("Query                     Backend  P@k    R@1    R@3    R@5    MRR    F1     ms"),
         "{table}"

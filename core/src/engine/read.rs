@@ -3,7 +3,7 @@
 use super::{Engine, source_path};
 use crate::api::*;
 use crate::collection::{Config, context_for};
-use crate::document::{docid, number_lines};
+use crate::document::{docid, slice_lines, too_large, truncate_lines};
 use crate::error::{Error, Result};
 use crate::index::{CatalogEntry, Index};
 use crate::lookup::{
@@ -13,25 +13,6 @@ use crate::query::lex::parse_lex;
 use crate::search::lex::search_lex;
 use crate::search::snippet::extract_snippet;
 use crate::vpath;
-
-/// Lines `from..from+count` of `body` (1-based, `from` clamped to ≥ 1),
-/// numbered `N: ` when asked. Past the end the text is empty and, as in
-/// qmd, numbered from the line asked for (`FILE:999` → `999: `).
-fn slice_lines(body: &str, from: Option<u32>, count: Option<u32>, numbers: bool) -> String {
-    let lines: Vec<&str> = body.split('\n').collect();
-    let first = from.unwrap_or(1).max(1);
-    let start = (first as usize - 1).min(lines.len());
-    // Saturating: `FILE:4294967295:2` asks for lines past any end, not a panic.
-    let end = count.map_or(lines.len(), |c| start.saturating_add(c as usize).min(lines.len()));
-    let text = lines[start..end].join("\n");
-    if numbers { number_lines(&text, first) } else { text }
-}
-
-/// qmd rounds both sizes to whole KB in the skip message.
-fn too_large(size: u64, max: u64) -> String {
-    let kb = |b: u64| (b as f64 / 1024.0).round() as u64;
-    format!("File too large ({}KB > {}KB)", kb(size), kb(max))
-}
 
 fn document(config: &Config, entry: &CatalogEntry, body: String) -> Document {
     let r = &entry.record;
@@ -127,7 +108,8 @@ impl Engine {
             return Err(GetError::NotFound { query: request.file.clone(), similar: similar_paths(catalog, name, 5) });
         };
         let body = index.body(entry).map_err(GetError::Failed)?;
-        Ok(document(&config, entry, slice_lines(&body, from, count, request.line_numbers)))
+        let lines = slice_lines(&body, from, count, request.line_numbers).unwrap_or_default();
+        Ok(document(&config, entry, lines))
     }
 
     /// Several documents by glob, comma list or docids (qmd `multi-get`).
@@ -159,18 +141,7 @@ impl Engine {
                 result.entries.push(MultiGetEntry { doc, skipped });
                 continue;
             }
-            let mut body = index.body(entry)?;
-            if let Some(max) = request.max_lines {
-                let lines: Vec<&str> = body.split('\n').collect();
-                if lines.len() > max as usize {
-                    let more = lines.len() - max as usize;
-                    body = format!("{}\n\n[... truncated {more} more lines]", lines[..max as usize].join("\n"));
-                }
-            }
-            // qmd numbers after truncating, so the marker lines get numbers too.
-            if request.line_numbers {
-                body = number_lines(&body, 1);
-            }
+            let body = truncate_lines(&index.body(entry)?, request.max_lines, request.line_numbers);
             result.entries.push(MultiGetEntry { doc: document(&config, entry, body), skipped: None });
         }
         Ok(result)
@@ -277,14 +248,24 @@ mod tests {
     #[test]
     fn slicing_and_numbering() {
         let body = "a\nb\nc\n";
-        assert_eq!(slice_lines(body, None, None, true), "1: a\n2: b\n3: c\n4: ");
-        assert_eq!(slice_lines(body, Some(2), Some(1), true), "2: b");
-        assert_eq!(slice_lines(body, Some(0), Some(1), false), "a");
-        assert_eq!(slice_lines(body, Some(99), None, false), "", "past the end is empty, not a panic");
-        assert_eq!(slice_lines(body, Some(99), None, true), "99: ", "numbered from the line asked for, as qmd");
-        assert_eq!(slice_lines(body, Some(u32::MAX), None, true), "4294967295: ");
-        assert_eq!(slice_lines(body, Some(u32::MAX), Some(u32::MAX), false), "", "no overflow");
-        assert_eq!(slice_lines(body, Some(2), Some(u32::MAX), false), "b\nc\n");
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(slice_lines(body, None, None, true), some("1: a\n2: b\n3: c\n4: "));
+        assert_eq!(slice_lines(body, Some(2), Some(1), true), some("2: b"));
+        assert_eq!(slice_lines(body, Some(0), Some(1), false), some("a"));
+        assert_eq!(slice_lines(body, Some(4), None, true), some("4: "), "the text after a final newline is a line");
+        assert_eq!(slice_lines(body, Some(5), None, true), None, "past the end: no invented line");
+        assert_eq!(slice_lines(body, Some(99), None, true), None);
+        assert_eq!(slice_lines(body, Some(2), Some(0), true), None, "zero lines");
+        assert_eq!(slice_lines(body, Some(u32::MAX), Some(u32::MAX), false), None, "no overflow");
+        assert_eq!(slice_lines(body, Some(2), Some(u32::MAX), false), some("b\nc\n"));
+        assert_eq!(truncate_lines(body, Some(0), true), "[... truncated 3 more lines]");
+        assert_eq!(truncate_lines("", Some(0), true), "");
+        assert_eq!(truncate_lines("a\nb", Some(0), true), "[... truncated 2 more lines]");
+        assert_eq!(truncate_lines("\n", Some(0), true), "[... truncated 1 more lines]", "one empty line");
+        assert_eq!(truncate_lines(body, Some(2), true), "1: a\n2: b\n3: \n4: [... truncated 2 more lines]");
+        assert_eq!(truncate_lines(body, Some(9), false), body);
         assert_eq!(too_large(12345, 5000), "File too large (12KB > 5KB)");
+        assert_eq!(too_large(312, 1), "File too large (312 B > 1 B)");
+        assert_eq!(too_large(3000, 1023), "File too large (3KB > 1023 B)");
     }
 }

@@ -3,8 +3,15 @@
 //! (vsearch), `hybrid` (query without rerank), `full` (query with rerank)
 //! — and is scored against its expected files: precision@k, recall@1/3/5,
 //! MRR, F1 and latency, with qmd's table, summary and `--json` shape.
+//!
+//! Where qmd scores a backend that fails (no vectors, no model, a bad
+//! query document) as zero, here its row says it failed and why (`FAILED:
+//! …` in the table, `"error"` in JSON), its averages leave it out and count
+//! it as `failed`, and the run exits 1 after printing the whole report.
+//! The fixture is read to at most [`FIXTURE_LIMIT`] bytes.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -13,6 +20,7 @@ use qmd_core::SearchType;
 use qmd_core::query::document::{QueryDocument, parse_query_document};
 use serde::{Deserialize, Serialize};
 
+use crate::cli::output::escape_controls;
 use crate::component::bindings::{QueryRequest, SearchOptions};
 use crate::session::{Session, engine_result};
 
@@ -50,17 +58,40 @@ struct Scores {
     unmatched_expected_files: Vec<String>,
 }
 
+/// One backend's outcome on one query: its scores, or why it did not run
+/// (JSON: the scores object, or `{"error": …, "latency_ms": …}`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Outcome {
+    Scored(Scores),
+    Failed { error: String, latency_ms: f64 },
+}
+
 #[derive(Serialize)]
 struct QueryResult {
     id: String,
     query: String,
     #[serde(rename = "type")]
     kind: String,
-    backends: BTreeMap<&'static str, Scores>,
+    backends: BTreeMap<&'static str, Outcome>,
+}
+
+/// A backend's averages over the queries it ran, and how many it failed
+/// (`failed` is left out of the JSON when 0; the averages when it ran none).
+#[derive(Serialize)]
+struct Summary {
+    #[serde(flatten)]
+    averages: Option<Averages>,
+    #[serde(skip_serializing_if = "is_zero")]
+    failed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
-struct Summary {
+struct Averages {
     avg_precision: f64,
     avg_recall: f64,
     avg_recall_at_1: f64,
@@ -81,9 +112,24 @@ struct Report {
 
 const BACKENDS: [&str; 4] = ["bm25", "vector", "hybrid", "full"];
 
+/// The largest fixture read: a fixture is a list of queries, and `stat`
+/// cannot tell the size of `/dev/zero` or a FIFO, so the read itself stops.
+const FIXTURE_LIMIT: u64 = 16 << 20;
+
+/// The fixture's text, read to at most [`FIXTURE_LIMIT`] bytes.
+fn read_fixture(path: &str) -> Result<String> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {path}"))?;
+    let mut bytes = Vec::new();
+    file.take(FIXTURE_LIMIT + 1).read_to_end(&mut bytes).with_context(|| format!("cannot read {path}"))?;
+    if bytes.len() as u64 > FIXTURE_LIMIT {
+        bail!("Fixture {path} is larger than the {} MiB limit of bench fixtures; not reading it.", FIXTURE_LIMIT >> 20);
+    }
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("invalid fixture {path}: not UTF-8 text"))
+}
+
 /// A structured query's typed searches, read as the CLI reads query
 /// documents (`None`: plain text; an invalid document is an error, which
-/// scores the backend zero as in qmd).
+/// fails the backend's run).
 fn typed_lines(query: &str) -> Result<Option<Vec<(SearchType, String)>>> {
     match parse_query_document(query).map_err(|e| anyhow::anyhow!(e.message))? {
         QueryDocument::Expand(_) => Ok(None),
@@ -221,7 +267,7 @@ fn check_ready(session: &Session, collection: Option<&str>) -> Result<()> {
 }
 
 pub fn run(session: &Session, fixture_path: &str, json: bool, collection: Option<String>) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(fixture_path).with_context(|| format!("cannot read {fixture_path}"))?;
+    let text = read_fixture(fixture_path)?;
     let fixture: Fixture = serde_json::from_str(&text).with_context(|| format!("invalid fixture {fixture_path}"))?;
     let Some(queries) = fixture.queries else { bail!("Invalid fixture: missing 'queries' array") };
     let collection = collection.or(fixture.collection);
@@ -235,14 +281,25 @@ pub fn run(session: &Session, fixture_path: &str, json: bool, collection: Option
                 eprint!("  {} / {backend}...", query.id);
             }
             let started = Instant::now();
-            // A backend that cannot run (no vectors, no model) scores zero.
-            let files = run_backend(session, backend, query, collection.as_deref()).unwrap_or_default();
-            let mut scores = score(&files, &query.expected_files, query.expected_in_top_k);
-            scores.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            // A backend that cannot run (no vectors, no model, a bad query
+            // document) is reported as failed: qmd scored it zero.
+            let run = run_backend(session, backend, query, collection.as_deref());
+            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            let outcome = match run {
+                Ok(files) => {
+                    let mut scores = score(&files, &query.expected_files, query.expected_in_top_k);
+                    scores.latency_ms = latency_ms;
+                    Outcome::Scored(scores)
+                }
+                Err(e) => Outcome::Failed { error: format!("{e:#}"), latency_ms },
+            };
             if !json {
-                eprintln!(" {}ms", scores.latency_ms.round());
+                match &outcome {
+                    Outcome::Scored(_) => eprintln!(" {}ms", latency_ms.round()),
+                    Outcome::Failed { error, .. } => eprintln!(" failed: {}", escape_controls(error)),
+                }
             }
-            backends.insert(backend, scores);
+            backends.insert(backend, outcome);
         }
         results.push(QueryResult {
             id: query.id.clone(),
@@ -252,7 +309,14 @@ pub fn run(session: &Session, fixture_path: &str, json: bool, collection: Option
         });
     }
     let summary = summarize(&results);
-    if summary.values().all(|s| s.avg_precision == 0.0 && s.avg_recall == 0.0 && s.avg_mrr == 0.0) {
+    let failed: usize = summary.values().map(|s| s.failed).sum();
+    let all_zero = summary
+        .values()
+        .filter_map(|s| s.averages.as_ref())
+        .all(|a| a.avg_precision == 0.0 && a.avg_recall == 0.0 && a.avg_mrr == 0.0);
+    if failed > 0 {
+        eprintln!("\n{failed} backend run(s) failed; their rows say why (FAILED, or \"error\" in --json).");
+    } else if all_zero {
         let ls = collection.as_deref().map_or("qmd ls".to_string(), |c| format!("qmd ls {c}"));
         eprintln!(
             "\nAll benchmark scores were 0.00 — the collection is likely unindexed or the fixture's expected files are missing. Check with '{ls}'."
@@ -269,30 +333,36 @@ pub fn run(session: &Session, fixture_path: &str, json: bool, collection: Option
     } else {
         print!("{}", table(&report));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 fn summarize(results: &[QueryResult]) -> BTreeMap<&'static str, Summary> {
     let mut out = BTreeMap::new();
     for backend in BACKENDS {
-        let rows: Vec<&Scores> = results.iter().filter_map(|r| r.backends.get(backend)).collect();
-        if rows.is_empty() {
+        let outcomes: Vec<&Outcome> = results.iter().filter_map(|r| r.backends.get(backend)).collect();
+        if outcomes.is_empty() {
             continue;
         }
+        let rows: Vec<&Scores> = outcomes
+            .iter()
+            .filter_map(|o| match o {
+                Outcome::Scored(s) => Some(s),
+                Outcome::Failed { .. } => None,
+            })
+            .collect();
+        let failed = outcomes.len() - rows.len();
         let avg = |f: fn(&Scores) -> f64| rows.iter().map(|s| f(s)).sum::<f64>() / rows.len() as f64;
-        out.insert(
-            backend,
-            Summary {
-                avg_precision: avg(|s| s.precision_at_k),
-                avg_recall: avg(|s| s.recall),
-                avg_recall_at_1: avg(|s| s.recall_at_1),
-                avg_recall_at_3: avg(|s| s.recall_at_3),
-                avg_recall_at_5: avg(|s| s.recall_at_5),
-                avg_mrr: avg(|s| s.mrr),
-                avg_f1: avg(|s| s.f1),
-                avg_latency_ms: avg(|s| s.latency_ms),
-            },
-        );
+        let averages = (!rows.is_empty()).then(|| Averages {
+            avg_precision: avg(|s| s.precision_at_k),
+            avg_recall: avg(|s| s.recall),
+            avg_recall_at_1: avg(|s| s.recall_at_1),
+            avg_recall_at_3: avg(|s| s.recall_at_3),
+            avg_recall_at_5: avg(|s| s.recall_at_5),
+            avg_mrr: avg(|s| s.mrr),
+            avg_f1: avg(|s| s.f1),
+            avg_latency_ms: avg(|s| s.latency_ms),
+        });
+        out.insert(backend, Summary { averages, failed });
     }
     out
 }
@@ -316,7 +386,20 @@ fn table(report: &Report) -> String {
     );
     for r in &report.results {
         for backend in BACKENDS {
-            let Some(s) = r.backends.get(backend) else { continue };
+            let s = match r.backends.get(backend) {
+                Some(Outcome::Scored(s)) => s,
+                Some(Outcome::Failed { error, latency_ms }) => {
+                    out += &format!(
+                        "{} {} FAILED: {} ({}ms)\n",
+                        pad(&r.id, 25),
+                        pad(backend, 8),
+                        escape_controls(error),
+                        latency_ms.round() as u64
+                    );
+                    continue;
+                }
+                None => continue,
+            };
             out += &format!(
                 "{} {} {} {} {} {} {} {} {:7}ms\n",
                 pad(&r.id, 25),
@@ -334,9 +417,14 @@ fn table(report: &Report) -> String {
     }
     out += &format!("Summary:\n{}\n", "-".repeat(70));
     for backend in BACKENDS {
-        let Some(s) = report.summary.get(backend) else { continue };
+        let Some(summary) = report.summary.get(backend) else { continue };
+        let Some(s) = &summary.averages else {
+            out += &format!("  {} FAILED on all {} queries\n", pad(backend, 8), summary.failed);
+            continue;
+        };
+        let failed = if summary.failed > 0 { format!(" ({} failed)", summary.failed) } else { String::new() };
         out += &format!(
-            "  {} P@k={:6.3} R@1={:6.3} R@3={:6.3} R@5={:6.3} MRR={:6.3} F1={:6.3} Avg={}ms\n",
+            "  {} P@k={:6.3} R@1={:6.3} R@3={:6.3} R@5={:6.3} MRR={:6.3} F1={:6.3} Avg={}ms{failed}\n",
             pad(backend, 8),
             s.avg_precision,
             s.avg_recall_at_1,
@@ -370,5 +458,13 @@ mod tests {
         assert_eq!(typed_lines("plain words").unwrap(), None);
         assert_eq!(typed_lines("lex: a b\nvec: c").unwrap().unwrap().len(), 2);
         assert!(typed_lines("lex: a\nno prefix").is_err(), "the CLI's query-document errors");
+    }
+
+    #[test]
+    fn fixtures_are_read_to_a_limit() {
+        // `/dev/zero` has no end and reports size 0.
+        let err = read_fixture("/dev/zero").unwrap_err().to_string();
+        assert!(err.contains("/dev/zero") && err.contains("16 MiB"), "{err}");
+        assert!(read_fixture("/nonexistent/fixture.json").unwrap_err().to_string().contains("cannot read"));
     }
 }

@@ -250,12 +250,13 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
 }
 
 fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
-    let request = bindings::GetRequest {
-        file: args.file,
-        from_line: args.from,
-        max_lines: args.lines,
-        line_numbers: !args.no_line_numbers,
-    };
+    // The engine finds the document and returns it whole; the lines are
+    // chosen here, so a range past the end or of 0 lines prints no invented
+    // `N: ` line (qmd printed `FILE:999` as `999: `).
+    let (_, suffix_from, suffix_count) = qmd_core::lookup::split_line_suffix(args.file.trim());
+    let (from, count) = (args.from.or(suffix_from), args.lines.or(suffix_count));
+    let request =
+        bindings::GetRequest { file: args.file, from_line: Some(1), max_lines: Some(u32::MAX), line_numbers: false };
     let result =
         session.read(|store, engine| engine.call_get(store, &request).map_err(crate::component::call_failed))?;
     match result {
@@ -263,7 +264,13 @@ fn get(session: &Session, args: GetArgs) -> Result<ExitCode> {
             if args.full_path {
                 doc.source_path = display_path(&doc.source_path);
             }
-            print(&output::render_get(&doc, args.full_path))?;
+            let lines = qmd_core::document::slice_lines(&doc.body, from, count, !args.no_line_numbers);
+            if lines.is_none() && count != Some(0) {
+                let name = output::escape_controls(&format!("qmd://{}/{}", doc.collection, doc.path)).into_owned();
+                let total = doc.body.split('\n').count();
+                eprintln!("{name} ends at line {total}: nothing from line {}.", from.unwrap_or(1).max(1));
+            }
+            print(&output::render_get(&doc, lines.as_deref(), args.full_path))?;
             Ok(ExitCode::SUCCESS)
         }
         Err(GetError::NotFound(info)) => {

@@ -1,6 +1,11 @@
-//! qmd's Origin/Host guard for the HTTP server (reference §9.2): a browser
-//! page on another site must not reach a server on loopback (DNS rebinding,
-//! cross-origin POSTs). Rejections are 403s.
+//! qmd's Origin/Host guard for its HTTP servers, `qmd mcp --http` and
+//! `qmd web` (reference §9.2): a browser page on another site must not reach
+//! a server on loopback (DNS rebinding, cross-origin POSTs). Both servers
+//! build it with [`OriginGuard::from_env`] (`QMD_ALLOWED_ORIGINS`,
+//! `QMD_ALLOWED_HOSTS`) and check every request with
+//! [`OriginGuard::check_headers`]; rejections are 403s.
+
+use axum::http::{HeaderMap, header};
 
 const WILDCARD_BIND_HOSTS: [&str; 5] = ["", "0.0.0.0", "::", "[::]", "*"];
 
@@ -90,6 +95,38 @@ impl OriginGuard {
         }
     }
 
+    /// From the bind host and `QMD_ALLOWED_ORIGINS` / `QMD_ALLOWED_HOSTS`,
+    /// printing the startup warning (if any) on stderr.
+    pub fn from_env(bind_host: &str) -> OriginGuard {
+        let guard = OriginGuard::new(
+            bind_host,
+            std::env::var("QMD_ALLOWED_ORIGINS").ok().as_deref(),
+            std::env::var("QMD_ALLOWED_HOSTS").ok().as_deref(),
+        );
+        if let Some(warning) = guard.warning(bind_host) {
+            eprintln!("{warning}");
+        }
+        guard
+    }
+
+    /// [`check`](Self::check) on a request's headers. Every `Origin` and
+    /// `Host` value counts, and one that is not text is refused, not skipped.
+    pub fn check_headers(&self, headers: &HeaderMap) -> Result<(), String> {
+        if self.disabled {
+            return Ok(());
+        }
+        for (name, label) in [(header::ORIGIN, "Origin"), (header::HOST, "Host")] {
+            for value in headers.get_all(&name) {
+                let Ok(text) = value.to_str() else {
+                    return Err(format!("{label} not allowed: {}", String::from_utf8_lossy(value.as_bytes())));
+                };
+                let (origin, host) = if label == "Origin" { (Some(text), None) } else { (None, Some(text)) };
+                self.check(origin, host)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A startup warning for configurations that weaken the guard.
     pub fn warning(&self, bind_host: &str) -> Option<String> {
         if self.disabled {
@@ -109,9 +146,14 @@ impl OriginGuard {
             return Ok(());
         }
         if let Some(origin) = origin.map(str::trim).filter(|o| !o.is_empty()) {
-            let hostname = split_url(origin).filter(|(s, _, _)| s == "http" || s == "https").map(|(_, h, _)| h);
-            let allowed = hostname.is_some_and(|h| is_loopback_hostname(&h))
-                || normalize_origin(origin).is_some_and(|o| self.allowed_origins.contains(&o));
+            let url = split_url(origin).filter(|(s, _, _)| s == "http" || s == "https");
+            // Loopback pages, listed origins, and pages served from a host
+            // the user allowed (`QMD_ALLOWED_HOSTS`, `host` or `host:port`).
+            let allowed = url.as_ref().is_some_and(|(_, h, p)| {
+                is_loopback_hostname(h)
+                    || self.allowed_hosts.contains(h)
+                    || p.as_ref().is_some_and(|p| self.allowed_hosts.contains(&format!("{h}:{p}")))
+            }) || normalize_origin(origin).is_some_and(|o| self.allowed_origins.contains(&o));
             if !allowed {
                 return Err(format!("Origin not allowed: {origin}"));
             }
@@ -177,5 +219,33 @@ mod tests {
         assert!(concrete.check(None, Some("evil.example")).is_err());
         let off = OriginGuard::new("localhost", Some("*"), None);
         assert!(off.disabled && off.check(Some("http://evil.example"), Some("evil.example")).is_ok());
+    }
+
+    #[test]
+    fn pages_of_an_allowed_host_may_call_it() {
+        let guard = OriginGuard::new("127.0.0.1", None, Some("box.lan, other.lan:9000"));
+        assert!(guard.check(Some("http://box.lan:8080"), Some("box.lan:8080")).is_ok());
+        assert!(guard.check(Some("http://other.lan:9000"), None).is_ok());
+        assert!(guard.check(Some("http://other.lan:9001"), None).is_err());
+        assert!(guard.check(Some("http://box.lan.evil.example"), None).is_err());
+    }
+
+    #[test]
+    fn every_header_value_counts() {
+        use axum::http::{HeaderMap, HeaderValue};
+        let guard = OriginGuard::new("127.0.0.1", None, None);
+        let mut headers = HeaderMap::new();
+        headers.append(header::HOST, HeaderValue::from_static("127.0.0.1:8080"));
+        assert!(guard.check_headers(&headers).is_ok());
+        headers.append(header::HOST, HeaderValue::from_static("evil.example"));
+        assert!(guard.check_headers(&headers).is_err(), "a second Host is checked too");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_bytes(b"evil\xff.example").unwrap());
+        assert!(guard.check_headers(&headers).is_err(), "a Host that is not text is refused");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ORIGIN, HeaderValue::from_bytes(b"http://\xfe").unwrap());
+        assert!(guard.check_headers(&headers).is_err(), "an Origin that is not text is refused");
+        let off = OriginGuard::new("127.0.0.1", Some("*"), None);
+        assert!(off.check_headers(&headers).is_ok());
     }
 }

@@ -38,9 +38,7 @@ fn json_response(status: StatusCode, body: Value) -> Response {
 
 /// Refuses foreign origins and hosts before any route runs.
 async fn check_origin(State(state): State<Arc<HttpState>>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-    if let Err(reason) = state.guard.check(text(header::ORIGIN).as_deref(), text(header::HOST).as_deref()) {
+    if let Err(reason) = state.guard.check_headers(request.headers()) {
         eprintln!("{} {} {} 403 — {reason}", timestamp(), request.method(), request.uri().path());
         return json_response(
             StatusCode::FORBIDDEN,
@@ -111,6 +109,39 @@ async fn rest_query(State(state): State<Arc<HttpState>>, body: String) -> Respon
     }
 }
 
+/// The most an MCP POST body may hold (rmcp's own default limit).
+const MAX_MCP_BODY: usize = 4 * 1024 * 1024;
+
+/// JSON-RPC's answers to a POST body that is not a message. rmcp answers
+/// a body it cannot deserialize with `415 fail to deserialize …` in plain
+/// text; this layer, in front of it, turns exactly that answer into HTTP
+/// 400 with a JSON-RPC error object, as the MCP TypeScript and Python SDKs'
+/// streamable HTTP servers do: `-32700` (Parse error, `id: null`) for bytes
+/// that are not JSON, `-32600` (Invalid Request) for JSON that is not a
+/// JSON-RPC message. Every other answer (rmcp's own 406 and 415 for a wrong
+/// Accept or Content-Type, which it checks first) passes through untouched.
+async fn json_rpc_errors(request: Request, next: Next) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MCP_BODY).await else {
+        let message = format!("Payload Too Large: request body exceeds {MAX_MCP_BODY} bytes");
+        return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
+    };
+    let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes.clone()))).await;
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let (response_parts, response_body) = response.into_parts();
+    let response_bytes = axum::body::to_bytes(response_body, 64 * 1024).await.unwrap_or_default();
+    let undecodable = response_bytes.starts_with(b"fail to deserialize");
+    match undecodable.then(|| super::invalid_message(&bytes)).flatten() {
+        Some(error) => json_response(StatusCode::BAD_REQUEST, error),
+        None => Response::from_parts(response_parts, axum::body::Body::from(response_bytes)),
+    }
+}
+
 async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Not Found").into_response()
 }
@@ -123,14 +154,7 @@ pub async fn serve(
     shutdown: CancellationToken,
     on_listening: impl FnOnce(u16),
 ) -> anyhow::Result<()> {
-    let guard = OriginGuard::new(
-        host,
-        std::env::var("QMD_ALLOWED_ORIGINS").ok().as_deref(),
-        std::env::var("QMD_ALLOWED_HOSTS").ok().as_deref(),
-    );
-    if let Some(warning) = guard.warning(host) {
-        eprintln!("{warning}");
-    }
+    let guard = OriginGuard::from_env(host);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -149,7 +173,7 @@ pub async fn serve(
         .route("/health", get(health))
         .route("/query", post(rest_query))
         .route("/search", post(rest_query))
-        .nest_service("/mcp", mcp)
+        .nest_service("/mcp", Router::new().fallback_service(mcp).layer(middleware::from_fn(json_rpc_errors)))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), check_origin))
         .with_state(state);

@@ -3,10 +3,11 @@
 
 mod daemon;
 mod format;
-mod guard;
+pub mod guard;
 mod http;
 mod pool;
 mod server;
+mod stdio;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -46,6 +47,9 @@ pub fn run(session: &Session, options: McpOptions) -> Result<ExitCode> {
         write: false,
         roots: Vec::new(),
     };
+    // Set when `--daemon` started us and waits to hear that we listen.
+    let ready = std::sync::Mutex::new(daemon::ReadyPipe::from_env());
+    let ready = &ready;
     let pool = EnginePool::new(session.runtime(), session.index_name.clone(), grants, pool_size());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(async move {
@@ -58,12 +62,16 @@ pub fn run(session: &Session, options: McpOptions) -> Result<ExitCode> {
             let host = options.host.clone();
             http::serve(shared, &options.host, options.port, shutdown, |port| {
                 eprintln!("QMD MCP server listening on http://{host}:{port}/mcp");
+                ready.lock().unwrap_or_else(|e| e.into_inner()).ready(port);
             })
             .await
         } else {
             serve_stdio(shared, shutdown).await
         }
     });
+    if let Err(e) = &result {
+        ready.lock().unwrap_or_else(|e| e.into_inner()).failed(e);
+    }
     if options.http {
         files.remove_if_owned(std::process::id());
     }
@@ -75,15 +83,40 @@ pub fn run(session: &Session, options: McpOptions) -> Result<ExitCode> {
 
 async fn serve_stdio(shared: Arc<Shared>, shutdown: CancellationToken) -> Result<()> {
     let server = QmdServer::new(shared);
-    let running = match server.serve_with_ct(rmcp::transport::stdio(), shutdown.child_token()).await {
+    let (transport, writer) = stdio::transport();
+    let running = match server.serve_with_ct(transport, shutdown.child_token()).await {
         Ok(running) => running,
         // The client went away before initializing: nothing to serve.
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            let _ = tokio::time::timeout(stdio::DRAIN, writer).await;
+            return Ok(());
+        }
         Err(e) => return Err(anyhow::anyhow!("MCP initialize failed: {e}")),
     };
     // Returns on stdin EOF (after in-flight calls are answered) or a signal.
     running.waiting().await?;
+    // rmcp has closed its output: let its last lines reach stdout.
+    let _ = tokio::time::timeout(stdio::DRAIN, writer).await;
     Ok(())
+}
+
+/// JSON-RPC's error object for a message body that is not a client
+/// message, `None` for one that is: `-32700` (Parse error, `id: null`) for
+/// bytes that are not JSON, `-32600` (Invalid Request) for JSON that is not
+/// a JSON-RPC message, with its `id` where it has a usable one. Both
+/// transports answer with it where rmcp would not (stdio) or would answer
+/// otherwise (HTTP).
+fn invalid_message(body: &[u8]) -> Option<serde_json::Value> {
+    use serde_json::{Value, json};
+    let error = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(body).err()?;
+    let (id, code, message) = match serde_json::from_slice::<Value>(body) {
+        Err(parse) => (Value::Null, -32700, format!("Parse error: {parse}")),
+        Ok(value) => {
+            let id = value.get("id").filter(|id| id.is_string() || id.is_i64() || id.is_u64()).cloned();
+            (id.unwrap_or(Value::Null), -32600, format!("Invalid Request: {error}"))
+        }
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
 }
 
 async fn cancel_on_signal(token: CancellationToken) {

@@ -7,17 +7,19 @@
 //! its content and never changes, so it can be cached forever
 //! (`Cache-Control: public, max-age=31536000, immutable`); those two must
 //! be revalidated (`no-cache`).
+//!
+//! The command owns `<out>/qmd/` and nothing else: it refuses that folder
+//! when it is a link (or a file), and never follows a link inside it.
 
 use std::collections::HashSet;
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use crate::files::write_atomically;
+use crate::files::OwnedDir;
 use qmd_core::site::SiteFiles;
 use qmd_core::site::format::{file_id, id_hex};
 
@@ -61,36 +63,24 @@ fn ours(name: &str) -> bool {
         || name.ends_with(".partial")
 }
 
-fn files_under(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
-    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let path = entry?.path();
-        if path.is_dir() {
-            files_under(root, &path, out)?;
-        } else if let Ok(rel) = path.strip_prefix(root) {
-            out.push(rel.to_string_lossy().replace('\\', "/"));
-        }
-    }
-    Ok(())
-}
-
 pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
-    let dir = out.join("qmd");
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // The bundle folder is the only one written: never a link, and nothing
+    // in it followed (see `OwnedDir`).
+    let dir = OwnedDir::open(out, Path::new("qmd"))?;
     let engine = format!("engine.{}.wasm", id_hex(&file_id(ENGINE)));
     let mut keep: HashSet<String> = HashSet::new();
     let mut bytes = 0u64;
     let all = site.files.iter().map(|f| (f.name.as_str(), f.bytes.as_slice())).chain([(engine.as_str(), ENGINE)]);
     for (name, data) in all {
-        let path = dir.join(name);
         let stored = gzip(data)?;
         bytes += stored.len() as u64;
         // Same name, same content: a file from an earlier build is reused.
-        if fs::metadata(&path).map(|m| m.len() != stored.len() as u64).unwrap_or(true) {
-            write_atomically(&path, &stored)?;
+        if !dir.has_file(name, stored.len() as u64) {
+            dir.write(name, &stored)?;
         }
         keep.insert(name.to_string());
     }
-    write_atomically(&dir.join("qmd-search.js"), MODULE.as_bytes())?;
+    dir.write("qmd-search.js", MODULE.as_bytes())?;
     let entry = serde_json::json!({
         "format": FORMAT,
         "generator": concat!("qmd ", env!("CARGO_PKG_VERSION")),
@@ -100,26 +90,21 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
         "docs": site.docs,
     });
     let entry = serde_json::to_vec_pretty(&entry)?;
-    write_atomically(&dir.join("entry.json"), &entry)?;
+    dir.write("entry.json", &entry)?;
     bytes += (MODULE.len() + entry.len()) as u64;
 
     // The new entry is in place: files only the old one named can go.
-    let mut existing = Vec::new();
-    files_under(&dir, &dir, &mut existing)?;
     let mut removed = 0;
-    for name in existing.iter().filter(|n| ours(n) && !keep.contains(*n)) {
-        fs::remove_file(dir.join(name)).with_context(|| format!("cannot remove {name}"))?;
-        removed += 1;
+    for name in dir.files()?.iter().filter(|n| ours(n) && !keep.contains(*n)) {
+        if dir.remove(name)? {
+            removed += 1;
+        }
     }
     // Fragment and row folders of earlier builds, now empty.
     for sets in ["f", "r"] {
-        if let Ok(entries) = fs::read_dir(dir.join(sets)) {
-            for entry in entries.flatten() {
-                let _ = fs::remove_dir(entry.path());
-            }
-        }
+        dir.remove_empty_dirs_in(sets);
     }
-    Ok(Written { dir, bytes, files: keep.len() + 2, removed })
+    Ok(Written { dir: dir.path().to_path_buf(), bytes, files: keep.len() + 2, removed })
 }
 
 #[cfg(test)]

@@ -87,6 +87,8 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
         bail!("Not a directory: {}", args.input);
     }
     let out = Path::new(&args.out);
+    // Refused before any work: `<out>/qmd` a link or a file (see `bundle`).
+    crate::files::OwnedDir::check(out, Path::new("qmd"))?;
     let input_abs = input.canonicalize().with_context(|| format!("cannot open {}", input.display()))?;
     // The bundle may live inside the site it indexes: never index it.
     let bundle_dir = resolve(out)?.join("qmd");
@@ -102,7 +104,14 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     let links = markdown::Links { base: args.base_url.clone(), extension: args.link_ext.clone() };
     let mut builder = SiteBuilder::new(&name);
     for rel in files.iter().filter(|f| format.is_page(f)) {
-        let text = read_text(&input_abs.join(rel))?;
+        // A page that cannot be read (gone, unreadable) is skipped.
+        let text = match read_text(&input_abs.join(rel)) {
+            Ok(text) => text,
+            Err(e) => {
+                walk::warn(&crate::files::escape(rel.as_bytes()), format_args!("{:#}", e.root_cause()));
+                continue;
+            }
+        };
         let page: SitePage = match format {
             SiteFormat::Html => {
                 let stem = rel.rsplit('/').next().unwrap_or(rel);

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::files::OwnedDir;
+
 /// What an installed skill holds instead of the full text, so it never
 /// goes stale when qmd is upgraded.
 const BOOTSTRAP: &str = "---
@@ -36,37 +38,47 @@ Then follow those instructions. In short: search first, fetch full sources with
 `qmd get` or `qmd multi-get`, and answer from retrieved text rather than snippets.
 ";
 
-/// `~/.agents/skills/qmd` (global) or `./.agents/skills/qmd`, and the
-/// matching `.claude/skills/qmd` link.
-fn places(global: bool) -> Result<(PathBuf, PathBuf)> {
-    let base = if global {
-        PathBuf::from(std::env::var_os("HOME").context("HOME is not set")?)
+/// `~` (global) or the working folder: where `.agents/skills/qmd` and
+/// the `.claude/skills/qmd` link go.
+fn base(global: bool) -> Result<PathBuf> {
+    Ok(if global {
+        std::path::absolute(std::env::var_os("HOME").context("HOME is not set")?)?
     } else {
         std::env::current_dir()?
-    };
-    Ok((base.join(".agents/skills/qmd"), base.join(".claude/skills/qmd")))
+    })
 }
 
+/// The skill goes in `.agents/skills/qmd`, and nothing outside it is ever
+/// written or removed: in a project, `.agents` and `.agents/skills` must be
+/// real folders (a link there is refused, naming it), and `--force`
+/// removes a `qmd` link itself, never what it points to (see [`OwnedDir`]).
 pub fn install(global: bool, yes: bool, force: bool) -> Result<()> {
-    let (dir, link) = places(global)?;
+    let base = base(global)?;
+    // A project's folders came with a checkout: they must be real folders.
+    // Your home's are yours (dotfile managers link them): followed.
+    let skills = if global {
+        OwnedDir::open(&base.join(".agents/skills"), Path::new(""))?
+    } else {
+        OwnedDir::open(&base, Path::new(".agents/skills"))?
+    };
+    let dir = skills.path().join("qmd");
     if dir.symlink_metadata().is_ok() {
         if !force {
             bail!("Skill already exists: {} (use --force to replace it)", dir.display());
         }
-        remove(&dir)?;
+        skills.remove("qmd")?;
     }
     let skill = super::qmd_skill()?;
     let bootstrap = ("SKILL.md".to_string(), BOOTSTRAP.to_string());
     for (rel, text) in skill.files.iter().chain([&bootstrap]) {
-        let path = dir.join(rel);
-        std::fs::create_dir_all(path.parent().expect("a file in the skill folder"))?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        skills.write(&format!("qmd/{rel}"), text.as_bytes())?;
     }
     println!("✓ Installed QMD skill to {}", dir.display());
+    let link = base.join(".claude/skills/qmd");
     if !(yes || ask_for_link(&link)?) {
         return Ok(());
     }
-    if link_to(&link, &dir, force)? {
+    if link_to(&base, &dir, force)? {
         println!("✓ Linked Claude skill at {}", link.display());
     } else {
         println!("✓ Claude already sees the skill via {}", link.parent().expect("has a parent").display());
@@ -87,26 +99,29 @@ fn ask_for_link(link: &Path) -> Result<bool> {
     Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }
 
-/// Links `link` → `dir` (relative). `false` when `.claude/skills` already
-/// is `.agents/skills` (a link there would point at itself).
-fn link_to(link: &Path, dir: &Path, force: bool) -> Result<bool> {
-    let parent = link.parent().expect("has a parent");
+/// Links `base/.claude/skills/qmd` → `dir` (relative). `false` when
+/// `.claude/skills` already is `.agents/skills` (a link there would point
+/// at itself); otherwise `.claude` and `.claude/skills` must be real
+/// folders, as for the skill itself.
+fn link_to(base: &Path, dir: &Path, force: bool) -> Result<bool> {
+    let parent = base.join(".claude/skills");
     let skills = dir.parent().expect("has a parent");
     if parent.exists() && parent.canonicalize()? == skills.canonicalize()? {
         return Ok(false);
     }
-    let target = relative(parent, dir);
-    std::fs::create_dir_all(parent)?;
+    let claude = OwnedDir::open(base, Path::new(".claude/skills"))?;
+    let link = claude.path().join("qmd");
+    let target = relative(claude.path(), dir);
     if let Ok(meta) = link.symlink_metadata() {
-        if meta.file_type().is_symlink() && std::fs::read_link(link)? == target {
+        if meta.file_type().is_symlink() && std::fs::read_link(&link)? == target {
             return Ok(true);
         }
         if !force {
             bail!("Claude skill path already exists: {} (use --force to replace it)", link.display());
         }
-        remove(link)?;
+        claude.remove("qmd")?;
     }
-    symlink(&target, link).with_context(|| format!("cannot link {}", link.display()))?;
+    symlink(&target, &link).with_context(|| format!("cannot link {}", link.display()))?;
     Ok(true)
 }
 
@@ -117,12 +132,6 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
     let mut out: PathBuf = std::iter::repeat_n("..", from.len() - shared).collect();
     out.extend(&to[shared..]);
     out
-}
-
-fn remove(path: &Path) -> Result<()> {
-    let meta = path.symlink_metadata()?;
-    if meta.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) }
-        .with_context(|| format!("cannot remove {}", path.display()))
 }
 
 #[cfg(unix)]

@@ -24,7 +24,3 @@ pub(super) fn nonempty(value: &Option<String>) -> Option<&str> {
 pub(super) fn quoted_context(ctx: &str) -> String {
     format!(",\"{}\"", ctx.replace('"', "\"\""))
 }
-
-pub(super) fn quot(value: &str) -> String {
-    value.replace('"', "&quot;")
-}

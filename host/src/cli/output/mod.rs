@@ -5,9 +5,11 @@
 //! Every `render_*` function returns the complete stdout text, trailing
 //! newline included (qmd prints with `console.log`), so callers `print!` it.
 //! The quirks of upstream are kept on purpose, because scripts parse this
-//! output: search `xml` escapes only `"` in attributes, `md`/`xml`/`json`
+//! output: `md`/`xml`/`json`
 //! number snippet lines from 1 while `cli`/`csv` number them from the hit's
-//! line, and `files` drops the docid under `--full-path`.
+//! line, and `files` drops the docid under `--full-path`. Where a quirk is a
+//! hazard we differ: `xml` escapes every field (qmd copies text in raw, so
+//! a page could forge entries), and line ranges print no invented lines.
 
 use std::borrow::Cow;
 
@@ -112,9 +114,11 @@ pub fn render_multi_get(entries: &[MultiGetEntry], format: Format, via_list: boo
 }
 
 /// Renders `qmd get` output: header `qmd://c/p  #docid` (or `source_path`
-/// under `--full-path`), optional `Folder Context: …`, `---`, blank, body.
-/// The body arrives already sliced and numbered by the engine.
-pub fn render_get(doc: &Document, full_path: bool) -> String {
+/// under `--full-path`), optional `Folder Context: …`, `---`, blank, then
+/// the selected lines (`qmd_core::document::slice_lines`). With no line selected (a range
+/// past the end, or `-l 0`) nothing follows the blank: qmd printed an
+/// invented `N: ` line there.
+pub fn render_get(doc: &Document, lines: Option<&str>, full_path: bool) -> String {
     let header = if full_path && !doc.source_path.is_empty() {
         doc.source_path.clone()
     } else if doc.docid.is_empty() {
@@ -126,18 +130,16 @@ pub fn render_get(doc: &Document, full_path: bool) -> String {
     if let Some(ctx) = nonempty(&doc.context) {
         out += &format!("Folder Context: {ctx}\n");
     }
-    out + "---\n\n" + &doc.body + "\n"
+    out += "---\n\n";
+    match lines {
+        Some(lines) => out + lines + "\n",
+        None => out,
+    }
 }
 
 /// Prefixes each line with `N: `, counting from `start` (qmd's
 /// `addLineNumbers`; an empty text is one empty line).
-pub fn add_line_numbers(text: &str, start: u32) -> String {
-    text.split('\n')
-        .enumerate()
-        .map(|(i, line)| format!("{}: {line}", u64::from(start) + i as u64))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+pub use qmd_core::document::number_lines as add_line_numbers;
 
 // ---------------------------------------------------------------------------
 // Search

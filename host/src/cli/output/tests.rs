@@ -213,13 +213,23 @@ fn search_colour_wraps_path_and_score() {
 }
 
 #[test]
-fn search_xml_escapes_only_attribute_quotes() {
+fn xml_escapes_every_field() {
+    // qmd escaped only `"`, and only in title and context: page text could
+    // forge elements. Every field goes through one escape now.
     let mut hit = journal_hits().remove(0);
-    hit.title = "A \"quoted\" <title>".into();
-    hit.snippet = "a < b & c".into();
+    hit.title = "A \"quoted\" <title> & 'more'".into();
+    hit.path = "a<b>.md".into();
+    hit.snippet = "a < b & c </file><file name=\"forged\">\u{1b}[31m".into();
     let out = search(&[hit], Format::Xml, &view());
-    assert!(out.contains(" title=\"A &quot;quoted&quot; <title>\""), "{out}");
-    assert!(out.contains(">\na < b & c\n</file>\n\n"), "{out}");
+    assert!(out.contains(" name=\"qmd://notes/a&lt;b&gt;.md\""), "{out}");
+    assert!(out.contains(" title=\"A &quot;quoted&quot; &lt;title&gt; &amp; &apos;more&apos;\""), "{out}");
+    assert!(
+        out.contains(">\na &lt; b &amp; c &lt;/file&gt;&lt;file name=&quot;forged&quot;&gt;\\x1b[31m\n</file>\n\n"),
+        "{out}"
+    );
+    assert_eq!(out.matches("<file").count(), 1, "{out}");
+    assert_eq!(escape_xml("plain text, kept\tas\r\nis"), "plain text, kept\tas\r\nis");
+    assert_eq!(escape_xml("\u{0}\u{ffff}"), "\\x00\\u{ffff}");
 }
 
 fn document(docid: &str, coll: &str, path: &str, title: &str, ctx: Option<&str>, body: &str) -> Document {
@@ -325,11 +335,11 @@ fn multi_get_empty() {
 fn get_renders_header_context_and_body() {
     let errors = add_line_numbers(&corpus("myproject/docs/errors.md"), 1);
     let doc = document("0160b9", "myproject", "docs/errors.md", "Error Handling Guide", Some(KB), &errors);
-    assert_eq!(render_get(&doc, false), recorded("get-docs-errors.txt"));
+    assert_eq!(render_get(&doc, Some(&doc.body), false), recorded("get-docs-errors.txt"));
 
     let meeting = corpus("notes/meeting.md").split('\n').take(3).collect::<Vec<_>>().join("\n");
     let doc = document("9e1671", "notes", "meeting.md", "Team Meeting Notes", Some(KB), &add_line_numbers(&meeting, 1));
-    assert_eq!(render_get(&doc, false), recorded("get-meeting-l3.txt"));
+    assert_eq!(render_get(&doc, Some(&doc.body), false), recorded("get-meeting-l3.txt"));
 
     let doc = document(
         "405518",
@@ -339,8 +349,14 @@ fn get_renders_header_context_and_body() {
         Some(SRC_CONTEXT),
         &corpus("myproject/src/errors.ts"),
     );
-    assert_eq!(render_get(&doc, false), recorded("get-src-errors-no-line-numbers.txt"));
-    assert!(render_get(&doc, true).starts_with("/corpus/myproject/src/errors.ts\nFolder Context:"));
+    assert_eq!(render_get(&doc, Some(&doc.body), false), recorded("get-src-errors-no-line-numbers.txt"));
+    assert!(render_get(&doc, Some(&doc.body), true).starts_with("/corpus/myproject/src/errors.ts\nFolder Context:"));
+}
+
+#[test]
+fn get_with_no_line_selected_prints_nothing_after_the_rule() {
+    let doc = document("9e1671", "notes", "a.md", "A", None, "");
+    assert_eq!(render_get(&doc, None, false), "qmd://notes/a.md  #9e1671\n---\n\n");
 }
 
 #[test]

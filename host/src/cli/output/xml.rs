@@ -1,4 +1,8 @@
-//! `xml`: qmd's elements, escaping only what qmd escapes.
+//! `xml`: qmd's elements, with every attribute and text escaped by
+//! [`escape_xml`]. qmd copies titles, paths and page text in unescaped, so a
+//! document holding `</file><file name="x">` forged result entries; here a
+//! document without `<`, `>`, `&`, quotes or control characters prints
+//! byte for byte as in qmd, and one with them cannot break the structure.
 
 use super::*;
 
@@ -6,12 +10,15 @@ pub(super) fn search_xml(hits: &[SearchHit], view: &SearchView) -> String {
     let mut out = String::new();
     for hit in hits {
         let (ident, show_docid) = search_ident(hit, view);
-        let docid = if show_docid { format!(" docid=\"#{}\"", hit.docid) } else { String::new() };
-        // Upstream escapes only `"`, and only in these two attributes.
-        let title = if hit.title.is_empty() { String::new() } else { format!(" title=\"{}\"", quot(&hit.title)) };
-        let context = nonempty(&hit.context).map(|c| format!(" context=\"{}\"", quot(c))).unwrap_or_default();
+        let docid = if show_docid { format!(" docid=\"#{}\"", escape_xml(&hit.docid)) } else { String::new() };
+        let title = if hit.title.is_empty() { String::new() } else { format!(" title=\"{}\"", escape_xml(&hit.title)) };
+        let context = nonempty(&hit.context).map(|c| format!(" context=\"{}\"", escape_xml(c))).unwrap_or_default();
         let content = numbered(search_content(hit, view), view, 1);
-        out += &format!("<file{docid} name=\"{ident}\"{title}{context}>\n{content}\n</file>\n\n");
+        out += &format!(
+            "<file{docid} name=\"{}\"{title}{context}>\n{}\n</file>\n\n",
+            escape_xml(&ident),
+            escape_xml(&content)
+        );
     }
     out
 }
@@ -19,7 +26,7 @@ pub(super) fn search_xml(hits: &[SearchHit], view: &SearchView) -> String {
 pub(super) fn multi_xml(rows: &[MultiRow]) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<documents>\n");
     for row in rows {
-        let docid = row.docid.map(|d| format!(" docid=\"#{d}\"")).unwrap_or_default();
+        let docid = row.docid.map(|d| format!(" docid=\"#{}\"", escape_xml(d))).unwrap_or_default();
         out += &format!("  <document{docid}>\n");
         out += &format!("    <file>{}</file>\n", escape_xml(&row.ident));
         out += &format!("    <title>{}</title>\n", escape_xml(&row.title));
@@ -38,6 +45,28 @@ pub(super) fn multi_xml(rows: &[MultiRow]) -> String {
     out + "</documents>\n"
 }
 
-pub(super) fn escape_xml(value: &str) -> String {
-    value.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+/// The one escape of every XML attribute value and text: `&`, `<`, `>`,
+/// `"` and `'` as entities, and the control characters XML 1.0 cannot
+/// hold at all (all below U+0020 but tab, line feed and carriage return,
+/// and U+FFFE/U+FFFF) shown as `\x1b`-style text, so the output is
+/// always well-formed.
+pub(super) fn escape_xml(value: &str) -> Cow<'_, str> {
+    let forbidden = |c: char| (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}');
+    if !value.contains(|c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || forbidden(c)) {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 16);
+    for c in value.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if forbidden(c) && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if forbidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
 }
