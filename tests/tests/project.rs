@@ -203,13 +203,6 @@ fn init_update_and_trust_match_upstream_recordings() {
     assert!(!docs.join("hooked.txt").exists(), "the untrusted hook never ran");
 }
 
-/// `Indexed: a new, b updated, c unchanged, d removed` as numbers.
-fn indexed(out: &Output) -> [u32; 4] {
-    let line = out.stdout.lines().find(|l| l.starts_with("Indexed: ")).unwrap_or_else(|| panic!("{}", out.stdout));
-    let numbers: Vec<u32> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
-    numbers.try_into().unwrap_or_else(|_| panic!("{line}"))
-}
-
 #[test]
 fn relative_collection_paths_mean_the_project_from_any_folder_below_it() {
     let env = Env::new();
@@ -224,12 +217,12 @@ fn relative_collection_paths_mean_the_project_from_any_folder_below_it() {
         "collections:\n  docs:\n    path: docs\n    pattern: \"**/*.md\"\n    update: pwd > ran-here.txt\n",
     );
     let trust = [("QMD_TRUST_LOCAL_CONFIG", "1")];
-    assert_eq!(indexed(&env.qmd_with(&project, &["update"], &trust).success()), [5, 0, 0, 0]);
+    assert_eq!(env.qmd_with(&project, &["update"], &trust).success().indexed(), [5, 0, 0, 0]);
     let sub = project.join("sub");
     let out = env.qmd_with(&sub, &["update"], &trust).success();
-    assert_eq!(indexed(&out), [0, 0, 5, 0], "{}", out.stdout);
+    assert_eq!(out.indexed(), [0, 0, 5, 0], "{}", out.stdout);
     let deeper = project.join("sub/docs");
-    assert_eq!(indexed(&env.qmd_with(&deeper, &["update"], &trust).success()), [0, 0, 5, 0]);
+    assert_eq!(env.qmd_with(&deeper, &["update"], &trust).success().indexed(), [0, 0, 5, 0]);
     // The hook ran in the project's folder each time, never in the decoy.
     let ran = fs::read_to_string(project.join("docs/ran-here.txt")).unwrap();
     assert_eq!(Path::new(ran.trim()).canonicalize().unwrap(), project.join("docs").canonicalize().unwrap());

@@ -13,18 +13,11 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use common::{Env, Output};
+use common::Env;
 
 fn write_raw(dir: &Path, name: &[u8], text: &str) {
     fs::create_dir_all(dir).unwrap();
     fs::write(dir.join(OsStr::from_bytes(name)), text).unwrap();
-}
-
-/// `Indexed: a new, b updated, c unchanged, d removed` as numbers.
-fn indexed(out: &Output) -> [u32; 4] {
-    let line = out.stdout.lines().find(|l| l.starts_with("Indexed: ")).unwrap_or_else(|| panic!("{}", out.stdout));
-    let numbers: Vec<u32> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
-    numbers.try_into().unwrap_or_else(|_| panic!("{line}"))
 }
 
 fn total_documents(env: &Env) -> usize {
@@ -41,14 +34,14 @@ fn a_name_that_is_not_utf8_never_empties_the_collection() {
         env.write(&format!("notes/n{i:02}.md"), &format!("# Note {i}\n\nwalrus {i}\n"));
         env.write(&format!("notes/sub/s{i:02}.md"), &format!("# Sub {i}\n\nwalrus sub {i}\n"));
     }
-    assert_eq!(indexed(&env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"])), [40, 0, 0, 0]);
+    assert_eq!(env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]).indexed(), [40, 0, 0, 0]);
 
     // Bad names in the root, in a subfolder, and a folder with one.
     write_raw(&notes, b"caf\xff.md", "# Bad\n\nnot indexed\n");
     write_raw(&notes.join("sub"), b"\x80\x1bx.md", "# Bad\n\nnot indexed\n");
     write_raw(&notes.join(OsStr::from_bytes(b"dir\xfe")), b"inner.md", "# Inner\n\nunder a bad folder\n");
     let out = env.ok(&["update"]);
-    assert_eq!(indexed(&out), [0, 0, 40, 0], "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.indexed(), [0, 0, 40, 0], "{}\n{}", out.stdout, out.stderr);
     for shown in ["qmd://notes/caf\\xff.md", "qmd://notes/sub/\\x80\\x1bx.md", "qmd://notes/dir\\xfe"] {
         assert!(out.stderr.contains(shown), "{shown} named:\n{}", out.stderr);
     }
@@ -60,7 +53,7 @@ fn a_name_that_is_not_utf8_never_empties_the_collection() {
     env.write("notes/sub/new.md", "# New\n\nfresh walrus\n");
     fs::remove_file(notes.join("n00.md")).unwrap();
     let out = env.ok(&["update"]);
-    assert_eq!(indexed(&out), [1, 0, 39, 1], "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(out.indexed(), [1, 0, 39, 1], "{}\n{}", out.stdout, out.stderr);
 }
 
 /// A small deterministic generator (xorshift), so a failing run repeats.
@@ -151,7 +144,7 @@ fn random_names_and_bytes_index_every_readable_file_and_remove_nothing_unseen() 
             }
         }
         let out = env.ok(&["update"]);
-        let [_, _, _, removed] = indexed(&out);
+        let [_, _, _, removed] = out.indexed();
         assert_eq!(removed, 0, "round {round}: nothing was deleted\n{}\n{}", out.stdout, out.stderr);
         assert!(!out.stderr.contains('\x1b'), "round {round}: names escaped on stderr");
         assert_eq!(total_documents(&env), expected.len(), "round {round}:\n{}", out.stderr);

@@ -39,6 +39,16 @@ impl Output {
         self
     }
 
+    /// `Indexed: a new, b updated, c unchanged, d removed` (update's
+    /// summary line) as numbers.
+    #[track_caller]
+    pub fn indexed(&self) -> [u32; 4] {
+        let line =
+            self.stdout.lines().find(|l| l.starts_with("Indexed: ")).unwrap_or_else(|| panic!("{}", self.stdout));
+        let numbers: Vec<u32> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+        numbers.try_into().unwrap_or_else(|_| panic!("{line}"))
+    }
+
     /// Panics with the whole output if the command exited 0.
     #[track_caller]
     pub fn failure(self) -> Output {
