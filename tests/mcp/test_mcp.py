@@ -31,7 +31,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -962,39 +962,45 @@ def read_message(lines: queue.Queue, want_id: int, timeout: float = 60) -> dict[
             return message
 
 
-def test_stdio_exits_when_stdin_closes(corpus: Corpus, tmp_path: Path):
-    """A raw JSON-RPC exchange; stdout carries only JSON-RPC lines; EOF on stdin ends the server with status 0."""
+@dataclass
+class RawStdio:
+    """A `qmd mcp` process spoken to in raw lines: what it wrote on stdout,
+    line by line (a queue, `None` at EOF, and the whole list)."""
+
+    proc: subprocess.Popen
+    lines: queue.Queue
+    stdout_lines: list[str]
+
+    def send(self, raw: bytes) -> None:
+        self.proc.stdin.write(raw)
+        self.proc.stdin.flush()
+
+    def next_message(self, timeout: float = 60) -> dict[str, Any]:
+        line = self.lines.get(timeout=timeout)
+        assert line is not None, "stdout closed"
+        return json.loads(line)
+
+
+@contextmanager
+def raw_stdio_server(corpus: Corpus, tmp_path: Path):
+    """Runs `qmd mcp` over stdio; at the end closes stdin and checks that the
+    server exits 0 (its stderr is printed when the test fails)."""
     with (tmp_path / "stderr.log").open("wb") as errlog:
         proc = subprocess.Popen(
             [QMD_BIN, "mcp"], cwd=corpus.root, env=corpus.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog
         )
-    lines: queue.Queue = queue.Queue()
-    stdout_lines: list[str] = []
+    server = RawStdio(proc, queue.Queue(), [])
 
     def pump():
         for raw in proc.stdout:
             text = raw.decode("utf-8")
-            stdout_lines.append(text)
-            lines.put(text)
-        lines.put(None)
+            server.stdout_lines.append(text)
+            server.lines.put(text)
+        server.lines.put(None)
 
     threading.Thread(target=pump, daemon=True).start()
-
-    def send(message: dict[str, Any]):
-        proc.stdin.write((json.dumps(message) + "\n").encode())
-        proc.stdin.flush()
-
     try:
-        send({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
-        })
-        init = read_message(lines, 1)
-        assert init["result"]["serverInfo"]["name"] == "qmd"
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}})
-        status = read_message(lines, 2)
-        assert status["result"]["structuredContent"]["totalDocuments"] == 8
+        yield server
         proc.stdin.close()
         code = proc.wait(timeout=10)
     except BaseException:
@@ -1005,7 +1011,23 @@ def test_stdio_exits_when_stdin_closes(corpus: Corpus, tmp_path: Path):
             proc.kill()
             proc.wait()
     assert code == 0, f"qmd mcp exited {code} after stdin closed"
-    for line in stdout_lines:
+
+
+def test_stdio_exits_when_stdin_closes(corpus: Corpus, tmp_path: Path):
+    """A raw JSON-RPC exchange; stdout carries only JSON-RPC lines; EOF on stdin ends the server with status 0."""
+    with raw_stdio_server(corpus, tmp_path) as server:
+
+        def send(message: dict[str, Any]):
+            server.send((json.dumps(message) + "\n").encode())
+
+        send(INIT_REQUEST)
+        init = read_message(server.lines, 1)
+        assert init["result"]["serverInfo"]["name"] == "qmd"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}})
+        status = read_message(server.lines, 2)
+        assert status["result"]["structuredContent"]["totalDocuments"] == 8
+    for line in server.stdout_lines:
         json.loads(line)  # nothing but JSON-RPC on stdout
 
 
@@ -1026,50 +1048,24 @@ def assert_json_rpc_error(message: dict[str, Any], code: int, want_id: Any = Non
 def test_stdio_answers_garbage_with_a_parse_error_and_keeps_serving(corpus: Corpus, tmp_path: Path):
     """A line that is not JSON gets JSON-RPC's -32700 (id null), JSON that is
     not a message gets -32600, and the requests after them are still served."""
-    with (tmp_path / "stderr.log").open("wb") as errlog:
-        proc = subprocess.Popen(
-            [QMD_BIN, "mcp"], cwd=corpus.root, env=corpus.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog
-        )
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: ([lines.put(raw.decode("utf-8")) for raw in proc.stdout], lines.put(None)), daemon=True).start()
-
-    def send(raw: bytes):
-        proc.stdin.write(raw)
-        proc.stdin.flush()
-
-    def next_message(timeout: float = 60) -> dict[str, Any]:
-        line = lines.get(timeout=timeout)
-        assert line is not None, "stdout closed"
-        return json.loads(line)
-
-    try:
+    with raw_stdio_server(corpus, tmp_path) as server:
         for garbage in [b"garbage\n", b"{\"jsonrpc\": \"2.0\", \"id\": 9,\n", b"\xff\xfe\x00\n", b"[1, 2\n"]:
-            send(garbage)
-            message = next_message()
+            server.send(garbage)
+            message = server.next_message()
             assert_json_rpc_error(message, -32700)
             assert message["error"]["message"].startswith("Parse error"), message
-        send(b'{"hello": "world"}\n')
-        assert_json_rpc_error(next_message(), -32600)
-        send(b"not json either\n" + (json.dumps(INIT_REQUEST) + "\n").encode())
-        assert_json_rpc_error(next_message(), -32700)
-        init = next_message()
+        server.send(b'{"hello": "world"}\n')
+        assert_json_rpc_error(server.next_message(), -32600)
+        server.send(b"not json either\n" + (json.dumps(INIT_REQUEST) + "\n").encode())
+        assert_json_rpc_error(server.next_message(), -32700)
+        init = server.next_message()
         assert init["id"] == 1 and init["result"]["serverInfo"]["name"] == "qmd", init
-        send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        send(b"}{\n")
-        assert_json_rpc_error(next_message(), -32700)
-        send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}\n')
-        status = next_message()
+        server.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        server.send(b"}{\n")
+        assert_json_rpc_error(server.next_message(), -32700)
+        server.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status","arguments":{}}}\n')
+        status = server.next_message()
         assert status["id"] == 2 and status["result"]["structuredContent"]["totalDocuments"] == 8, status
-        proc.stdin.close()
-        code = proc.wait(timeout=10)
-    except BaseException:
-        print("--- stderr ---\n" + (tmp_path / "stderr.log").read_text(errors="replace")[-4000:])
-        raise
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert code == 0, f"qmd mcp exited {code} after stdin closed"
 
 
 # ---------------------------------------------------------------------------
