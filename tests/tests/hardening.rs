@@ -317,6 +317,35 @@ fn control_characters_in_names_are_escaped() {
 }
 
 #[test]
+fn every_output_format_shows_names_titles_contexts_and_snippets_escaped() {
+    let env = Env::new();
+    env.write("n/a\x1b[2Kb.md", "# ev\x1b[31mil title\n\nwalrus body \x1b]0;pwn\x07 text\r\n");
+    env.ok(&["collection", "add", &env.arg("n"), "--name", "n"]);
+    env.ok(&["context", "add", "qmd://n/", "ctx \x1b[31m red\u{202e}"]);
+    for format in ["", "--csv", "--md", "--xml", "--files", "--json"] {
+        let args: Vec<&str> = ["search", "walrus", format].into_iter().filter(|a| !a.is_empty()).collect();
+        let out = env.ok(&args).stdout;
+        assert!(!out.contains(['\x1b', '\x07', '\u{202e}']), "search {format}: {out:?}");
+    }
+    // `get` and `multi-get` print the file's own text as it is (as `cat`
+    // would); what they print around it is escaped.
+    for args in [
+        &["get", "n/a\x1b[2Kb.md"][..],
+        &["multi-get", "n/*.md"],
+        &["multi-get", "n/*.md", "--md"],
+        &["multi-get", "n/*.md", "--csv"],
+        &["multi-get", "n/*.md", "--files"],
+    ] {
+        let out = env.ok(args).stdout;
+        let around: String = out.lines().filter(|l| !l.contains("walrus") && !l.contains("ev\x1b[31m")).collect();
+        assert!(!around.contains(['\x1b', '\x07', '\u{202e}']), "{args:?}: {out:?}");
+        assert!(out.contains("a\\x1b[2Kb.md"), "{args:?}: the name escaped: {out:?}");
+    }
+    let ctx = env.ok(&["multi-get", "n/*.md"]).stdout;
+    assert!(ctx.contains("ctx \\x1b[31m red\\u{202e}"), "{ctx}");
+}
+
+#[test]
 fn a_backslash_is_part_of_a_file_name() {
     let env = Env::new();
     env.write("n/a\\b.md", "# Back\n\nslash in the name\n");

@@ -48,11 +48,11 @@ pub(super) fn multi_cli(rows: &[MultiRow]) -> String {
         let id = row.docid.map(|d| format!("  #{d}")).unwrap_or_default();
         out += &format!("\n{rule}\nFile: {}{id}\n{rule}\n\n", escape_controls(&row.ident));
         if let Some(reason) = &row.skipped {
-            out += &format!("[SKIPPED: {reason}]\n");
+            out += &format!("[SKIPPED: {}]\n", escape_controls(reason));
             continue;
         }
         if let Some(ctx) = row.context {
-            out += &format!("Folder Context: {ctx}\n---\n\n");
+            out += &format!("Folder Context: {}\n---\n\n", escape_controls_in_text(ctx));
         }
         out += row.body;
         out += "\n";

@@ -11,11 +11,11 @@ pub(super) fn search_csv(hits: &[SearchHit], view: &SearchView) -> String {
         out += &format!(
             "{docid},{},{},{},{},{},{}\n",
             to_fixed(hit.score, 4),
-            escape_csv(&ident),
-            escape_csv(&hit.title),
-            escape_csv(nonempty(&hit.context).unwrap_or_default()),
+            escape_csv(&escape_controls(&ident)),
+            escape_csv(&escape_controls(&hit.title)),
+            escape_csv(&escape_controls_in_text(nonempty(&hit.context).unwrap_or_default())),
             hit.line,
-            escape_csv(&content),
+            escape_csv(&escape_controls_in_text(&content)),
         );
     }
     out
@@ -27,8 +27,10 @@ pub(super) fn multi_csv(rows: &[MultiRow]) -> String {
         let docid = row.docid.map(|d| format!("#{d}")).unwrap_or_default();
         let skipped = if row.skipped.is_some() { "true" } else { "false" };
         let body = row.skipped.as_deref().unwrap_or(row.body);
-        let fields: [&str; 6] =
-            [docid.as_str(), &row.ident, &row.title, row.context.unwrap_or_default(), skipped, body];
+        // One-line fields shown escaped; the body is the file's own text, as `get` prints it.
+        let (ident, title) = (escape_controls(&row.ident), escape_controls(&row.title));
+        let context = escape_controls_in_text(row.context.unwrap_or_default());
+        let fields: [&str; 6] = [docid.as_str(), &ident, &title, &context, skipped, body];
         out += &fields.map(escape_csv).join(",");
         out += "\n";
     }

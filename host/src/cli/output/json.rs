@@ -56,7 +56,14 @@ pub(super) fn multi_json_object(row: &MultiRow) -> Vec<(&'static str, String)> {
 
 pub(super) fn json_str(value: &str) -> String {
     // serde_json escapes exactly as JSON.stringify does for valid UTF-8.
-    serde_json::Value::from(value).to_string()
+    let json = serde_json::Value::from(value).to_string();
+    // What JSON may carry raw but a terminal would obey (DEL, C1 controls,
+    // bidirectional overrides) as `\uXXXX`: the same string to any parser.
+    let unsafe_char = qmd_core::display::is_unsafe_char;
+    if !json.contains(unsafe_char) {
+        return json;
+    }
+    json.chars().map(|c| if unsafe_char(c) { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect()
 }
 
 /// `JSON.stringify(objects, null, 2)` for flat objects whose values are

@@ -128,7 +128,7 @@ pub fn render_get(doc: &Document, lines: Option<&str>, full_path: bool) -> Strin
     };
     let mut out = escape_controls(&header).into_owned() + "\n";
     if let Some(ctx) = nonempty(&doc.context) {
-        out += &format!("Folder Context: {ctx}\n");
+        out += &format!("Folder Context: {}\n", escape_controls_in_text(ctx));
     }
     out += "---\n\n";
     match lines {

@@ -228,7 +228,8 @@ fn xml_escapes_every_field() {
         "{out}"
     );
     assert_eq!(out.matches("<file").count(), 1, "{out}");
-    assert_eq!(escape_xml("plain text, kept\tas\r\nis"), "plain text, kept\tas\r\nis");
+    assert_eq!(escape_xml("plain text, kept\tas\nis"), "plain text, kept\tas\nis");
+    assert_eq!(escape_xml("cr\r and \u{202e}"), "cr\\r and \\u{202e}", "shown as every format shows them");
     assert_eq!(escape_xml("\u{0}\u{ffff}"), "\\x00\\u{ffff}");
 }
 

@@ -45,26 +45,26 @@ pub(super) fn multi_xml(rows: &[MultiRow]) -> String {
     out + "</documents>\n"
 }
 
-/// The one escape of every XML attribute value and text: `&`, `<`, `>`,
-/// `"` and `'` as entities, and the control characters XML 1.0 cannot
-/// hold at all (all below U+0020 but tab, line feed and carriage return,
-/// and U+FFFE/U+FFFF) shown as `\x1b`-style text, so the output is
-/// always well-formed.
+/// The one escape of every XML attribute value and text: control and
+/// reordering characters shown as the terminal formats show them
+/// (`\x1b`, `\r`, `\u{202e}`; XML 1.0 cannot hold most of them anyway),
+/// then `&`, `<`, `>`, `"` and `'` as entities and U+FFFE/U+FFFF (not XML
+/// characters) as `\u{fffe}`, so the output is always well-formed.
 pub(super) fn escape_xml(value: &str) -> Cow<'_, str> {
-    let forbidden = |c: char| (c < ' ' && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}');
-    if !value.contains(|c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || forbidden(c)) {
-        return Cow::Borrowed(value);
+    let shown = escape_controls_in_text(value);
+    let special = |c: char| matches!(c, '&' | '<' | '>' | '"' | '\'' | '\u{fffe}' | '\u{ffff}');
+    if !shown.contains(special) {
+        return shown;
     }
-    let mut out = String::with_capacity(value.len() + 16);
-    for c in value.chars() {
+    let mut out = String::with_capacity(shown.len() + 16);
+    for c in shown.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if forbidden(c) && (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if forbidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            '\u{fffe}' | '\u{ffff}' => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
     }
