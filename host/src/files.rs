@@ -9,15 +9,27 @@ use anyhow::{Context, Result, bail};
 
 /// Writes `data` through a temporary file beside `path` (named for this
 /// process, ending `.partial`) and a rename; parent folders are created.
+/// The temporary file is created exclusively, so a leftover or a link
+/// planted at its name is removed (the link itself), never written
+/// through; the rename then replaces whatever was at `path`, a link too.
 pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        fs::create_dir_all(parent).with_context(|| format!("cannot create {}", shown(parent)))?;
     }
     let temp = path.with_extension(format!("{}.partial", std::process::id()));
-    std::fs::write(&temp, data).with_context(|| format!("cannot write {}", temp.display()))?;
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        anyhow::Error::new(e).context(format!("cannot write {}", path.display()))
+    let mut file = match create_new(&temp) {
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            remove(&temp)?;
+            create_new(&temp)
+        }
+        other => other,
+    }
+    .with_context(|| format!("cannot write {}", shown(&temp)))?;
+    let written = file.write_all(data).and_then(|_| file.flush());
+    drop(file);
+    written.and_then(|_| fs::rename(&temp, path)).map_err(|e| {
+        let _ = fs::remove_file(&temp);
+        anyhow::Error::new(e).context(format!("cannot write {}", shown(path)))
     })
 }
 
@@ -99,29 +111,10 @@ impl OwnedDir {
         Ok(Some(path))
     }
 
-    /// Writes `rel` whole: a new temporary file beside it (created
-    /// exclusively, so never through a link) renamed over it, so that
-    /// whatever was at that name, a link included, is replaced.
+    /// Writes `rel` whole ([`write_atomically`]: never through a link,
+    /// and whatever was at that name, a link included, is replaced).
     pub fn write(&self, rel: &str, data: &[u8]) -> Result<()> {
-        let path = self.inside(rel, true)?.expect("made");
-        let mut temp = path.clone().into_os_string();
-        temp.push(format!(".{}.partial", std::process::id()));
-        let temp = PathBuf::from(temp);
-        let mut file = match create_new(&temp) {
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                // A stale one (or a link planted there): the name is ours.
-                remove(&temp)?;
-                create_new(&temp)
-            }
-            other => other,
-        }
-        .with_context(|| format!("cannot write {}", shown(&temp)))?;
-        let written = file.write_all(data).and_then(|_| file.flush());
-        drop(file);
-        written.and_then(|_| fs::rename(&temp, &path)).map_err(|e| {
-            let _ = fs::remove_file(&temp);
-            anyhow::Error::new(e).context(format!("cannot write {}", shown(&path)))
-        })
+        write_atomically(&self.inside(rel, true)?.expect("made"), data)
     }
 
     /// Whether `rel` is a file (not a link) of `len` bytes.

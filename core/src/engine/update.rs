@@ -104,8 +104,9 @@ impl Engine {
                         true
                     }
                     WalkEntry::Incomplete { dir, reason } => {
-                        stats.skipped.push(SkippedFile { path: dir_prefix(dir), reason: reason.to_string() });
-                        incomplete_dirs.push(dir_prefix(dir));
+                        let prefix = dir_prefix(dir);
+                        stats.skipped.push(SkippedFile { path: prefix.clone(), reason: reason.to_string() });
+                        incomplete_dirs.push(prefix);
                         true
                     }
                     WalkEntry::BadName { dir, name } => {

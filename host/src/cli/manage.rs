@@ -11,13 +11,9 @@ use super::args::{CollectionCommand, ContextCommand};
 use crate::clock::{ago, human_size, ls_date, now_ms};
 use crate::component::bindings::{CollectionInfo, CollectionRoot, Listing, UpdateReport};
 use crate::session::{Session, engine_result};
-use qmd_core::display::escape_controls;
-
-/// A user-controlled field (name, path, pattern, command, context) as it
-/// may reach a terminal.
-fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    escape_controls(text)
-}
+// A user-controlled field (name, path, pattern, command, context) as it
+// may reach a terminal.
+use qmd_core::display::escape_controls as shown;
 
 fn collections(session: &Session) -> Result<Vec<CollectionInfo>> {
     session.read(|store, engine| engine_result(engine.call_collection_list(store)))
@@ -46,17 +42,17 @@ fn progress_bar() -> Option<crate::component::ProgressFn> {
 }
 
 /// Runs `update` for `only` (all when empty), or a rebuild, with the
-/// collection folders mounted. Reads the config only, never the index, so
-/// a rebuild works on a damaged one.
-fn run_update(session: &Session, only: Vec<String>, rebuild: bool) -> Result<UpdateReport> {
-    let roots: Vec<PathBuf> = collection_roots(session)?
-        .into_iter()
-        .filter(|c| only.is_empty() || only.contains(&c.name))
-        .map(|c| PathBuf::from(c.path))
-        .collect();
-    session.call(true, roots, progress_bar(), |store, engine| {
+/// collection folders mounted; returns the report and those folders (for
+/// [`print_report`]). Reads the config only, never the index, so a rebuild
+/// works on a damaged one.
+fn run_update(session: &Session, only: Vec<String>, rebuild: bool) -> Result<(UpdateReport, Vec<CollectionRoot>)> {
+    let roots: Vec<CollectionRoot> =
+        collection_roots(session)?.into_iter().filter(|c| only.is_empty() || only.contains(&c.name)).collect();
+    let mounts = roots.iter().map(|c| PathBuf::from(&c.path)).collect();
+    let report = session.call(true, mounts, progress_bar(), |store, engine| {
         engine_result(if rebuild { engine.call_rebuild(store) } else { engine.call_update(store, &only) })
-    })
+    })?;
+    Ok((report, roots))
 }
 
 fn collection_roots(session: &Session) -> Result<Vec<CollectionRoot>> {
@@ -64,8 +60,8 @@ fn collection_roots(session: &Session) -> Result<Vec<CollectionRoot>> {
 }
 
 /// Prints the report; returns whether every collection could be scanned.
-/// `roots` are the collections' folders, to name entries the engine could
-/// not (see [`named_skips`]).
+/// `roots` are the folders scanned, to name entries the engine could not
+/// (see [`named_skips`]).
 fn print_report(report: &UpdateReport, roots: &[CollectionRoot]) -> bool {
     let sum =
         |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
@@ -145,9 +141,9 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
         for (i, c) in list.iter().enumerate() {
             println!("[{}/{}] {} ({})", i + 1, list.len(), shown(&c.name), shown(&c.pattern));
         }
-        let report = run_update(session, Vec::new(), true)?;
+        let (report, roots) = run_update(session, Vec::new(), true)?;
         println!();
-        let complete = print_report(&report, &list);
+        let complete = print_report(&report, &roots);
         return Ok(if complete { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     // As qmd: each collection's hook, then its scan, one at a time (each
@@ -175,9 +171,9 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
             return Ok(ExitCode::from(code));
         }
         println!("Collection: {} ({})", shown(&c.path), shown(&c.pattern));
-        let report = run_update(session, vec![c.name.clone()], false)?;
+        let (report, roots) = run_update(session, vec![c.name.clone()], false)?;
         println!();
-        complete &= print_report(&report, &list);
+        complete &= print_report(&report, &roots);
         println!();
     }
     if !complete {
@@ -219,8 +215,7 @@ pub fn collection(session: &Session, cmd: CollectionCommand) -> Result<ExitCode>
             })?;
             println!("Creating collection '{}'...", shown(&info.name));
             println!("Collection: {} ({})\n", shown(&info.path), shown(&info.pattern));
-            let roots = collection_roots(session)?;
-            let report = run_update(session, vec![info.name.clone()], false)?;
+            let (report, roots) = run_update(session, vec![info.name.clone()], false)?;
             if !print_report(&report, &roots) {
                 return Ok(ExitCode::FAILURE);
             }
