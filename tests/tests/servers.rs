@@ -58,6 +58,17 @@ fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, 
     (status, body)
 }
 
+/// The lines a child writes on `pipe`, as they come.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
 /// `qmd web --port 0` on a folder with a tiny app; its port, once it prints it.
 fn start_web(env: &Env, envs: &[(&str, &str)]) -> (Server, u16) {
     let www = env.write("www/index.html", "<!doctype html><title>qmd test app</title>\n");
@@ -71,12 +82,7 @@ fn start_web(env: &Env, envs: &[(&str, &str)]) -> (Server, u16) {
         .expect("spawn qmd web");
     let stdout = child.stdout.take().unwrap();
     let server = Server(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = lines_of(stdout);
     let deadline = Instant::now() + STARTUP;
     while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
         let port = line
@@ -191,12 +197,7 @@ fn web_warns_when_the_guard_is_off() {
         .expect("spawn qmd web");
     let stderr = child.stderr.take().unwrap();
     let _server = Server(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = lines_of(stderr);
     let warning = "Warning: QMD_ALLOWED_ORIGINS=* disables the Origin/Host checks.";
     let deadline = Instant::now() + STARTUP;
     let mut seen = Vec::new();
