@@ -25,6 +25,8 @@ assert_eq!(hits[0].path, "cap.md");
 
 pub mod analysis;
 mod api;
+#[cfg(feature = "models")]
+pub mod arch;
 pub mod chunk;
 pub mod collection;
 pub mod directory;
@@ -32,8 +34,11 @@ pub mod display;
 pub mod document;
 mod engine;
 mod error;
+pub mod gguf;
 pub mod index;
 pub mod inference;
+#[cfg(feature = "models")]
+pub mod kernels;
 pub mod lookup;
 #[cfg(feature = "models")]
 pub mod model;

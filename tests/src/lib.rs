@@ -4,4 +4,5 @@ pub mod bench;
 pub mod data;
 pub mod eval;
 pub mod fuzz;
+pub mod gguf;
 pub mod models;

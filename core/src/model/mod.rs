@@ -12,9 +12,10 @@ pub mod config;
 mod dense;
 mod device;
 mod encoder;
+mod gguf_encoder;
 mod heap;
 mod load;
-mod parallel;
+pub(crate) mod parallel;
 mod reranker;
 mod tokenize;
 
@@ -22,6 +23,7 @@ pub use burn;
 pub use burn::tensor::Device;
 pub use device::{DeviceChoice, ModelDevice};
 pub use encoder::SentenceEncoder;
+pub use gguf_encoder::GgufEncoder;
 pub use reranker::CrossEncoder;
 pub use tokenize::TextTokenizer;
 

@@ -22,3 +22,16 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R> + Sync + S
     #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
     items.iter().map(f).collect()
 }
+
+/// `f(i, chunk)` for each `chunk_len` piece of `out` (the last may be
+/// shorter), spread over the cores like [`map`].
+pub fn chunks_mut<T: Send>(out: &mut [T], chunk_len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    let chunk_len = chunk_len.max(1);
+    #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c));
+    }
+    #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
+    out.chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c));
+}

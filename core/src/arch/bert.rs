@@ -1,0 +1,205 @@
+//! BERT sentence encoders from GGUF (`general.architecture = bert`), as
+//! llama.cpp runs them (`build_bert`): token + type + position
+//! embeddings, post-norm encoder layers, the model's pooling.
+
+use super::ops;
+use super::weights::{Matrix, ModelBytes, Weights};
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+use crate::kernels::matmul;
+
+/// How token states become one vector (`bert.pooling_type`, llama.cpp's
+/// numbers: 1 mean, 2 CLS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pooling {
+    Mean,
+    Cls,
+}
+
+#[derive(Clone, Debug)]
+pub struct BertShape {
+    pub width: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub ffn: usize,
+    /// Positions the model has embeddings for.
+    pub context: usize,
+    pub eps: f32,
+    pub pooling: Pooling,
+}
+
+struct Layer {
+    q: Matrix,
+    q_bias: Vec<f32>,
+    k: Matrix,
+    k_bias: Vec<f32>,
+    v: Matrix,
+    v_bias: Vec<f32>,
+    out: Matrix,
+    out_bias: Vec<f32>,
+    attention_norm: (Vec<f32>, Vec<f32>),
+    up: Matrix,
+    up_bias: Vec<f32>,
+    down: Matrix,
+    down_bias: Vec<f32>,
+    output_norm: (Vec<f32>, Vec<f32>),
+}
+
+pub struct Bert {
+    pub shape: BertShape,
+    weights: Weights,
+    tokens: Matrix,
+    /// Type 0's embedding (every text is one segment).
+    token_type: Vec<f32>,
+    positions: Matrix,
+    embedding_norm: (Vec<f32>, Vec<f32>),
+    layers: Vec<Layer>,
+}
+
+impl Bert {
+    pub fn load(file: &GgufFile, bytes: ModelBytes) -> Result<Bert> {
+        let arch = file.architecture()?;
+        if arch != "bert" {
+            return Err(Error::invalid(format!("{}: architecture {arch} is not BERT", file.name())));
+        }
+        let key = |name: &str| format!("bert.{name}");
+        let pooling = match file.get(&key("pooling_type")).and_then(|v| v.as_u64()) {
+            None | Some(1) => Pooling::Mean,
+            Some(2) => Pooling::Cls,
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "{}: pooling type {other} is not supported for embeddings (mean or CLS are)",
+                    file.name()
+                )));
+            }
+        };
+        let shape = BertShape {
+            width: file.usize(&key("embedding_length"))?,
+            layers: file.usize(&key("block_count"))?,
+            heads: file.usize(&key("attention.head_count"))?,
+            ffn: file.usize(&key("feed_forward_length"))?,
+            context: file.usize(&key("context_length"))?,
+            eps: file.f64(&key("attention.layer_norm_epsilon"))? as f32,
+            pooling,
+        };
+        let w = shape.width;
+        if shape.heads == 0 || !w.is_multiple_of(shape.heads) || !w.is_multiple_of(32) {
+            return Err(Error::invalid(format!(
+                "{}: embedding length {w} is not a multiple of 32 and of the {} heads",
+                file.name(),
+                shape.heads
+            )));
+        }
+        let weights = Weights::new(file, bytes);
+        let vocab = file.tensor("token_embd.weight").map_or(0, |t| t.rows().1);
+        let norm = |name: &str| -> Result<(Vec<f32>, Vec<f32>)> {
+            Ok((weights.vector(&format!("{name}.weight"), w)?, weights.vector(&format!("{name}.bias"), w)?))
+        };
+        let mut layers = Vec::with_capacity(shape.layers);
+        for i in 0..shape.layers {
+            let t = |name: &str| format!("blk.{i}.{name}");
+            layers.push(Layer {
+                q: weights.matrix(&t("attn_q.weight"), w, w)?,
+                q_bias: weights.vector(&t("attn_q.bias"), w)?,
+                k: weights.matrix(&t("attn_k.weight"), w, w)?,
+                k_bias: weights.vector(&t("attn_k.bias"), w)?,
+                v: weights.matrix(&t("attn_v.weight"), w, w)?,
+                v_bias: weights.vector(&t("attn_v.bias"), w)?,
+                out: weights.matrix(&t("attn_output.weight"), w, w)?,
+                out_bias: weights.vector(&t("attn_output.bias"), w)?,
+                attention_norm: norm(&t("attn_output_norm"))?,
+                up: weights.matrix(&t("ffn_up.weight"), shape.ffn, w)?,
+                up_bias: weights.vector(&t("ffn_up.bias"), shape.ffn)?,
+                down: weights.matrix(&t("ffn_down.weight"), w, shape.ffn)?,
+                down_bias: weights.vector(&t("ffn_down.bias"), w)?,
+                output_norm: norm(&t("layer_output_norm"))?,
+            });
+        }
+        let token_types =
+            weights.matrix("token_types.weight", 2, w).or_else(|_| weights.matrix("token_types.weight", 1, w))?;
+        let mut token_type = vec![0f32; w];
+        weights.view(&token_types).dequantize_row(0, &mut token_type);
+        Ok(Bert {
+            tokens: weights.matrix("token_embd.weight", vocab.max(1), w)?,
+            token_type,
+            positions: weights.matrix("position_embd.weight", shape.context, w)?,
+            embedding_norm: norm("token_embd_norm")?,
+            layers,
+            shape,
+            weights,
+        })
+    }
+
+    pub fn vocabulary_size(&self) -> usize {
+        self.weights.view(&self.tokens).rows
+    }
+
+    /// One unit vector per sequence of token ids (special tokens
+    /// included, at most [`BertShape::context`] each).
+    pub fn embed(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
+        if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > self.shape.context) {
+            return Err(Error::invalid(format!("a sequence of {len} tokens (1 to {} fit)", self.shape.context)));
+        }
+        let x = self.encode(sequences, &lengths)?;
+        let mut pooled = match self.shape.pooling {
+            Pooling::Mean => ops::mean_pool(&x, &lengths, self.shape.width),
+            Pooling::Cls => ops::first_token(&x, &lengths, self.shape.width),
+        };
+        pooled.iter_mut().for_each(|v| ops::l2_normalize(v));
+        Ok(pooled)
+    }
+
+    /// The last layer's token states, `[Σ lengths × width]`.
+    fn encode(&self, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<Vec<f32>> {
+        let w = self.shape.width;
+        let x = self.embeddings(sequences)?;
+        let mut x = x;
+        let tokens = x.len() / w;
+        let project = |input: &[f32], m: &Matrix, bias: &[f32], outputs: usize| {
+            let mut out = vec![0f32; tokens * outputs];
+            matmul(input, &self.weights.view(m), Some(bias), &mut out);
+            out
+        };
+        for layer in &self.layers {
+            let q = project(&x, &layer.q, &layer.q_bias, w);
+            let k = project(&x, &layer.k, &layer.k_bias, w);
+            let v = project(&x, &layer.v, &layer.v_bias, w);
+            let attended = ops::attention(&q, &k, &v, lengths, self.shape.heads, w / self.shape.heads);
+            let attended = project(&attended, &layer.out, &layer.out_bias, w);
+            ops::add(&mut x, &attended);
+            ops::layer_norm(&mut x, w, &layer.attention_norm.0, &layer.attention_norm.1, self.shape.eps);
+            let mut hidden = project(&x, &layer.up, &layer.up_bias, self.shape.ffn);
+            ops::gelu(&mut hidden);
+            let out = project(&hidden, &layer.down, &layer.down_bias, w);
+            ops::add(&mut x, &out);
+            ops::layer_norm(&mut x, w, &layer.output_norm.0, &layer.output_norm.1, self.shape.eps);
+        }
+        Ok(x)
+    }
+
+    /// Token + type + position embeddings, normalised.
+    fn embeddings(&self, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
+        let w = self.shape.width;
+        let (tokens, positions) = (self.weights.view(&self.tokens), self.weights.view(&self.positions));
+        let total: usize = sequences.iter().map(Vec::len).sum();
+        let mut x = vec![0f32; total * w];
+        let mut position = vec![0f32; w];
+        let mut rows = x.chunks_exact_mut(w);
+        for sequence in sequences {
+            for (p, &id) in sequence.iter().enumerate() {
+                let row = rows.next().expect("one row per token");
+                let id = id as usize;
+                if id >= tokens.rows {
+                    return Err(Error::invalid(format!("token id {id} is outside the vocabulary of {}", tokens.rows)));
+                }
+                tokens.dequantize_row(id, row);
+                positions.dequantize_row(p, &mut position);
+                ops::add(row, &position);
+                ops::add(row, &self.token_type);
+            }
+        }
+        ops::layer_norm(&mut x, w, &self.embedding_norm.0, &self.embedding_norm.1, self.shape.eps);
+        Ok(x)
+    }
+}

@@ -1,0 +1,150 @@
+//! Operations between the matrix products, on rows of f32 activations.
+
+use crate::model::parallel;
+
+/// `x = (x - mean) / sqrt(var + eps) · weight + bias`, per row.
+pub fn layer_norm(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps: f32) {
+    for row in x.chunks_exact_mut(width) {
+        let mean = row.iter().sum::<f32>() / width as f32;
+        let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+        let scale = 1.0 / (variance + eps).sqrt();
+        for ((v, w), b) in row.iter_mut().zip(weight).zip(bias) {
+            *v = (*v - mean) * scale * w + b;
+        }
+    }
+}
+
+/// GELU as ggml computes it (the tanh form).
+pub fn gelu(x: &mut [f32]) {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    for v in x {
+        *v = 0.5 * *v * (1.0 + (SQRT_2_OVER_PI * *v * (1.0 + 0.044_715 * *v * *v)).tanh());
+    }
+}
+
+pub fn add(x: &mut [f32], y: &[f32]) {
+    x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+}
+
+/// Self-attention of each sequence over its own tokens (no padding: the
+/// sequences are packed one after another, `lengths` tokens each).
+/// `q`, `k`, `v` and the result are `[tokens × heads·head_dim]`.
+pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], heads: usize, head_dim: usize) -> Vec<f32> {
+    let width = heads * head_dim;
+    let starts: Vec<usize> = lengths.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
+    let spans: Vec<(usize, usize)> = starts.into_iter().zip(lengths.iter().copied()).collect();
+    let per_sequence = parallel::map(&spans, |&(start, len)| {
+        let range = start * width..(start + len) * width;
+        Ok(sequence_attention(&q[range.clone()], &k[range.clone()], &v[range], len, heads, head_dim))
+    })
+    .expect("attention does not fail");
+    per_sequence.concat()
+}
+
+fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, heads: usize, head_dim: usize) -> Vec<f32> {
+    let width = heads * head_dim;
+    let mut out = vec![0f32; len * width];
+    let mut scores = vec![0f32; len * len];
+    let scale = 1.0 / (head_dim as f32).sqrt();
+    for h in 0..heads {
+        let column = h * head_dim;
+        // scores = scale · Q_h · K_hᵀ
+        // SAFETY: Q_h and K_h are the len × head_dim blocks at `column` of
+        // the len × width matrices; scores is len × len.
+        unsafe {
+            gemm::gemm(
+                len,
+                len,
+                head_dim,
+                scores.as_mut_ptr(),
+                1,
+                len as isize,
+                false,
+                q.as_ptr().add(column),
+                1,
+                width as isize,
+                k.as_ptr().add(column),
+                width as isize,
+                1,
+                0.0,
+                scale,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+        scores.chunks_exact_mut(len).for_each(softmax);
+        // out_h = scores · V_h
+        // SAFETY: as above; out_h is the block at `column` of out.
+        unsafe {
+            gemm::gemm(
+                len,
+                head_dim,
+                len,
+                out.as_mut_ptr().add(column),
+                1,
+                width as isize,
+                false,
+                scores.as_ptr(),
+                1,
+                len as isize,
+                v.as_ptr().add(column),
+                1,
+                width as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            );
+        }
+    }
+    out
+}
+
+fn softmax(row: &mut [f32]) {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    row.iter_mut().for_each(|v| *v /= sum);
+}
+
+/// The mean of each sequence's token states.
+pub fn mean_pool(x: &[f32], lengths: &[usize], width: usize) -> Vec<Vec<f32>> {
+    let mut at = 0;
+    lengths
+        .iter()
+        .map(|&len| {
+            let mut sum = vec![0f32; width];
+            for row in x[at * width..(at + len) * width].chunks_exact(width) {
+                add(&mut sum, row);
+            }
+            at += len;
+            sum.iter_mut().for_each(|v| *v /= len.max(1) as f32);
+            sum
+        })
+        .collect()
+}
+
+/// The first token's state of each sequence (CLS pooling).
+pub fn first_token(x: &[f32], lengths: &[usize], width: usize) -> Vec<Vec<f32>> {
+    let mut at = 0;
+    lengths
+        .iter()
+        .map(|&len| {
+            let row = x[at * width..(at + 1) * width].to_vec();
+            at += len;
+            row
+        })
+        .collect()
+}
+
+pub fn l2_normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    v.iter_mut().for_each(|x| *x /= norm);
+}

@@ -1,0 +1,74 @@
+//! A GGUF file's tensors as a model uses them: looked up by name, their
+//! shapes checked once at load, their bytes borrowed from the file.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::gguf::{GgufFile, TensorInfo, dequantize};
+use crate::kernels::QMatrix;
+
+/// The file's bytes, owned: a memory map natively, the file's contents in
+/// the browser. Tensors are read in place, never copied whole.
+pub type ModelBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// The tensors of one file, by name.
+pub struct Weights {
+    name: String,
+    bytes: ModelBytes,
+    tensors: HashMap<String, TensorInfo>,
+}
+
+/// A weight matrix checked at load: `rows` outputs of `cols` inputs.
+#[derive(Clone)]
+pub struct Matrix(TensorInfo);
+
+impl Weights {
+    pub fn new(file: &GgufFile, bytes: ModelBytes) -> Weights {
+        let tensors = file.tensors.iter().map(|t| (t.name.clone(), t.clone())).collect();
+        Weights { name: file.name().to_string(), bytes, tensors }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        (*self.bytes).as_ref()
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    fn find(&self, name: &str, dims: &[usize]) -> Result<&TensorInfo> {
+        let tensor =
+            self.tensors.get(name).ok_or_else(|| Error::invalid(format!("{}: tensor {name} is missing", self.name)))?;
+        if tensor.dims != dims {
+            return Err(Error::invalid(format!(
+                "{}: tensor {name} has shape {:?}, the model's metadata says {dims:?}",
+                self.name, tensor.dims
+            )));
+        }
+        Ok(tensor)
+    }
+
+    /// A `rows × cols` matrix (GGUF dims `[cols, rows]`).
+    pub fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+        Ok(Matrix(self.find(name, &[cols, rows])?.clone()))
+    }
+
+    /// A vector of `len` values (norm weights, biases), as floats: small,
+    /// so copied out.
+    pub fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
+        let tensor = self.find(name, &[len])?;
+        let mut out = vec![0f32; len];
+        dequantize(tensor.kind, &self.bytes()[tensor.range.clone()], &mut out);
+        Ok(out)
+    }
+
+    /// [`vector`](Self::vector) when the file has the tensor.
+    pub fn optional_vector(&self, name: &str, len: usize) -> Result<Option<Vec<f32>>> {
+        if self.has(name) { self.vector(name, len).map(Some) } else { Ok(None) }
+    }
+
+    pub fn view(&self, matrix: &Matrix) -> QMatrix<'_> {
+        QMatrix::of(&matrix.0, self.bytes())
+    }
+}

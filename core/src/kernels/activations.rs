@@ -1,0 +1,37 @@
+//! Activations quantized to Q8_0, as llama.cpp quantizes them before a
+//! product with Q8_0 weights (`quantize_row_q8_0`): per block of 32, the
+//! scale `d = max|x| / 127` (kept as f16, as ggml stores it) and the
+//! values rounded to `x / d`.
+
+use half::f16;
+
+pub struct QuantizedRows {
+    /// Values, `k` per row.
+    pub values: Vec<i8>,
+    /// One scale per block of 32, `k / 32` per row.
+    pub scales: Vec<f32>,
+    pub k: usize,
+}
+
+impl QuantizedRows {
+    pub fn quantize(x: &[f32], k: usize) -> QuantizedRows {
+        assert!(k.is_multiple_of(32), "rows of {k} are not whole Q8_0 blocks");
+        let mut values = vec![0i8; x.len()];
+        let mut scales = vec![0f32; x.len() / 32];
+        for ((block, q), scale) in x.chunks_exact(32).zip(values.chunks_exact_mut(32)).zip(&mut scales) {
+            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let d = amax / 127.0;
+            let inverse = if d != 0.0 { 1.0 / d } else { 0.0 };
+            for (q, v) in q.iter_mut().zip(block) {
+                *q = (v * inverse).round() as i8;
+            }
+            *scale = f16::from_f32(d).to_f32();
+        }
+        QuantizedRows { values, scales, k }
+    }
+
+    pub fn row(&self, r: usize) -> (&[i8], &[f32]) {
+        let blocks = self.k / 32;
+        (&self.values[r * self.k..(r + 1) * self.k], &self.scales[r * blocks..(r + 1) * blocks])
+    }
+}

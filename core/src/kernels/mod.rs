@@ -1,0 +1,100 @@
+//! Matrix products on quantized weights, as llama.cpp computes them: the
+//! activations are quantized to Q8_0 (32 values per f16 scale) and each
+//! weight block is multiplied in integers, then scaled. The weights stay
+//! in their file's blocks; nothing is dequantized at load.
+//!
+//! One module per instruction set: [`scalar`] (any CPU; the reference the
+//! others are tested against), [`x86`] (AVX2, AVX-512 VNNI). The widest
+//! the CPU has is picked once, at run time.
+//!
+//! Types without an integer kernel yet (F32, F16, BF16, K-quants) are
+//! dequantized a few rows at a time into a scratch tile and multiplied in
+//! f32 by `gemm`.
+
+mod activations;
+mod float;
+mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+pub use activations::QuantizedRows;
+
+use crate::gguf::{GgmlType, TensorInfo, dequantize};
+use crate::model::parallel;
+
+/// A weight matrix of `rows` outputs × `cols` inputs, each row whole
+/// blocks of `kind`, borrowed from the model file.
+#[derive(Clone, Copy)]
+pub struct QMatrix<'a> {
+    pub kind: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    pub data: &'a [u8],
+}
+
+impl<'a> QMatrix<'a> {
+    /// The matrix of a 2-D tensor of `file` (rows = `dims[1]`).
+    pub fn of(tensor: &TensorInfo, file: &'a [u8]) -> QMatrix<'a> {
+        let (cols, rows) = tensor.rows();
+        QMatrix { kind: tensor.kind, rows, cols, data: &file[tensor.range.clone()] }
+    }
+
+    fn row_bytes(&self) -> usize {
+        self.kind.bytes_for(self.cols).expect("rows are whole blocks (checked when the file was read)")
+    }
+
+    /// Row `r`'s blocks.
+    pub fn row(&self, r: usize) -> &'a [u8] {
+        let n = self.row_bytes();
+        &self.data[r * n..(r + 1) * n]
+    }
+
+    /// Row `r` as floats.
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        dequantize(self.kind, self.row(r), out);
+    }
+}
+
+/// Rows of activations computed per task: enough to amortise reading the
+/// weights once per task, few enough that both cores get work.
+const TASK_ROWS: usize = 64;
+
+/// `out[m×n] = x[m×k] · wᵀ + bias`, row-major, `n = w.rows`, `k = w.cols`.
+pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
+    let (k, n) = (w.cols, w.rows);
+    assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
+    match w.kind {
+        GgmlType::Q8_0 => {
+            let rows = QuantizedRows::quantize(x, k);
+            let kernel = q8_0_kernel();
+            parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
+                let first = task * TASK_ROWS;
+                kernel(&rows, first..first + out.len() / n, w, out);
+            });
+        }
+        _ => parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
+            let first = task * TASK_ROWS;
+            float::matmul_dequantized(&x[first * k..(first + out.len() / n) * k], w, out);
+        }),
+    }
+    if let Some(bias) = bias {
+        for row in out.chunks_exact_mut(n) {
+            row.iter_mut().zip(bias).for_each(|(y, b)| *y += b);
+        }
+    }
+}
+
+/// Multiplies activation rows `rows` with every row of a Q8_0 matrix into
+/// `out` (`rows.len() × w.rows`).
+type Q8Kernel = fn(&QuantizedRows, std::ops::Range<usize>, &QMatrix, &mut [f32]);
+
+fn q8_0_kernel() -> Q8Kernel {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(kernel) = x86::q8_0_kernel() {
+        return kernel;
+    }
+    scalar::q8_0_matmul
+}
+
+#[cfg(test)]
+mod tests;

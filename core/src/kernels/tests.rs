@@ -1,0 +1,89 @@
+use super::*;
+
+/// A Q8_0 matrix of `rows × cols` with pseudo-random blocks (scales in
+/// ±0.05, values in -127..=127: ggml's quantizer never writes -128, and the
+/// AVX2 sign trick, as ggml's, relies on it).
+fn q8_0_matrix(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut bytes = Vec::with_capacity(rows * cols / 32 * 34);
+    for _ in 0..rows * cols / 32 {
+        let scale = half::f16::from_f32((next() % 1000) as f32 / 10_000.0 - 0.05);
+        bytes.extend_from_slice(&scale.to_le_bytes());
+        bytes.extend((0..32).map(|_| ((next() % 255) as i32 - 127) as i8 as u8));
+    }
+    bytes
+}
+
+fn activations(m: usize, k: usize) -> Vec<f32> {
+    (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
+}
+
+/// Every kernel this CPU runs gives the scalar kernel's sums, at every
+/// tile edge (rows and columns not multiples of the tile).
+#[test]
+fn q8_0_kernels_match_the_scalar_reference() {
+    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
+        let w_bytes = q8_0_matrix(n, k, (m * 31 + n) as u64);
+        let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
+        let x = QuantizedRows::quantize(&activations(m, k), k);
+        let mut expected = vec![0f32; m * n];
+        scalar::q8_0_matmul(&x, 0..m, &w, &mut expected);
+        #[cfg(target_arch = "x86_64")]
+        for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
+            let runs = match name {
+                "vnni" => is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl"),
+                _ => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            };
+            if !runs {
+                continue;
+            }
+            let mut got = vec![0f32; m * n];
+            kernel(&x, 0..m, &w, &mut got);
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{name} {m}×{n}×{k} [{i}]: {g} vs {e}");
+            }
+        }
+    }
+}
+
+/// The Q8_0 product is the float product of the dequantized weights with
+/// the activations as quantized to 8 bits; the float path (other types)
+/// is the product with the activations as given.
+#[test]
+fn matmul_agrees_with_the_dequantized_product() {
+    let (m, n, k) = (37, 11, 128);
+    let w_bytes = q8_0_matrix(n, k, 7);
+    let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
+    let x = activations(m, k);
+    let mut dense = vec![0f32; n * k];
+    dequantize(GgmlType::Q8_0, &w_bytes, &mut dense);
+    let bias: Vec<f32> = (0..n).map(|j| j as f32).collect();
+    let product = |x: &[f32]| -> Vec<f32> {
+        (0..m * n)
+            .map(|i| {
+                let (r, c) = (i / n, i % n);
+                (0..k).map(|t| x[r * k + t] * dense[c * k + t]).sum::<f32>() + bias[c]
+            })
+            .collect()
+    };
+    let reference = product(&x);
+    let rounded = QuantizedRows::quantize(&x, k);
+    let x8: Vec<f32> = rounded.values.iter().enumerate().map(|(i, &q)| f32::from(q) * rounded.scales[i / 32]).collect();
+    let reference8 = product(&x8);
+    let mut quantized = vec![0f32; m * n];
+    matmul(&x, &w, Some(&bias), &mut quantized);
+    let f32_bytes: Vec<u8> = dense.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let float = QMatrix { kind: GgmlType::F32, rows: n, cols: k, data: &f32_bytes };
+    let mut exact = vec![0f32; m * n];
+    matmul(&x, &float, Some(&bias), &mut exact);
+    for i in 0..m * n {
+        assert!((exact[i] - reference[i]).abs() < 1e-3, "float path [{i}]: {} vs {}", exact[i], reference[i]);
+        assert!((quantized[i] - reference8[i]).abs() < 1e-3, "q8 path [{i}]: {} vs {}", quantized[i], reference8[i]);
+    }
+}

@@ -1,0 +1,70 @@
+//! Sentence embeddings from a GGUF file: its tokenizer, its architecture
+//! on the quantized kernels ([`crate::arch`]), unit vectors out. The same
+//! surface as [`super::SentenceEncoder`], so the host and the browser
+//! pick one or the other by the model's file.
+
+use super::tokenize::TextTokenizer;
+use crate::arch::ModelBytes;
+use crate::arch::bert::Bert;
+use crate::error::Result;
+use crate::gguf::{GgufFile, tokenizer_json};
+use crate::inference::{EmbedderInfo, Embedding};
+
+/// Tokens per forward pass: activations for 8,192 tokens of a 768-wide
+/// model with a 3,072-wide FFN are about 150 MB.
+const PASS_TOKENS: usize = 8192;
+
+pub struct GgufEncoder {
+    model: Bert,
+    tokenizer: TextTokenizer,
+}
+
+impl GgufEncoder {
+    /// Loads from the file's bytes; `name` is how errors call the file.
+    pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufEncoder> {
+        let file = GgufFile::parse(name, (*bytes).as_ref())?;
+        let model = Bert::load(&file, bytes.clone())?;
+        let tokenizer = TextTokenizer::parse(&tokenizer_json(&file)?, model.shape.context)?;
+        Ok(GgufEncoder { model, tokenizer })
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.model.shape.width
+    }
+
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    pub fn describe(&self, model: &str) -> EmbedderInfo {
+        EmbedderInfo {
+            model: model.to_string(),
+            dimension: self.dimension(),
+            max_tokens: self.tokenizer.max_tokens(),
+            query_prompt: String::new(),
+            document_prompt: String::new(),
+        }
+    }
+
+    /// Unit vectors with each text's untruncated token count.
+    pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let encoded = self.tokenizer.encode_counted(&refs)?;
+        let mut out = Vec::with_capacity(texts.len());
+        let mut pass: Vec<Vec<u32>> = Vec::new();
+        let mut pass_tokens = 0;
+        for (i, (encoding, _)) in encoded.iter().enumerate() {
+            pass_tokens += encoding.len();
+            pass.push(encoding.get_ids().to_vec());
+            if pass_tokens >= PASS_TOKENS || i + 1 == encoded.len() {
+                out.extend(self.model.embed(&std::mem::take(&mut pass))?);
+                pass_tokens = 0;
+            }
+        }
+        Ok(out
+            .into_iter()
+            .zip(encoded)
+            .map(|(vector, (_, count))| Embedding { vector, tokens: count as u32 })
+            .collect())
+    }
+}

@@ -1,0 +1,154 @@
+// The llama.cpp reference for the GGUF tests: runs a GGUF model through
+// node-llama-cpp (the runtime qmd 2.8.3 uses), CPU only, and prints JSON.
+//
+//   ref=$(scripts/llama-ref.sh)
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs embed MODEL.gguf < texts.json
+//       -> {"tokens": [[id...] per text], "input_tokens": [[id...]], "embeddings": [[f...]]}
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs bench-embed MODEL.gguf < texts.json
+//       -> {"layouts": {name: {contexts, threads, texts, seconds, texts_per_s}}, "peak_rss_bytes"}
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs rank MODEL.gguf < {"query", "documents"}
+//       -> {"scores": [f...]}
+//
+// `tokens` is model.tokenize(text): the text's tokens without special ones.
+// `input_tokens` is what getEmbeddingFor() evaluates: for a WordPiece (BERT)
+// vocabulary it adds [CLS] in front and [SEP] at the end, as node-llama-cpp's
+// resolveBeginningTokenToPrepend/resolveEndTokenToAppend do. Embeddings are
+// the raw vectors llama.cpp returns (llama_get_embeddings_seq: the model's
+// pooling, no normalisation).
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+function fail(message) {
+    process.stderr.write(`llama_ref.mjs: ${message}\n`);
+    process.exit(2);
+}
+
+const USAGE = "usage: llama_ref.mjs embed|bench-embed|rank MODEL.gguf < input.json";
+const [command, modelPath] = process.argv.slice(2);
+if (!["embed", "bench-embed", "rank"].includes(command) || !modelPath)
+    fail(USAGE);
+
+const refDir = process.env.LLAMA_REF_DIR;
+if (!refDir)
+    fail("LLAMA_REF_DIR is not set; run `LLAMA_REF_DIR=$(scripts/llama-ref.sh) node tests/models/llama_ref.mjs ...`");
+const entry = path.join(path.resolve(refDir), "node_modules", "node-llama-cpp", "dist", "index.js");
+if (!fs.existsSync(entry))
+    fail(`${entry} does not exist; LLAMA_REF_DIR must be the directory scripts/llama-ref.sh prints`);
+
+const resolvedModel = path.resolve(modelPath);
+if (!fs.existsSync(resolvedModel) || !fs.statSync(resolvedModel).isFile())
+    fail(`model file ${resolvedModel} does not exist`);
+{
+    const fd = fs.openSync(resolvedModel, "r");
+    const magic = Buffer.alloc(4);
+    fs.readSync(fd, magic, 0, 4, 0);
+    fs.closeSync(fd);
+    if (magic.toString("latin1") !== "GGUF")
+        fail(`${resolvedModel} is not a GGUF file (magic ${JSON.stringify(magic.toString("latin1"))})`);
+}
+
+let input;
+try {
+    input = JSON.parse(fs.readFileSync(0, "utf8"));
+} catch (e) {
+    fail(`stdin is not valid JSON: ${e.message}`);
+}
+if (command === "rank") {
+    if (typeof input?.query !== "string" || !Array.isArray(input?.documents) ||
+        !input.documents.every((d) => typeof d === "string"))
+        fail('rank reads {"query": string, "documents": [string, ...]} on stdin');
+} else if (!Array.isArray(input) || !input.every((t) => typeof t === "string"))
+    fail(`${command} reads a JSON array of strings on stdin`);
+
+const { getLlama } = await import(pathToFileURL(entry).href);
+// Prebuilt CPU binary only: never compile or download anything.
+const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
+let model;
+try {
+    model = await llama.loadModel({ modelPath: resolvedModel, gpuLayers: 0 });
+} catch (e) {
+    fail(`llama.cpp could not load ${resolvedModel}: ${e.message}`);
+}
+
+const CONTEXT = { contextSize: 512, batchSize: 512 };
+
+function evaluatedTokens(text) {
+    // mirrors LlamaEmbeddingContext.getEmbeddingFor
+    const tokens = model.tokenize(text, false);
+    if (tokens.length === 0)
+        return tokens;
+    const wpm = model.vocabularyType === "wpm";
+    const begin = wpm ? model.tokens.bos : (model.tokens.shouldPrependBosToken ? model.tokens.bos : null);
+    const end = wpm ? model.tokens.sep : (model.tokens.shouldAppendEosToken ? model.tokens.eos : null);
+    const out = [...tokens];
+    if (begin != null && out[0] !== begin)
+        out.unshift(begin);
+    if (end != null && out.at(-1) !== end)
+        out.push(end);
+    return out;
+}
+
+async function embed(texts) {
+    const context = await model.createEmbeddingContext({ ...CONTEXT, threads: 1 });
+    const embeddings = [];
+    for (const text of texts)
+        embeddings.push(Array.from((await context.getEmbeddingFor(text)).vector));
+    await context.dispose();
+    return {
+        tokens: texts.map((t) => Array.from(model.tokenize(t, false))),
+        input_tokens: texts.map(evaluatedTokens),
+        embeddings,
+    };
+}
+
+async function benchEmbed(texts) {
+    if (texts.length === 0)
+        fail("bench-embed needs at least one text");
+    const layouts = { "1x2": { contexts: 1, threads: 2 }, "2x1": { contexts: 2, threads: 1 } };
+    const results = {};
+    for (const [name, { contexts, threads }] of Object.entries(layouts)) {
+        const ctxs = [];
+        for (let i = 0; i < contexts; i++)
+            ctxs.push(await model.createEmbeddingContext({ ...CONTEXT, threads }));
+        // warm-up: a few texts on every context
+        await Promise.all(ctxs.map(async (ctx) => {
+            for (const text of texts.slice(0, 3))
+                await ctx.getEmbeddingFor(text);
+        }));
+        // texts dealt round-robin, each context works through its share in turn
+        const shares = ctxs.map((_, i) => texts.filter((_, j) => j % contexts === i));
+        const start = process.hrtime.bigint();
+        await Promise.all(ctxs.map(async (ctx, i) => {
+            for (const text of shares[i])
+                await ctx.getEmbeddingFor(text);
+        }));
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        results[name] = { contexts, threads, texts: texts.length, seconds, texts_per_s: texts.length / seconds };
+        for (const ctx of ctxs)
+            await ctx.dispose();
+    }
+    return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
+}
+
+async function rank({ query, documents }) {
+    const context = await model.createRankingContext({ threads: 1 });
+    const scores = await context.rankAll(query, documents);
+    await context.dispose();
+    return { scores };
+}
+
+let result;
+try {
+    if (command === "embed")
+        result = await embed(input);
+    else if (command === "bench-embed")
+        result = await benchEmbed(input);
+    else
+        result = await rank(input);
+} catch (e) {
+    fail(`${command} failed: ${e.stack ?? e}`);
+}
+await model.dispose();
+await llama.dispose();
+process.stdout.write(JSON.stringify(result) + "\n");

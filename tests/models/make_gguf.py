@@ -1,0 +1,415 @@
+"""Writes GGUF test files for the GGUF reader and the llama.cpp comparison tests.
+
+    make_gguf.py minilm MODEL_DIR OUT.gguf --type f32|q8_0|f16
+    make_gguf.py blocks OUT.gguf OUT_EXPECTED.bin [--seed N]
+
+`minilm` converts sentence-transformers all-MiniLM-L6-v2 (a Hugging Face
+BertModel directory) the way llama.cpp's convert_hf_to_gguf.py does for
+BertModel (conversion/base.py ModelBase/TextModel + conversion/bert.py
+BertModel): same tensor names and order, same metadata keys and order, same
+tensor types per --outtype, same quantizer (gguf.quants). The converter itself
+needs torch and transformers; this re-implements its steps with NumPy,
+safetensors.numpy and Hugging Face `tokenizers` so that it runs in the test
+venv. Every place it mirrors a converter step is marked "converter:".
+
+`blocks` writes one (3 x 512) tensor per type F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K
+Q5_K Q6_K named `t.<type>` holding random block bytes (f16 scales kept finite),
+plus `test.<type>` metadata of every GGUF value type, and writes gguf-py's
+dequantization of each tensor (little-endian f32, in that order) to
+OUT_EXPECTED.bin. It prints a JSON summary {"metadata": {key: value},
+"tensors": [{name, type, shape}]} on stdout.
+
+gguf-py comes from llama.cpp's source tree (PYTHONPATH=<llamacpp>/gguf-py; when
+it is not importable, $LLAMA_REF_DIR/llamacpp/gguf-py is tried, LLAMA_REF_DIR
+being what scripts/llama-ref.sh prints). gguf-py imports PyYAML. Run it with the
+test venv's python (scripts/python-env.sh): numpy, safetensors, tokenizers.
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import gguf
+except ImportError:
+    ref = os.environ.get("LLAMA_REF_DIR")
+    if not ref:
+        sys.exit("make_gguf.py: cannot import gguf; set PYTHONPATH=<llamacpp>/gguf-py or LLAMA_REF_DIR "
+                 "(the directory scripts/llama-ref.sh prints)")
+    sys.path.insert(0, os.path.join(ref, "llamacpp", "gguf-py"))
+    import gguf  # noqa: E402
+
+from gguf import GGMLQuantizationType as QT  # noqa: E402
+
+# --------------------------------------------------------------------------
+# minilm: BertModel conversion
+# --------------------------------------------------------------------------
+
+FTYPES = {
+    "f32": gguf.LlamaFileType.ALL_F32,
+    "f16": gguf.LlamaFileType.MOSTLY_F16,
+    "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+}
+
+# converter: TextModel.get_vocab_base_pre's string, hashed over the tokenizer's
+# ids (with special tokens). Known answers; the full table is read from the
+# converter source next to gguf-py when it is there.
+CHKTXT = '\n \n\n \n\n\n \t \t\t \t\n  \n   \n    \n     \n🚀 (normal) 😶\u200d🌫️ (multiple emojis concatenated) ✅ 🦙🦙 3 33 333 3333 33333 333333 3333333 33333333 3.3 3..3 3...3 កាន់តែពិសេសអាច😁 ?我想在apple工作1314151天～ ------======= нещо на Български \'\'\'\'\'\'```````""""......!!!!!!?????? I\'ve been \'told he\'s there, \'RE you sure? \'M not sure I\'ll make it, \'D you like some tea? We\'Ve a\'lL'
+KNOWN_PRE = {
+    # ref: https://huggingface.co/BAAI/bge-small-en-v1.5 (bert-base-uncased WordPiece; MiniLM's too)
+    "0876d13b50744004aa9aeae05e7b0647eac9d801b5ba4668afc01e709c15e19f": "bert-bge",
+}
+
+
+def pre_tokenizer_table():
+    table = dict(KNOWN_PRE)
+    source = Path(gguf.__file__).resolve().parents[2] / "conversion" / "base.py"
+    if source.is_file():
+        text = source.read_text(encoding="utf-8")
+        m = re.search(r"^\s*chktxt = (.*)$", text, re.M)
+        if m and eval(m.group(1), {}) != CHKTXT:  # a literal from llama.cpp's own source
+            raise SystemExit(f"make_gguf.py: chktxt in {source} differs from ours; update CHKTXT")
+        for h, name in re.findall(r'chkhsh == "([0-9a-f]{64})":\s*\n(?:\s*#[^\n]*\n)*\s*res = "([^"]+)"', text):
+            table.setdefault(h, name)
+    return table
+
+
+def does_token_look_special(token):
+    # converter: TextModel.does_token_look_special
+    seems = token in ("<pad>", "<mask>", "<2mass>", "[@BOS@]")
+    seems = seems or (token.startswith("<|") and token.endswith("|>"))
+    seems = seems or (token.startswith("<｜") and token.endswith("｜>"))
+    seems = seems or (token.startswith("<unused") and token.endswith(">"))
+    return seems
+
+
+def get_vocab_base(model_dir, hparams):
+    """converter: TextModel.get_vocab_base (AutoTokenizer -> tokenizers)."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    # transformers' encode() without padding/truncation switches both off
+    tok.no_padding()
+    tok.no_truncation()
+    vocab = tok.get_vocab(with_added_tokens=True)
+    vocab_size = hparams.get("vocab_size", len(vocab))
+    assert max(vocab.values()) < vocab_size
+
+    chkhsh = hashlib.sha256(str(tok.encode(CHKTXT).ids).encode()).hexdigest()
+    tokpre = pre_tokenizer_table().get(chkhsh)
+    if tokpre is None:
+        raise SystemExit(f"make_gguf.py: pre-tokenizer not recognized (chkhsh {chkhsh}), as the converter would fail")
+
+    tj = json.load(open(model_dir / "tokenizer.json", encoding="utf-8"))
+    added = {a["id"]: a for a in tj.get("added_tokens", [])}
+    reverse = {i: t for t, i in vocab.items()}
+    tokens, toktypes = [], []
+    for i in range(vocab_size):
+        if i not in reverse:
+            tokens.append(f"[PAD{i}]")
+            toktypes.append(gguf.TokenType.UNUSED)
+            continue
+        token = reverse[i]
+        if i in added and added[i]["content"] == token:
+            if not added[i].get("normalized", True):
+                token = tok.decode(tok.encode(token, add_special_tokens=False).ids, skip_special_tokens=False)
+            if added[i].get("special", False) or does_token_look_special(token):
+                toktypes.append(gguf.TokenType.CONTROL)
+            else:
+                token = token.replace("\u2581", " ")
+                toktypes.append(gguf.TokenType.USER_DEFINED)
+        else:
+            toktypes.append(gguf.TokenType.NORMAL)
+        tokens.append(token)
+    return tokens, toktypes, tokpre
+
+
+def bert_filter(name):
+    """converter: BertModel.filter_tensors -> TextModel -> ModelBase."""
+    if name.startswith("bert."):
+        name = name[5:]
+    if name.endswith(".gamma"):
+        name = name[:-6] + ".weight"
+    if name.endswith(".beta"):
+        name = name[:-5] + ".bias"
+    if name in ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"):
+        return None
+    if name.startswith(("cls.predictions", "cls.seq_relationship")):
+        return None
+    if name.startswith(("mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.", "resampler.", "sound_encoder.",
+                        "sound_projection.", "speech_embeddings.")):
+        return None
+    if name.endswith("e_score_correction_bias"):
+        name = name.replace("e_score_correction_bias", "e_score_correction.bias")
+    return name.replace("language_model.", "")
+
+
+def tensor_qtype(arch, new_name, bid, n_dims, ftype):
+    """converter: ModelBase.prepare_tensors' choice of a tensor's type."""
+    def match(key):
+        if key not in gguf.MODEL_TENSORS[arch]:
+            return False
+        key_name = gguf.TENSOR_NAMES[key]
+        if "{bid}" in key_name:
+            if bid is None:
+                return False
+            key_name = key_name.format(bid=bid)
+        elif bid is not None:
+            return False
+        return new_name == key_name + ".weight"
+
+    qtype = False  # tensor_force_quant: no override for BERT
+    # "Most of the codebase that takes in 1D tensors or norms only handles F32 tensors"
+    if n_dims <= 1 or new_name.endswith("_norm.weight"):
+        qtype = QT.F32
+    # "Some tensor types are always in float32" (the ones BERT has: position
+    # and token-type embeddings), and anything not named *.weight
+    if qtype is False and (any(match(k) for k in (gguf.MODEL_TENSOR.POS_EMBD, gguf.MODEL_TENSOR.TOKEN_TYPES))
+                           or new_name[-7:] not in (".weight", ".lora_a", ".lora_b")):
+        qtype = QT.F32
+    # TOKEN_EMBD/OUTPUT only differ for TQ1_0/TQ2_0, so token_embd follows the file type
+    if isinstance(qtype, bool):
+        qtype = {gguf.LlamaFileType.ALL_F32: QT.F32, gguf.LlamaFileType.MOSTLY_F16: QT.F16,
+                 gguf.LlamaFileType.MOSTLY_Q8_0: QT.Q8_0}[ftype]
+    return qtype
+
+
+def pooling_type(model_dir):
+    """converter: TextModel._try_set_pooling_type."""
+    modules = model_dir / "modules.json"
+    if not modules.is_file():
+        return None
+    path = next((m["path"] for m in json.load(open(modules, encoding="utf-8")) if m["type"].endswith("Pooling")), None)
+    if path is None:
+        return None
+    pooling = json.load(open(model_dir / path / "config.json", encoding="utf-8"))
+    if pooling.get("pooling_mode_mean_tokens"):
+        return gguf.PoolingType.MEAN
+    if pooling.get("pooling_mode_cls_token"):
+        return gguf.PoolingType.CLS
+    if pooling.get("pooling_mode_lasttoken"):
+        return gguf.PoolingType.LAST
+    mode = {"mean": gguf.PoolingType.MEAN, "cls": gguf.PoolingType.CLS, "lasttoken": gguf.PoolingType.LAST}
+    if pooling.get("pooling_mode") in mode:
+        return mode[pooling["pooling_mode"]]
+    raise SystemExit("make_gguf.py: only MEAN, CLS and LAST pooling are supported (as in the converter)")
+
+
+def find_hparam(hparams, keys):
+    return next((hparams[k] for k in keys if k in hparams), None)
+
+
+def minilm(model_dir, out, type_name):
+    from safetensors.numpy import load_file
+    model_dir = Path(model_dir)
+    ftype = FTYPES[type_name]
+    arch = gguf.MODEL_ARCH.BERT
+    # converter: load_hparams (AutoConfig.to_dict(); config.json is what it reads)
+    hparams = json.load(open(model_dir / "config.json", encoding="utf-8"))
+    archs = hparams.get("architectures") or []
+    if archs[:1] not in (["BertModel"], ["BertForMaskedLM"]):
+        raise SystemExit(f"make_gguf.py: expected a BertModel, config.json says {archs}")
+    block_count = find_hparam(hparams, ["n_layers", "num_hidden_layers", "n_layer", "num_layers"])
+    tensor_map = gguf.get_tensor_name_map(arch, block_count)
+    writer = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[arch])  # writes general.architecture
+
+    # converter: index_tensors (safetensors parts, names sorted) + prepare_tensors
+    parts = sorted(f for f in os.listdir(model_dir) if f.startswith("model") and f.endswith(".safetensors"))
+    if not parts:
+        raise SystemExit(f"make_gguf.py: no model*.safetensors in {model_dir}")
+    tensors = {}
+    for part in parts:
+        for name, data in sorted(load_file(str(model_dir / part)).items()):
+            if (new := bert_filter(name)) is not None:
+                tensors[new] = data
+    report = []
+    for name, data in tensors.items():
+        if name.endswith((".attention.masked_bias", ".attention.bias", ".rotary_emb.inv_freq")):
+            continue
+        if data.dtype not in (np.float16, np.float32):
+            data = data.astype(np.float32)
+        bid = next((int(p) for p in name.split(".") if p.isdecimal()), None)
+        new_name = tensor_map.get_name(key=name, try_suffixes=(".weight", ".bias"))
+        if new_name is None:
+            raise SystemExit(f"make_gguf.py: cannot map tensor {name!r}")
+        qtype = tensor_qtype(arch, new_name, bid, len(data.shape), ftype)
+        try:
+            q = gguf.quants.quantize(data, qtype)
+        except gguf.QuantError:
+            qtype = QT.F16
+            q = gguf.quants.quantize(data, qtype)
+        writer.add_tensor(new_name, q, raw_dtype=qtype)
+        report.append((new_name, qtype.name, list(reversed(data.shape))))
+
+    # converter: ModelBase.prepare_metadata
+    total_params, shared_params, expert_params, expert_count = writer.get_total_parameter_count()
+    metadata = gguf.Metadata.load(None, model_dir, None, total_params)
+    if metadata.name is None:
+        metadata.name = model_dir.name
+    if metadata.size_label is None and total_params > 0:
+        metadata.size_label = gguf.size_label(total_params, shared_params, expert_params, expert_count)
+    writer.add_type(gguf.GGUFType.MODEL)
+    metadata.set_gguf_meta_model(writer)
+
+    # converter: TextModel.set_gguf_parameters (the keys BERT's config has)
+    writer.add_block_count(block_count)
+    if (n := find_hparam(hparams, ["max_position_embeddings", "n_ctx", "n_positions", "max_length",
+                                   "max_sequence_length", "model_max_length"])) is not None:
+        writer.add_context_length(n)
+    if (n := find_hparam(hparams, ["hidden_size", "n_embd", "dim"])) is not None:
+        writer.add_embedding_length(n)
+    if (n := find_hparam(hparams, ["prefix_dense_intermediate_size", "dense_intermediate_size",
+                                   "intermediate_size", "n_inner", "hidden_dim"])) is not None:
+        writer.add_feed_forward_length(n)
+    if (n := find_hparam(hparams, ["num_attention_heads", "n_head", "n_heads"])) is not None:
+        writer.add_head_count(n)
+    if (n := find_hparam(hparams, ["num_key_value_heads", "n_kv_heads"])) is not None:
+        writer.add_head_count_kv(n)
+    if (eps := find_hparam(hparams, ["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"])) is not None:
+        writer.add_layer_norm_eps(eps)
+    writer.add_file_type(ftype)
+    # converter: BertModel.set_gguf_parameters
+    writer.add_causal_attention(False)
+    if (pooling := pooling_type(model_dir)) is not None:
+        writer.add_pooling_type(pooling)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+
+    # converter: BertModel.set_vocab
+    tokens, toktypes, tokpre = get_vocab_base(model_dir, hparams)
+    writer.add_token_type_count(hparams.get("type_vocab_size", 1))
+
+    def phantom(tok, toktype):
+        if toktype == gguf.TokenType.CONTROL:
+            return tok
+        if tok.startswith("##"):
+            return tok[2:]
+        return "\u2581" + tok
+
+    tokens = list(map(phantom, tokens, toktypes))
+    writer.add_tokenizer_model("bert")
+    writer.add_tokenizer_pre(tokpre)
+    writer.add_token_list(tokens)
+    writer.add_token_types(toktypes)
+    gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(writer, quiet=True)
+
+    # converter: ModelBase.write
+    writer.write_header_to_file(path=Path(out))
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    for name, qtype, shape in report:
+        print(f"{name:28s} {qtype:5s} {shape}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------
+# blocks: one tensor per type, random block bytes
+# --------------------------------------------------------------------------
+
+BLOCK_TYPES = [QT.F32, QT.F16, QT.BF16, QT.Q8_0, QT.Q4_0, QT.Q4_1, QT.Q4_K, QT.Q5_K, QT.Q6_K]
+ROWS, COLS = 3, 512
+
+# byte offsets of the f16 fields in one block, and the range each is drawn from
+F16_FIELDS = {
+    QT.Q8_0: [(0, -2.0, 2.0)],                   # d, qs[32]
+    QT.Q4_0: [(0, -2.0, 2.0)],                   # d, qs[16]
+    QT.Q4_1: [(0, -2.0, 2.0), (2, -2.0, 2.0)],   # d, m, qs[16]
+    QT.Q4_K: [(0, -2.0, 2.0), (2, 0.0, 1.0)],    # d, dmin, scales[12], qs[128]
+    QT.Q5_K: [(0, -2.0, 2.0), (2, 0.0, 1.0)],    # d, dmin, scales[12], qh[32], qs[128]
+    QT.Q6_K: [(208, -2.0, 2.0)],                 # ql[128], qh[64], scales[16], d
+}
+
+
+def random_tensor(rng, qtype):
+    if qtype == QT.F32:
+        return rng.uniform(-4, 4, (ROWS, COLS)).astype("<f4").view(np.uint8)
+    if qtype == QT.F16:
+        return rng.uniform(-4, 4, (ROWS, COLS)).astype("<f2").view(np.uint8)
+    if qtype == QT.BF16:
+        f = rng.uniform(-4, 4, (ROWS, COLS)).astype("<f4")
+        return (f.view("<u4") >> 16).astype("<u2").view(np.uint8)
+    block_size, type_size = gguf.GGML_QUANT_SIZES[qtype]
+    nblocks = COLS // block_size
+    raw = rng.integers(0, 256, (ROWS, nblocks, type_size), dtype=np.uint8)
+    for offset, lo, hi in F16_FIELDS[qtype]:
+        vals = rng.uniform(lo, hi, (ROWS, nblocks)).astype("<f2")
+        raw[:, :, offset:offset + 2] = vals.view(np.uint8).reshape(ROWS, nblocks, 2)
+    return raw.reshape(ROWS, nblocks * type_size)
+
+
+TEST_METADATA = [
+    # (key, gguf type name, value, writer call)
+    ("test.u8", "u8", 200, lambda w, k, v: w.add_uint8(k, v)),
+    ("test.i8", "i8", -100, lambda w, k, v: w.add_int8(k, v)),
+    ("test.u16", "u16", 60000, lambda w, k, v: w.add_uint16(k, v)),
+    ("test.i16", "i16", -30000, lambda w, k, v: w.add_int16(k, v)),
+    ("test.u32", "u32", 4000000000, lambda w, k, v: w.add_uint32(k, v)),
+    ("test.i32", "i32", -2000000000, lambda w, k, v: w.add_int32(k, v)),
+    ("test.u64", "u64", 18000000000000000000, lambda w, k, v: w.add_uint64(k, v)),
+    ("test.i64", "i64", -9000000000000000000, lambda w, k, v: w.add_int64(k, v)),
+    ("test.f32", "f32", 3.140625, lambda w, k, v: w.add_float32(k, v)),  # exact in f32
+    ("test.f64", "f64", -2.718281828459045, lambda w, k, v: w.add_float64(k, v)),
+    ("test.bool", "bool", True, lambda w, k, v: w.add_bool(k, v)),
+    ("test.string", "string", "héllo, wörld ✓", lambda w, k, v: w.add_string(k, v)),
+    ("test.array_string", "array[string]", ["a", "", "日本語", "\u2581x"],
+     lambda w, k, v: w.add_key_value(k, v, gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.STRING)),
+    ("test.array_i32", "array[i32]", [1, -2, 2147483647, -2147483648],
+     lambda w, k, v: w.add_key_value(k, v, gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT32)),
+]
+
+
+def blocks(out, expected_out, seed):
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(path=None, arch="test")
+    for key, _, value, add in TEST_METADATA:
+        add(writer, key, value)
+    expected = []
+    summary_tensors = []
+    for qtype in BLOCK_TYPES:
+        raw = random_tensor(rng, qtype)
+        name = f"t.{qtype.name.lower()}"
+        writer.add_tensor(name, raw, raw_dtype=qtype)
+        values = gguf.quants.dequantize(raw, qtype).astype("<f4").reshape(ROWS, COLS)
+        if not np.all(np.isfinite(values)):
+            raise SystemExit(f"make_gguf.py: non-finite values in {name}")
+        expected.append(values)
+        summary_tensors.append({"name": name, "type": qtype.name, "shape": [COLS, ROWS], "nbytes": int(raw.nbytes)})
+    writer.write_header_to_file(path=Path(out))
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with open(expected_out, "wb") as f:
+        for values in expected:
+            f.write(values.astype("<f4").tobytes())
+    summary = {
+        "metadata": {key: value for key, _, value, _ in TEST_METADATA},
+        "metadata_types": {key: t for key, t, _, _ in TEST_METADATA},
+        "tensors": summary_tensors,  # shape in GGUF order: [cols (ne0), rows (ne1)]
+    }
+    json.dump(summary, sys.stdout, ensure_ascii=False, indent=1)
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("minilm")
+    m.add_argument("model_dir")
+    m.add_argument("out")
+    m.add_argument("--type", choices=sorted(FTYPES), default="f32")
+    b = sub.add_parser("blocks")
+    b.add_argument("out")
+    b.add_argument("expected")
+    b.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if args.command == "minilm":
+        minilm(args.model_dir, args.out, args.type)
+    else:
+        blocks(args.out, args.expected, args.seed)
+
+
+if __name__ == "__main__":
+    main()

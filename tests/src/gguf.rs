@@ -1,0 +1,107 @@
+//! GGUF test files and llama.cpp, the reference they are checked against.
+//!
+//! The files are written by `tests/models/make_gguf.py` (gguf-py, llama.cpp's
+//! own writer and quantizer) into the test-model cache, once per version of
+//! that script; llama.cpp runs through node-llama-cpp 3.20.0
+//! (`scripts/llama-ref.sh`, `tests/models/llama_ref.mjs`), as in qmd 2.8.3.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use crate::models::{script_path, test_model_dir};
+
+pub struct GgufFixtures {
+    pub dir: PathBuf,
+    /// `scripts/llama-ref.sh`'s directory.
+    pub llama_ref: PathBuf,
+    /// The test virtualenv's python (numpy, safetensors, gguf-py's needs).
+    pub python: PathBuf,
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The fixtures, made on first use.
+pub fn fixtures() -> &'static GgufFixtures {
+    static FIXTURES: OnceLock<GgufFixtures> = OnceLock::new();
+    FIXTURES.get_or_init(|| {
+        let llama_ref = script_path("llama-ref.sh");
+        let python = script_path("python-env.sh").join("bin/python");
+        let script = repo().join("tests/models/make_gguf.py");
+        let digest = sha_prefix(&std::fs::read(&script).expect("read make_gguf.py"));
+        let dir = test_model_dir().parent().expect("cache dir").join(format!("gguf-{digest}"));
+        let fixtures = GgufFixtures { dir, llama_ref, python };
+        if !fixtures.dir.join("done").is_file() {
+            let work = fixtures.dir.with_extension("partial");
+            let _ = std::fs::remove_dir_all(&work);
+            std::fs::create_dir_all(&work).expect("fixture dir");
+            let model = test_model_dir();
+            for kind in ["f32", "q8_0"] {
+                let out = work.join(format!("minilm-{kind}.gguf"));
+                fixtures.make_gguf(&[
+                    "minilm".as_ref(),
+                    model.as_os_str(),
+                    out.as_os_str(),
+                    "--type".as_ref(),
+                    kind.as_ref(),
+                ]);
+            }
+            let summary = fixtures.make_gguf(&[
+                "blocks".as_ref(),
+                work.join("blocks.gguf").as_os_str(),
+                work.join("blocks-expected.bin").as_os_str(),
+                "--seed".as_ref(),
+                "7".as_ref(),
+            ]);
+            std::fs::write(work.join("blocks.json"), summary).expect("write summary");
+            std::fs::write(work.join("done"), b"").expect("stamp");
+            let _ = std::fs::remove_dir_all(&fixtures.dir);
+            std::fs::rename(&work, &fixtures.dir).expect("publish fixtures");
+        }
+        fixtures
+    })
+}
+
+fn sha_prefix(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().take(6).map(|b| format!("{b:02x}")).collect()
+}
+
+impl GgufFixtures {
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn make_gguf(&self, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+        let out = Command::new(&self.python)
+            .arg(repo().join("tests/models/make_gguf.py"))
+            .args(args)
+            .env("LLAMA_REF_DIR", &self.llama_ref)
+            .output()
+            .expect("run make_gguf.py");
+        assert!(out.status.success(), "make_gguf.py {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    }
+
+    /// Runs `llama_ref.mjs COMMAND MODEL` with `input` as its stdin; its
+    /// JSON answer.
+    pub fn llama(&self, command: &str, model: &Path, input: &serde_json::Value) -> serde_json::Value {
+        let mut child = Command::new("node")
+            .arg(repo().join("tests/models/llama_ref.mjs"))
+            .arg(command)
+            .arg(model)
+            .env("LLAMA_REF_DIR", &self.llama_ref)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run node");
+        child.stdin.take().expect("stdin").write_all(input.to_string().as_bytes()).expect("write texts");
+        let out = child.wait_with_output().expect("llama_ref.mjs");
+        assert!(out.status.success(), "llama_ref.mjs {command}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).expect("llama_ref.mjs prints JSON")
+    }
+}
