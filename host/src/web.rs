@@ -60,7 +60,10 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
             .with_context(|| format!("binding {BIND_HOST}:{}", options.port))?;
         let address = listener.local_addr()?;
         println!("qmd web: http://{address}/ (serving {})", state.root.display());
-        if !state.embed.is_present() {
+        if state.embed.gguf.is_some() {
+            eprintln!("note: the embedding model {} is a GGUF file, which the page cannot run yet", state.embed.id);
+            eprintln!("      the page searches by keyword; set QMD_EMBED_MODEL to a safetensors repo for vectors");
+        } else if !state.embed.is_present() {
             eprintln!("note: {}", state.embed.missing_message());
             eprintln!("      the page will download the model from Hugging Face instead");
         }
@@ -91,7 +94,11 @@ fn default_dir() -> Result<PathBuf> {
 
 /// What the page needs to know: where its embedding model comes from.
 async fn config(State(state): State<Arc<WebState>>) -> Response {
-    let model = if state.embed.is_present() {
+    // GGUF files do not run in the page yet: the page embeds with no model
+    // (keyword search only) rather than fetch files that do not exist.
+    let model = if state.embed.gguf.is_some() {
+        serde_json::Value::Null
+    } else if state.embed.is_present() {
         json!({"id": state.embed.id, "url": "models/embed/"})
     } else if state.embed.remote {
         json!({"id": state.embed.id, "url": format!("https://huggingface.co/{}/resolve/main/", state.embed.id)})

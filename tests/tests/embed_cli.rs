@@ -342,11 +342,11 @@ fn models_come_from_index_yml_and_run_on_the_chosen_device() {
     // A device name that means nothing is named in the error.
     let out = qmd(&["embed", "-f"], "tpu").failure();
     assert!(out.stderr.contains("QMD_DEVICE: unknown device \"tpu\""), "{}", out.stderr);
-    // qmd's GGUF model URIs are refused with what to use instead.
+    // A GGUF reranker (not run yet) is refused with what to use instead
     // (checked before anything is downloaded).
     configure_models(&env, "  rerank: hf:someone/repo/reranker-q8_0.gguf\n");
     let out = qmd(&["pull"], "cpu").failure();
-    assert!(out.stderr.contains("is a GGUF (llama.cpp) file"), "{}", out.stderr);
+    assert!(out.stderr.contains("is a GGUF (llama.cpp) reranker"), "{}", out.stderr);
     assert!(out.stderr.contains("cross-encoder/ms-marco-MiniLM-L-6-v2"), "{}", out.stderr);
 }
 
@@ -417,4 +417,69 @@ fn embed_timeout_stops_between_batches_and_the_next_run_resumes() {
     let out = run(&env, &["embed", "--timeout", "0", "--chunk-strategy", "auto"]).success().stdout;
     assert!(out.contains("Embedded 4 chunks from 4 documents"), "{out}");
     assert_eq!(vectors(&env), 4);
+}
+
+/// qmd's GGUF embedding URIs and local `.gguf` paths: embedded by the
+/// quantized kernels; a file qmd already downloaded into the shared model
+/// cache is used as it is; `pull` fetches one that is missing.
+#[test]
+fn gguf_embedding_models_from_paths_qmd_uris_and_pull() {
+    let gguf = qmd_tests::gguf::fixtures().file("minilm-q8_0.gguf");
+    let env = Env::new();
+    env.write("notes/raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n");
+    env.write("notes/bread.md", "# Sourdough\n\nMix flour, water and a starter; let the dough rise overnight.\n");
+    env.write("notes/tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n");
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let path = gguf.to_string_lossy().into_owned();
+    let with_path = [("QMD_EMBED_MODEL", path.as_str())];
+    let out = env.qmd_with(env.root(), &["embed"], &with_path).success();
+    assert!(out.stdout.contains("Embedded 3 chunks from 3 documents"), "{}", out.stdout);
+    let out = env.qmd_with(env.root(), &["vsearch", "--json", "baking bread at home"], &with_path).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/bread.md", "{}", out.stdout);
+
+    // qmd's URI, its file already in the cache under qmd's name: no
+    // download. Vectors are tied to the model's name: a new name needs -f.
+    let uri = "hf:acme/minilm-GGUF/minilm-q8_0.gguf";
+    let cache = env.cache_home().join("qmd/models");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(&gguf, cache.join("hf_acme_minilm-q8_0.gguf")).unwrap();
+    configure_models(&env, &format!("  embed: {uri}\n"));
+    let offline = [("HF_ENDPOINT", "http://127.0.0.1:9")];
+    let status = env.qmd_with(env.root(), &["status"], &offline).success().stdout;
+    assert!(status.contains(&format!("Embedding: {uri}")), "{status}");
+    let out = env.qmd_with(env.root(), &["embed"], &offline).failure();
+    assert!(out.stderr.contains("Embedding model changed"), "{}", out.stderr);
+    let out = env.qmd_with(env.root(), &["embed", "-f"], &offline).success();
+    assert!(out.stdout.contains("Embedded 3 chunks"), "re-embedded for the new model: {}", out.stdout);
+    let out = env.qmd_with(env.root(), &["query", "--json", "who replicates the log"], &offline).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/raft.md", "{}", out.stdout);
+
+    // Another URI, not cached: a clear message, then `pull` downloads it.
+    let bytes = std::fs::read(&gguf).unwrap();
+    let files: HashMap<String, Vec<u8>> =
+        [("/acme/mini-GGUF/resolve/main/mini-q8_0.gguf".to_string(), bytes.clone())].into_iter().collect();
+    let (hub, url) = Hub::start(files);
+    configure_models(&env, "  embed: hf:acme/mini-GGUF/mini-q8_0.gguf\n");
+    let local_reranker = env.path("reranker").to_string_lossy().into_owned();
+    let hub_env = [("HF_ENDPOINT", url.as_str()), ("QMD_RERANK_MODEL", local_reranker.as_str())];
+    let out = env.qmd_with(env.root(), &["vsearch", "tides"], &hub_env).failure();
+    assert!(out.stderr.contains("is not downloaded") && out.stderr.contains("qmd pull"), "{}", out.stderr);
+    let out = env.qmd_with(env.root(), &["pull"], &hub_env).success();
+    assert!(out.stdout.contains("hf:acme/mini-GGUF/mini-q8_0.gguf ->"), "{}", out.stdout);
+    assert_eq!(std::fs::read(cache.join("hf_acme_mini-GGUF_mini-q8_0.gguf")).unwrap(), bytes);
+    assert_eq!(hub.gets().len(), 1, "{:?}", hub.gets());
+    env.qmd_with(env.root(), &["embed", "-f"], &hub_env).success();
+    let out = env.qmd_with(env.root(), &["vsearch", "--json", "what makes the sea rise"], &hub_env).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/tides.md", "{}", out.stdout);
+
+    // A damaged file is named in the error, not a crash.
+    let broken = env.path("broken.gguf");
+    std::fs::write(&broken, &bytes[..bytes.len() / 2]).unwrap();
+    let broken = broken.to_string_lossy().into_owned();
+    configure_models(&env, &format!("  embed: {broken}\n"));
+    let out = env.qmd_with(env.root(), &["vsearch", "tides"], &[]).failure();
+    assert!(out.stderr.contains("broken.gguf") && out.stderr.contains("truncated"), "{}", out.stderr);
 }

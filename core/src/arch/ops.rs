@@ -1,9 +1,18 @@
 //! Operations between the matrix products, on rows of f32 activations.
 
+use crate::model::attention::exp;
 use crate::model::parallel;
+
+/// Elements per task of the element-wise maps: big enough to amortise a
+/// task, small enough to spread a pass over the cores.
+const MAP_CHUNK: usize = 64 * 1024;
 
 /// `x = (x - mean) / sqrt(var + eps) · weight + bias`, per row.
 pub fn layer_norm(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps: f32) {
+    parallel::chunks_mut(x, MAP_CHUNK / width * width, |_, rows| layer_norm_rows(rows, width, weight, bias, eps));
+}
+
+fn layer_norm_rows(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps: f32) {
     for row in x.chunks_exact_mut(width) {
         let mean = row.iter().sum::<f32>() / width as f32;
         let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
@@ -14,12 +23,19 @@ pub fn layer_norm(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps
     }
 }
 
-/// GELU as ggml computes it (the tanh form).
+/// GELU as ggml computes it (the tanh form), with tanh from the
+/// branch-free `exp` so the loop vectorises (libm's scalar `tanhf` was
+/// most of a pass), spread over the cores.
 pub fn gelu(x: &mut [f32]) {
     const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    for v in x {
-        *v = 0.5 * *v * (1.0 + (SQRT_2_OVER_PI * *v * (1.0 + 0.044_715 * *v * *v)).tanh());
-    }
+    parallel::chunks_mut(x, MAP_CHUNK, |_, chunk| {
+        for v in chunk {
+            let y = SQRT_2_OVER_PI * *v * (1.0 + 0.044_715 * *v * *v);
+            // tanh(y) = 1 − 2 / (e^{2y} + 1)
+            let tanh = 1.0 - 2.0 / (exp(2.0 * y) + 1.0);
+            *v = 0.5 * *v * (1.0 + tanh);
+        }
+    });
 }
 
 pub fn add(x: &mut [f32], y: &[f32]) {
@@ -106,12 +122,9 @@ fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, heads: usize,
 
 fn softmax(row: &mut [f32]) {
     let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let mut sum = 0.0;
-    for v in row.iter_mut() {
-        *v = (*v - max).exp();
-        sum += *v;
-    }
-    row.iter_mut().for_each(|v| *v /= sum);
+    row.iter_mut().for_each(|v| *v = exp(*v - max));
+    let scale = 1.0 / row.iter().sum::<f32>();
+    row.iter_mut().for_each(|v| *v *= scale);
 }
 
 /// The mean of each sequence's token states.

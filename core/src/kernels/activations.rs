@@ -5,6 +5,8 @@
 
 use half::f16;
 
+use crate::model::attention::round_to_even;
+
 pub struct QuantizedRows {
     /// Values, `k` per row.
     pub values: Vec<i8>,
@@ -18,20 +20,31 @@ impl QuantizedRows {
         assert!(k.is_multiple_of(32), "rows of {k} are not whole Q8_0 blocks");
         let mut values = vec![0i8; x.len()];
         let mut scales = vec![0f32; x.len() / 32];
-        for ((block, q), scale) in x.chunks_exact(32).zip(values.chunks_exact_mut(32)).zip(&mut scales) {
-            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let d = amax / 127.0;
-            let inverse = if d != 0.0 { 1.0 / d } else { 0.0 };
-            for (q, v) in q.iter_mut().zip(block) {
-                *q = (v * inverse).round() as i8;
-            }
-            *scale = f16::from_f32(d).to_f32();
-        }
+        // Rows per task, spread over the cores like the products.
+        let rows = 64;
+        let mut pieces: Vec<(&mut [i8], &mut [f32])> =
+            values.chunks_mut(rows * k).zip(scales.chunks_mut(rows * k / 32)).collect();
+        crate::model::parallel::chunks_mut(&mut pieces, 1, |i, piece| {
+            let (values, scales) = &mut piece[0];
+            quantize_blocks(&x[i * rows * k..][..values.len()], values, scales);
+        });
         QuantizedRows { values, scales, k }
     }
 
     pub fn row(&self, r: usize) -> (&[i8], &[f32]) {
         let blocks = self.k / 32;
         (&self.values[r * self.k..(r + 1) * self.k], &self.scales[r * blocks..(r + 1) * blocks])
+    }
+}
+
+fn quantize_blocks(x: &[f32], values: &mut [i8], scales: &mut [f32]) {
+    for ((block, q), scale) in x.chunks_exact(32).zip(values.chunks_exact_mut(32)).zip(scales.iter_mut()) {
+        let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let inverse = if d != 0.0 { 1.0 / d } else { 0.0 };
+        for (q, v) in q.iter_mut().zip(block) {
+            *q = round_to_even(v * inverse) as i8;
+        }
+        *scale = f16::from_f32(d).to_f32();
     }
 }

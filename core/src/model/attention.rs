@@ -124,11 +124,14 @@ fn exp_shifted(row: &mut [f32], max: f32) -> f32 {
 /// polynomial in r, 2ⁿ from the exponent bits), without its branches, so
 /// a loop over it vectorises: within 2 ulp on [-87, 88], where f32's
 /// normal range ends (beyond, the bounds' values).
-fn exp(x: f32) -> f32 {
+pub(crate) fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E + 0.5).floor();
+    // Nearest, not Cephes' floor(x·log₂e + ½): the same reduction to
+    // |r| ≤ ln2/2 but branch-free (floorf is a libm call on baseline
+    // x86-64, 7% of a GGUF embedding pass in perf).
+    let n = round_to_even(x * std::f32::consts::LOG2_E);
     let r = x - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4 * r + 1.398_199_9e-3;
     p = p * r + 8.333_452e-3;
@@ -139,10 +142,26 @@ fn exp(x: f32) -> f32 {
     e * f32::from_bits(((n as i32 + 127) << 23) as u32)
 }
 
+/// Nearest integer, ties to even (as SIMD rounding does): adding and
+/// taking away 1.5·2²³ leaves no fraction bits for |x| < 2²².
+/// Branch-free, so loops over it vectorise (`f32::round` and `floor` are
+/// libm calls on baseline x86-64).
+pub(crate) fn round_to_even(x: f32) -> f32 {
+    const MAGIC: f32 = 12_582_912.0;
+    (x + MAGIC) - MAGIC
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use burn::tensor::Device;
+
+    #[test]
+    fn round_to_even_rounds_ties_to_even_and_keeps_integers() {
+        for (x, want) in [(2.5, 2.0), (-2.5, -2.0), (3.5, 4.0), (0.49, 0.0), (-126.6, -127.0), (127.0, 127.0)] {
+            assert_eq!(round_to_even(x), want, "{x}");
+        }
+    }
 
     /// Rows of every length around the lane count, against f64.
     #[test]

@@ -5,12 +5,13 @@
 //! The caller reads the files (the host from its model cache, the browser
 //! from OPFS) and hands over their bytes as [`ModelFiles`].
 
-mod attention;
+pub(crate) mod attention;
 mod batch;
 mod bert;
 pub mod config;
 mod dense;
 mod device;
+mod embedder;
 mod encoder;
 mod gguf_encoder;
 mod heap;
@@ -22,6 +23,7 @@ mod tokenize;
 pub use burn;
 pub use burn::tensor::Device;
 pub use device::{DeviceChoice, ModelDevice};
+pub use embedder::TextEmbedder;
 pub use encoder::SentenceEncoder;
 pub use gguf_encoder::GgufEncoder;
 pub use reranker::CrossEncoder;

@@ -510,7 +510,11 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     let (embed, rerank) = (&session.models.embed, &session.models.rerank);
     for (role, source) in [("Embedding", embed), ("Reranking", rerank)] {
         let state = if source.is_present() { "" } else { " (not downloaded: run 'qmd pull')" };
-        let link = if source.remote { format!("https://huggingface.co/{}", source.id) } else { source.id.clone() };
+        let link = match &source.gguf {
+            Some(gguf) if source.remote => format!("{} ({})", source.id, gguf.path.display()),
+            _ if source.remote => format!("https://huggingface.co/{}", source.id),
+            _ => source.id.clone(),
+        };
         println!("  {role}: {}{state}", shown(&link));
     }
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {

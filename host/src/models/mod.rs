@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use qmd_core::inference::{EmbedderInfo, Embedding};
-use qmd_core::model::{CrossEncoder, DeviceChoice, ModelDevice, SentenceEncoder};
+use qmd_core::model::{CrossEncoder, DeviceChoice, ModelDevice, TextEmbedder};
 
 use crate::paths;
 use slot::Slot;
@@ -69,9 +69,21 @@ impl ModelRole {
 pub struct ModelSource {
     pub role: ModelRole,
     pub id: String,
+    /// A repository's folder (safetensors models).
     pub dir: PathBuf,
-    /// A Hugging Face repo (downloadable), not a local directory.
+    /// A Hugging Face repo or file (downloadable), not a local path.
     pub remote: bool,
+    /// A GGUF model: its one file.
+    pub gguf: Option<GgufFile>,
+}
+
+/// Where a GGUF model's file is, and where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GgufFile {
+    pub path: PathBuf,
+    /// `https://huggingface.co/<owner>/<repo>/resolve/main/<file>` for a
+    /// qmd URI (`hf:owner/repo/file.gguf`).
+    pub url: Option<String>,
 }
 
 /// `~/.cache/qmd/models`.
@@ -80,18 +92,47 @@ pub fn models_dir() -> PathBuf {
 }
 
 impl ModelSource {
-    /// A local directory (absolute, `./…`, `~/…`, or existing) or a
-    /// Hugging Face repo id (`owner/name`).
+    /// A local directory or `.gguf` file (absolute, `./…`, `~/…`, or
+    /// existing), a Hugging Face repo id (`owner/name`), or qmd's URI of
+    /// a GGUF file in a repo (`hf:owner/repo/file.gguf`).
     pub fn resolve(role: ModelRole, spec: &str) -> ModelSource {
         let spec = spec.trim();
+        let is_gguf = spec.to_lowercase().ends_with(".gguf");
         let looks_local =
             spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
-        if looks_local || (!spec.contains('/') && std::path::Path::new(spec).is_dir()) {
-            let dir = paths::absolute(spec);
-            return ModelSource { role, id: dir.to_string_lossy().into_owned(), dir, remote: false };
+        let exists = std::path::Path::new(spec);
+        if looks_local
+            || (!spec.contains('/') && exists.is_dir())
+            || (is_gguf && !spec.starts_with("hf:") && exists.is_file())
+        {
+            let path = paths::absolute(spec);
+            let gguf = is_gguf.then(|| GgufFile { path: path.clone(), url: None });
+            return ModelSource { role, id: path.to_string_lossy().into_owned(), dir: path, remote: false, gguf };
         }
         let repo = spec.trim_start_matches("hf:").trim_start_matches("https://huggingface.co/");
-        ModelSource { role, id: repo.to_string(), dir: models_dir().join(repo), remote: true }
+        if is_gguf {
+            return ModelSource::hub_gguf(role, spec, repo);
+        }
+        ModelSource { role, id: repo.to_string(), dir: models_dir().join(repo), remote: true, gguf: None }
+    }
+
+    /// `owner/repo/…/file.gguf` on the hub. qmd (node-llama-cpp) keeps such
+    /// a file in the same cache folder as `hf_<owner>_<file>` or
+    /// `hf_<owner>_<repo>_<file>`: a file qmd already downloaded is used,
+    /// not fetched again; new downloads take the longer name.
+    fn hub_gguf(role: ModelRole, spec: &str, path: &str) -> ModelSource {
+        let parts: Vec<&str> = path.split('/').collect();
+        let (owner, repo, file) = match parts.as_slice() {
+            [owner, repo, rest @ ..] if !rest.is_empty() => (*owner, *repo, rest.join("/")),
+            _ => ("", "", path.to_string()),
+        };
+        let base = file.rsplit('/').next().unwrap_or(&file).to_string();
+        let candidates = [format!("hf_{owner}_{base}"), format!("hf_{owner}_{repo}_{base}")];
+        let dir = models_dir();
+        let found = candidates.iter().map(|name| dir.join(name)).find(|p| p.is_file());
+        let path_on_disk = found.unwrap_or_else(|| dir.join(&candidates[1]));
+        let url = (!owner.is_empty()).then(|| format!("{}/{owner}/{repo}/resolve/main/{file}", pull::endpoint()));
+        ModelSource { role, id: spec.to_string(), dir, remote: true, gguf: Some(GgufFile { path: path_on_disk, url }) }
     }
 
     /// qmd's order: `index.yml` `models.<role>`, then `QMD_<ROLE>_MODEL`,
@@ -103,14 +144,14 @@ impl ModelSource {
         ModelSource::resolve(role, spec.as_deref().unwrap_or(role.default_model()))
     }
 
-    /// A qmd GGUF file URI (`hf:owner/repo/file.gguf`) names a llama.cpp
-    /// model, which these models cannot load.
+    /// Why this GGUF model cannot run yet, if it cannot: GGUF rerankers
+    /// (Qwen3-Reranker) are not implemented in this release.
     pub fn gguf_message(&self) -> Option<String> {
         let role = self.role;
-        self.id.to_lowercase().ends_with(".gguf").then(|| {
+        (self.gguf.is_some() && role == ModelRole::Rerank).then(|| {
             format!(
-                "{} model {} is a GGUF (llama.cpp) file; qmd-wasm runs Hugging Face safetensors models: \
-                 set models.{} in index.yml (or {}) to a repo id such as {}",
+                "{} model {} is a GGUF (llama.cpp) reranker, which qmd-wasm cannot run yet (GGUF embedding \
+                 models can); set models.{} in index.yml (or {}) to a repo id such as {}",
                 role.label(),
                 self.id,
                 role.config_key(),
@@ -120,14 +161,29 @@ impl ModelSource {
         })
     }
 
-    /// Whether the required files are all there.
+    /// Whether the model's files are all there.
     pub fn is_present(&self) -> bool {
-        REQUIRED_FILES.iter().all(|f| self.dir.join(f).is_file())
+        match &self.gguf {
+            Some(gguf) => gguf.path.is_file(),
+            None => REQUIRED_FILES.iter().all(|f| self.dir.join(f).is_file()),
+        }
     }
 
     /// The user-facing reason a model cannot be used.
     pub fn missing_message(&self) -> String {
         let role = self.role.label();
+        if let Some(gguf) = &self.gguf {
+            return if self.remote {
+                format!(
+                    "{role} model {} is not downloaded (looked for {}). Run 'qmd pull', or point {} at a local .gguf file.",
+                    self.id,
+                    gguf.path.display(),
+                    self.role.env_var()
+                )
+            } else {
+                format!("{role} model file {} does not exist", gguf.path.display())
+            };
+        }
         if self.remote {
             format!(
                 "{role} model {} is not downloaded (looked in {}). Run 'qmd pull', or point {} at a local model directory.",
@@ -261,7 +317,7 @@ impl ModelSources {
 
 /// The process's models, shared by every component instance.
 pub struct Models {
-    embed: Slot<SentenceEncoder>,
+    embed: Slot<TextEmbedder>,
     rerank: Slot<CrossEncoder>,
 }
 

@@ -19,10 +19,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use qmd_core::display::escape_controls;
 use sha2::{Digest, Sha256};
 
-use super::{ModelSource, ModelSources, OPTIONAL_FILES, REQUIRED_FILES};
+use super::{ModelSources, OPTIONAL_FILES, REQUIRED_FILES};
 
 /// The hub: `$HF_ENDPOINT` (mirrors) or huggingface.co.
-fn endpoint() -> String {
+pub fn endpoint() -> String {
     std::env::var("HF_ENDPOINT")
         .ok()
         .filter(|e| !e.trim().is_empty())
@@ -48,13 +48,29 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     }
     for source in sources {
         if !source.remote {
-            println!("- {}: {} (local directory, not downloaded)", source.role.label(), escape_controls(&source.id));
+            println!("- {}: {} (local, not downloaded)", source.role.label(), escape_controls(&source.id));
+            continue;
+        }
+        if let Some(gguf) = &source.gguf {
+            let url =
+                gguf.url.as_deref().with_context(|| format!("{}: not an hf:owner/repo/file.gguf URI", source.id))?;
+            match pull_file(&agent, url, &gguf.path, refresh)? {
+                Pulled::Absent => bail!("{url}: not found (404)"),
+                Pulled::File { path, size, fresh } => println!(
+                    "- {} -> {} ({}, {})",
+                    escape_controls(&source.id),
+                    escape_controls(&path.to_string_lossy()),
+                    human(size),
+                    if fresh { "downloaded" } else { "cached/checked" }
+                ),
+            }
             continue;
         }
         for (file, required) in
             REQUIRED_FILES.iter().map(|f| (*f, true)).chain(OPTIONAL_FILES.iter().map(|f| (*f, false)))
         {
-            match pull_file(&agent, source, file, refresh)? {
+            let url = format!("{}/{}/resolve/main/{file}", endpoint(), source.id);
+            match pull_file(&agent, &url, &source.dir.join(file), refresh)? {
                 Pulled::Absent if required => bail!("{}: {file} is not in the repository", source.id),
                 Pulled::Absent => {}
                 Pulled::File { path, size, fresh } => println!(
@@ -80,9 +96,10 @@ enum Pulled {
     Absent,
 }
 
-fn pull_file(agent: &ureq::Agent, source: &ModelSource, file: &str, refresh: bool) -> Result<Pulled> {
-    let url = format!("{}/{}/resolve/main/{file}", endpoint(), source.id);
-    let path = source.dir.join(file);
+/// Downloads `url` to `path` unless the cached file's ETag is current.
+fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Result<Pulled> {
+    let (url, path) = (url.to_string(), path.to_path_buf());
+    let file = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let etag_path = sidecar(&path, "etag");
     let head = agent.head(&url).call().with_context(|| format!("cannot reach {url}"))?;
     match head.status().as_u16() {
@@ -106,7 +123,7 @@ fn pull_file(agent: &ureq::Agent, source: &ModelSource, file: &str, refresh: boo
     if let Some(etag) = &etag {
         fs::write(&part_etag, etag)?;
     }
-    download(agent, &url, &part, file)?;
+    download(agent, &url, &part, &file)?;
     if let Some(expected) = etag.as_deref().filter(|e| is_sha256(e)) {
         let actual = sha256_file(&part)?;
         if actual != expected {

@@ -3,18 +3,27 @@
 
 use std::sync::Mutex;
 
-use qmd_core::model::{CrossEncoder, Device, ModelFiles, SentenceEncoder};
+use std::path::Path;
+use std::sync::Arc;
+
+use qmd_core::model::{CrossEncoder, Device, GgufEncoder, ModelFiles, SentenceEncoder, TextEmbedder};
 
 use super::{ModelSource, device};
 
-/// Models that load from a repository's files.
+/// Models that load from a repository's files or a GGUF file.
 pub trait Loadable: Sized {
     fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self>;
+    /// From a GGUF file's bytes; `name` is how errors call it.
+    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self>;
 }
 
-impl Loadable for SentenceEncoder {
+impl Loadable for TextEmbedder {
     fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
-        SentenceEncoder::load(files, device)
+        SentenceEncoder::load(files, device).map(|e| TextEmbedder::SafeTensors(Box::new(e)))
+    }
+
+    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self> {
+        GgufEncoder::load(name, bytes).map(|e| TextEmbedder::Gguf(Box::new(e)))
     }
 }
 
@@ -22,6 +31,21 @@ impl Loadable for CrossEncoder {
     fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
         CrossEncoder::load(files, device)
     }
+
+    fn load_gguf(name: &str, _: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self> {
+        Err(qmd_core::Error::invalid(format!("{name}: GGUF rerankers are not supported yet")))
+    }
+}
+
+/// The file mapped read-only: its pages are the page cache's, shared and
+/// never copied into the process's heap.
+fn map_file(path: &Path) -> Result<qmd_core::arch::ModelBytes, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: the map is read-only. A model file rewritten while mapped
+    // (a concurrent 'qmd pull' renames a new file into place instead)
+    // could change under us, which at worst gives wrong numbers.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Arc::new(map))
 }
 
 pub struct Slot<T> {
@@ -51,6 +75,12 @@ impl<T: Loadable> Slot<T> {
         if !self.source.is_present() {
             return Err(self.source.missing_message());
         }
+        let failed =
+            |e: qmd_core::Error| format!("{} model {}: {}", self.source.role.label(), self.source.id, e.message);
+        if let Some(gguf) = &self.source.gguf {
+            let name = gguf.path.display().to_string();
+            return T::load_gguf(&name, map_file(&gguf.path)?).map_err(failed);
+        }
         let dir = &self.source.dir;
         let files = ModelFiles::read_with(|name| match std::fs::read(dir.join(name)) {
             Ok(bytes) => Ok(Some(bytes)),
@@ -59,7 +89,6 @@ impl<T: Loadable> Slot<T> {
         })
         .map_err(|e| e.message)?;
         let device = &device()?.device;
-        T::load(files, device)
-            .map_err(|e| format!("{} model {}: {}", self.source.role.label(), self.source.id, e.message))
+        T::load(files, device).map_err(failed)
     }
 }

@@ -1,0 +1,88 @@
+//! GGUF embedding throughput next to llama.cpp (node-llama-cpp 3.20.0,
+//! qmd 2.8.3's runtime) on the same files, texts and cores, in one run;
+//! the safetensors path (burn) as the project's baseline.
+//! `scripts/bench-gguf.sh` (unpacks the tldr corpus, then
+//! `cargo bench -p qmd-tests --bench gguf`).
+//!
+//! Texts: 400 English tldr pages, each cut after its 254th word piece (256
+//! tokens with [CLS] and [SEP]), the set the GGUF issue measured.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use qmd_core::model::GgufEncoder;
+use qmd_tests::bench::{markdown_files, tldr_corpus_dir};
+use qmd_tests::gguf::fixtures;
+use qmd_tests::models::{NativeEmbedder, test_model_dir};
+
+const TEXTS: usize = 400;
+const WORD_PIECES: usize = 254;
+
+fn texts(embedder: &NativeEmbedder) -> Vec<String> {
+    let root = tldr_corpus_dir();
+    let mut pages: Vec<(String, Vec<u8>)> =
+        markdown_files(&root).into_iter().filter(|(path, _)| path.contains("pages/common/")).collect();
+    assert!(pages.len() >= TEXTS, "tldr corpus missing at {}: run scripts/bench-gguf.sh", root.display());
+    pages.sort();
+    let tokenizer = embedder.encoder.tokenizer();
+    pages
+        .into_iter()
+        .take(TEXTS)
+        .map(|(_, bytes)| {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let encoding = tokenizer.encode_counted(&[&text]).unwrap().remove(0).0;
+            // Offsets of the word pieces between [CLS] and [SEP].
+            let offsets = encoding.get_offsets();
+            let cut = offsets.get(WORD_PIECES).map_or(text.len(), |o| o.1);
+            text[..cut.min(text.len())].to_string()
+        })
+        .collect()
+}
+
+/// Texts per second of `embed` over all texts, after a warm-up.
+fn throughput(embed: impl Fn(&[String])) -> f64 {
+    let texts = TEXT_SET.get().unwrap();
+    embed(&texts[..16]);
+    let start = Instant::now();
+    embed(texts);
+    texts.len() as f64 / start.elapsed().as_secs_f64()
+}
+
+static TEXT_SET: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+fn main() {
+    let safetensors = NativeEmbedder::load(&test_model_dir());
+    TEXT_SET.set(texts(&safetensors)).unwrap();
+    let texts = TEXT_SET.get().unwrap();
+    let f = fixtures();
+    let mut rows: Vec<(String, f64)> = Vec::new();
+    let ours = |file: &str| {
+        let encoder = GgufEncoder::load(file, Arc::new(std::fs::read(f.file(file)).unwrap())).unwrap();
+        throughput(|t| {
+            encoder.embed_counted(t).unwrap();
+        })
+    };
+    rows.push((
+        "this project, safetensors f32 (burn CPU)".into(),
+        throughput(|t| {
+            safetensors.encoder.embed_counted(t).unwrap();
+        }),
+    ));
+    rows.push(("this project, GGUF F32".into(), ours("minilm-f32.gguf")));
+    rows.push(("this project, GGUF Q8_0".into(), ours("minilm-q8_0.gguf")));
+    for file in ["minilm-f32.gguf", "minilm-q8_0.gguf"] {
+        let answer = f.llama("bench-embed", &f.file(file), &serde_json::json!(texts));
+        for (layout, result) in answer["layouts"].as_object().unwrap() {
+            let rate = result["texts_per_s"].as_f64().unwrap();
+            rows.push((format!("llama.cpp, {file}, {layout} (contexts × threads)"), rate));
+        }
+    }
+    let tokens: usize = texts.iter().map(|t| safetensors.encoder.tokenizer().encode_counted(&[t]).unwrap()[0].1).sum();
+    println!("{} tldr pages, {tokens} word pieces, {} threads\n", texts.len(), rayon::current_num_threads());
+    println!("| runtime | texts/s | vs safetensors |");
+    println!("|---|---:|---:|");
+    let baseline = rows[0].1;
+    for (name, rate) in &rows {
+        println!("| {name} | {rate:.1} | {:.2}× |", rate / baseline);
+    }
+}
