@@ -268,7 +268,7 @@ fn pull_downloads_resumes_and_checks() {
         out.stdout
     );
     assert!(dir.join("1_Pooling/config.json").is_file(), "optional files that exist are fetched");
-    assert!(out.stdout.contains("local directory"), "local models are not downloaded: {}", out.stdout);
+    assert!(out.stdout.contains("(local, not downloaded)"), "local models are not downloaded: {}", out.stdout);
 
     // Unchanged on the hub: only HEAD requests.
     let before = hub.gets().len();
