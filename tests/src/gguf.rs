@@ -31,7 +31,8 @@ pub fn fixtures() -> &'static GgufFixtures {
         let llama_ref = script_path("llama-ref.sh");
         let python = script_path("python-env.sh").join("bin/python");
         let script = repo().join("tests/models/make_gguf.py");
-        let digest = sha_prefix(&std::fs::read(&script).expect("read make_gguf.py"));
+        let digest = qmd_core::document::content_hash(&std::fs::read(&script).expect("read make_gguf.py"));
+        let digest = &digest[..12];
         let dir = test_model_dir().parent().expect("cache dir").join(format!("gguf-{digest}"));
         let fixtures = GgufFixtures { dir, llama_ref, python };
         if !fixtures.dir.join("done").is_file() {
@@ -63,11 +64,6 @@ pub fn fixtures() -> &'static GgufFixtures {
         }
         fixtures
     })
-}
-
-fn sha_prefix(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().take(6).map(|b| format!("{b:02x}")).collect()
 }
 
 impl GgufFixtures {

@@ -130,10 +130,6 @@ impl Bert {
         })
     }
 
-    pub fn vocabulary_size(&self) -> usize {
-        self.weights.view(&self.tokens).rows
-    }
-
     /// One unit vector per sequence of token ids (special tokens
     /// included, at most [`BertShape::context`] each).
     pub fn embed(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {

@@ -1,5 +1,6 @@
 //! Operations between the matrix products, on rows of f32 activations.
 
+use crate::kernels::float::{View, multiply};
 use crate::model::attention::exp;
 use crate::model::parallel;
 
@@ -64,56 +65,32 @@ fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, heads: usize,
     let scale = 1.0 / (head_dim as f32).sqrt();
     for h in 0..heads {
         let column = h * head_dim;
+        let w = width as isize;
         // scores = scale · Q_h · K_hᵀ
         // SAFETY: Q_h and K_h are the len × head_dim blocks at `column` of
-        // the len × width matrices; scores is len × len.
+        // the len × width matrices (K_h read as its transpose); scores is
+        // len × len.
         unsafe {
-            gemm::gemm(
-                len,
-                len,
-                head_dim,
+            multiply(
+                (len, len, head_dim),
                 scores.as_mut_ptr(),
-                1,
-                len as isize,
-                false,
-                q.as_ptr().add(column),
-                1,
-                width as isize,
-                k.as_ptr().add(column),
-                width as isize,
-                1,
-                0.0,
+                len,
+                View { data: q.as_ptr().add(column), row_stride: w, col_stride: 1 },
+                View { data: k.as_ptr().add(column), row_stride: 1, col_stride: w },
                 scale,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
             );
         }
         scores.chunks_exact_mut(len).for_each(softmax);
         // out_h = scores · V_h
         // SAFETY: as above; out_h is the block at `column` of out.
         unsafe {
-            gemm::gemm(
-                len,
-                head_dim,
-                len,
+            multiply(
+                (len, head_dim, len),
                 out.as_mut_ptr().add(column),
-                1,
-                width as isize,
-                false,
-                scores.as_ptr(),
-                1,
-                len as isize,
-                v.as_ptr().add(column),
-                1,
-                width as isize,
-                0.0,
+                width,
+                View { data: scores.as_ptr(), row_stride: len as isize, col_stride: 1 },
+                View { data: v.as_ptr().add(column), row_stride: w, col_stride: 1 },
                 1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
             );
         }
     }

@@ -33,10 +33,6 @@ impl Weights {
         (*self.bytes).as_ref()
     }
 
-    pub fn has(&self, name: &str) -> bool {
-        self.tensors.contains_key(name)
-    }
-
     fn find(&self, name: &str, dims: &[usize]) -> Result<&TensorInfo> {
         let tensor =
             self.tensors.get(name).ok_or_else(|| Error::invalid(format!("{}: tensor {name} is missing", self.name)))?;
@@ -61,11 +57,6 @@ impl Weights {
         let mut out = vec![0f32; len];
         dequantize(tensor.kind, &self.bytes()[tensor.range.clone()], &mut out);
         Ok(out)
-    }
-
-    /// [`vector`](Self::vector) when the file has the tensor.
-    pub fn optional_vector(&self, name: &str, len: usize) -> Result<Option<Vec<f32>>> {
-        if self.has(name) { self.vector(name, len).map(Some) } else { Ok(None) }
     }
 
     pub fn view(&self, matrix: &Matrix) -> QMatrix<'_> {

@@ -12,7 +12,7 @@
 //! f32 by `gemm`.
 
 mod activations;
-mod float;
+pub(crate) mod float;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -56,13 +56,7 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
                 gguf.url.as_deref().with_context(|| format!("{}: not an hf:owner/repo/file.gguf URI", source.id))?;
             match pull_file(&agent, url, &gguf.path, refresh)? {
                 Pulled::Absent => bail!("{url}: not found (404)"),
-                Pulled::File { path, size, fresh } => println!(
-                    "- {} -> {} ({}, {})",
-                    escape_controls(&source.id),
-                    escape_controls(&path.to_string_lossy()),
-                    human(size),
-                    if fresh { "downloaded" } else { "cached/checked" }
-                ),
+                Pulled::File { size, fresh } => report(&source.id, &gguf.path, size, fresh),
             }
             continue;
         }
@@ -70,25 +64,30 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
             REQUIRED_FILES.iter().map(|f| (*f, true)).chain(OPTIONAL_FILES.iter().map(|f| (*f, false)))
         {
             let url = format!("{}/{}/resolve/main/{file}", endpoint(), source.id);
-            match pull_file(&agent, &url, &source.dir.join(file), refresh)? {
+            let path = source.dir.join(file);
+            match pull_file(&agent, &url, &path, refresh)? {
                 Pulled::Absent if required => bail!("{}: {file} is not in the repository", source.id),
                 Pulled::Absent => {}
-                Pulled::File { path, size, fresh } => println!(
-                    "- {}/{file} -> {} ({}, {})",
-                    escape_controls(&source.id),
-                    escape_controls(&path.to_string_lossy()),
-                    human(size),
-                    if fresh { "downloaded" } else { "cached/checked" }
-                ),
+                Pulled::File { size, fresh } => report(&format!("{}/{file}", source.id), &path, size, fresh),
             }
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// `- <name> -> <path> (<size>, downloaded|cached/checked)`, as qmd prints it.
+fn report(name: &str, path: &Path, size: u64, fresh: bool) {
+    println!(
+        "- {} -> {} ({}, {})",
+        escape_controls(name),
+        escape_controls(&path.to_string_lossy()),
+        human(size),
+        if fresh { "downloaded" } else { "cached/checked" }
+    );
+}
+
 enum Pulled {
     File {
-        path: PathBuf,
         size: u64,
         fresh: bool,
     },
@@ -98,10 +97,9 @@ enum Pulled {
 
 /// Downloads `url` to `path` unless the cached file's ETag is current.
 fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Result<Pulled> {
-    let (url, path) = (url.to_string(), path.to_path_buf());
-    let file = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let etag_path = sidecar(&path, "etag");
-    let head = agent.head(&url).call().with_context(|| format!("cannot reach {url}"))?;
+    let file = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let etag_path = sidecar(path, "etag");
+    let head = agent.head(url).call().with_context(|| format!("cannot reach {url}"))?;
     match head.status().as_u16() {
         200 => {}
         404 => return Ok(Pulled::Absent),
@@ -111,19 +109,19 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
     let etag = etag_of(head.headers());
     let cached = fs::read_to_string(&etag_path).ok();
     if !refresh && path.is_file() && etag.is_some() && cached.as_deref() == etag.as_deref() {
-        return Ok(Pulled::File { size: fs::metadata(&path)?.len(), path, fresh: false });
+        return Ok(Pulled::File { size: fs::metadata(path)?.len(), fresh: false });
     }
     fs::create_dir_all(path.parent().expect("file in a directory"))?;
-    let part = sidecar(&path, "part");
+    let part = sidecar(path, "part");
     // A partial download of another version must not be resumed.
-    let part_etag = sidecar(&path, "part.etag");
+    let part_etag = sidecar(path, "part.etag");
     if refresh || fs::read_to_string(&part_etag).ok() != etag {
         let _ = fs::remove_file(&part);
     }
     if let Some(etag) = &etag {
         fs::write(&part_etag, etag)?;
     }
-    download(agent, &url, &part, &file)?;
+    download(agent, url, &part, &file)?;
     if let Some(expected) = etag.as_deref().filter(|e| is_sha256(e)) {
         let actual = sha256_file(&part)?;
         if actual != expected {
@@ -133,8 +131,8 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
             );
         }
     }
-    check_not_html(&part, &url)?;
-    fs::rename(&part, &path)?;
+    check_not_html(&part, url)?;
+    fs::rename(&part, path)?;
     let _ = fs::remove_file(&part_etag);
     match &etag {
         Some(etag) => fs::write(&etag_path, etag)?,
@@ -142,7 +140,7 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
             let _ = fs::remove_file(&etag_path);
         }
     }
-    Ok(Pulled::File { size: fs::metadata(&path)?.len(), path, fresh: true })
+    Ok(Pulled::File { size: fs::metadata(path)?.len(), fresh: true })
 }
 
 /// GETs `url` into `part`, resuming from its current length.
