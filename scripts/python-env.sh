@@ -22,10 +22,12 @@ SAFETENSORS_VERSION=0.8.0
 TOKENIZERS_VERSION=0.23.3
 # gguf-py (llama.cpp's GGUF writer, for tests/models/make_gguf.py) imports it.
 PYYAML_VERSION=6.0.3
+# SentencePiece trains the GGUF test models' vocabularies (make_gguf.py gemma).
+SENTENCEPIECE_VERSION=0.2.3
 
 env_dir="${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}"
 stamp="$env_dir/.qmd-py-env-stamp"
-want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION pyyaml==$PYYAML_VERSION"
+want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION pyyaml==$PYYAML_VERSION sentencepiece==$SENTENCEPIECE_VERSION"
 
 if [[ -x "$env_dir/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     echo "$env_dir"
@@ -58,7 +60,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 import anyio, pytest
-import numpy, safetensors.numpy, tokenizers, yaml
+import numpy, safetensors.numpy, tokenizers, yaml, sentencepiece
 ' >&2
 printf '%s\n' "$want" >"$stamp"
 echo "$env_dir"

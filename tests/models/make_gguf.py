@@ -2,6 +2,7 @@
 
     make_gguf.py minilm MODEL_DIR OUT.gguf --type f32|q8_0|f16
     make_gguf.py blocks OUT.gguf OUT_EXPECTED.bin [--seed N]
+    make_gguf.py gemma CORPUS_DIR OUT.gguf --type f32|q8_0 [--size test|full] [--seed N]
 
 `minilm` converts sentence-transformers all-MiniLM-L6-v2 (a Hugging Face
 BertModel directory) the way llama.cpp's convert_hf_to_gguf.py does for
@@ -18,6 +19,20 @@ plus `test.<type>` metadata of every GGUF value type, and writes gguf-py's
 dequantization of each tensor (little-endian f32, in that order) to
 OUT_EXPECTED.bin. It prints a JSON summary {"metadata": {key: value},
 "tensors": [{name, type, shape}]} on stdout.
+
+`gemma` writes an EmbeddingGemma-architecture model (`gemma-embedding`, the
+architecture of qmd's default embedding model) with random weights, as
+llama.cpp's converter writes EmbeddingGemma (conversion/gemma.py
+EmbeddingGemma with --sentence-transformers-dense-modules): Gemma's
+SentencePiece vocabulary layout and flags, norm weights with the +1 folded in,
+the sentence-transformers Dense layers as dense_2/dense_3. The vocabulary is a
+SentencePiece BPE model trained on the markdown files in CORPUS_DIR (plus a
+few lines in other scripts), with byte fallback and user-defined pieces, so
+llama.cpp's merge-by-score tokenizer has real work to do. `--size test` keeps
+EmbeddingGemma-300M's head layout (3 query heads, 1 key/value head of 256)
+in 6 narrow layers (one global, five windowed) for the tests; `--size full` is
+the real model's shape (768 wide, 24 layers, FFN 1152, Dense 3072) for the
+benchmark, with the small vocabulary.
 
 gguf-py comes from llama.cpp's source tree (PYTHONPATH=<llamacpp>/gguf-py; when
 it is not importable, $LLAMA_REF_DIR/llamacpp/gguf-py is tried, LLAMA_REF_DIR
@@ -393,6 +408,165 @@ def blocks(out, expected_out, seed):
     print()
 
 
+# --------------------------------------------------------------------------
+# gemma: an EmbeddingGemma-architecture model with random weights
+# --------------------------------------------------------------------------
+
+GEMMA_SIZES = {
+    # width, layers, heads, kv heads, head dim, ffn, dense width, window, vocab
+    "test": dict(width=256, layers=6, heads=3, kv_heads=1, head_dim=256, ffn=512, dense=1024, window=32, vocab=2000),
+    "full": dict(width=768, layers=24, heads=3, kv_heads=1, head_dim=256, ffn=1152, dense=3072, window=512, vocab=2000),
+}
+
+# Lines in other scripts, so the vocabulary has pieces for some of them and
+# byte fallback for the rest.
+EXTRA_TRAINING_TEXT = """Les notes de réunion sont dans le dossier partagé, à côté du budget prévisionnel.
+Die Suchergebnisse werden nach Relevanz sortiert; ältere Einträge erscheinen später.
+検索エンジンはマークダウンのメモを索引します。日本語の文章も分割されます。
+Поиск работает на устройстве, без отправки заметок на сервер.
+搜索引擎在本地运行，笔记不会离开你的电脑。
+"""
+
+# Pieces the vocabulary keeps whole (SentencePiece user_defined_symbols;
+# Gemma's tokenizer_config lists such tokens as non-special added tokens,
+# which the converter types USER_DEFINED).
+USER_DEFINED = ["<mark>", "</mark>", "\t\t", "[[", "]]"]
+
+
+def train_vocabulary(corpus_dir, vocab_size, work):
+    import sentencepiece as spm
+    corpus = work / "corpus.txt"
+    paths = sorted(Path(corpus_dir).rglob("*.md"))
+    if not paths:
+        raise SystemExit(f"make_gguf.py: no .md files in {corpus_dir}")
+    with open(corpus, "w", encoding="utf-8") as f:
+        for p in paths:
+            f.write(p.read_text(encoding="utf-8") + "\n")
+        f.write(EXTRA_TRAINING_TEXT)
+    prefix = work / "vocab"
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(prefix), vocab_size=vocab_size, model_type="bpe",
+        byte_fallback=True, character_coverage=0.9995, split_digits=True, allow_whitespace_only_pieces=True,
+        remove_extra_whitespaces=False, add_dummy_prefix=False, normalization_rule_name="identity",
+        pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+        unk_piece="<unk>", user_defined_symbols=USER_DEFINED, num_threads=1, minloglevel=2,
+    )
+    return spm.SentencePieceProcessor(model_file=str(prefix) + ".model")
+
+
+def sentencepiece_vocab(sp):
+    """converter: TextModel._create_vocab_sentencepiece (types from the
+    SentencePiece model; user-defined pieces as Gemma's added tokens)."""
+    tokens, scores, toktypes = [], [], []
+    for i in range(sp.vocab_size()):
+        piece = sp.id_to_piece(i)
+        toktype = gguf.TokenType.NORMAL
+        if sp.is_unknown(i):
+            toktype = gguf.TokenType.UNKNOWN
+        elif sp.is_control(i):
+            toktype = gguf.TokenType.CONTROL
+        elif sp.is_unused(i):
+            toktype = gguf.TokenType.UNUSED
+        elif sp.is_byte(i):
+            toktype = gguf.TokenType.BYTE
+        if piece in USER_DEFINED:
+            toktype = gguf.TokenType.USER_DEFINED
+        tokens.append(piece.encode("utf-8"))
+        scores.append(sp.get_score(i))
+        toktypes.append(toktype)
+    return tokens, scores, toktypes
+
+
+def gemma(corpus_dir, out, type_name, size, seed):
+    import tempfile
+    dims = GEMMA_SIZES[size]
+    rng = np.random.default_rng(seed)
+    ftype = FTYPES[type_name]
+    arch = gguf.MODEL_ARCH.GEMMA_EMBEDDING
+    name = gguf.MODEL_ARCH_NAMES[arch]
+    with tempfile.TemporaryDirectory() as work:
+        sp = train_vocabulary(corpus_dir, dims["vocab"], Path(work))
+    tokens, scores, toktypes = sentencepiece_vocab(sp)
+    w, hd, ffn = dims["width"], dims["head_dim"], dims["ffn"]
+    q_width, kv_width = dims["heads"] * hd, dims["kv_heads"] * hd
+    writer = gguf.GGUFWriter(path=None, arch=name)
+
+    def weight(rows, cols, std=None):
+        # Scaled so that activations keep a unit-ish size through the layers.
+        return rng.normal(0.0, std if std is not None else cols ** -0.5, (rows, cols)).astype(np.float32)
+
+    def norm(n):
+        # Gemma3RMSNorm multiplies by (1 + weight); the converter adds the 1.
+        return (1.0 + rng.normal(0.0, 0.1, n)).astype(np.float32)
+
+    tensors = [("token_embd.weight", weight(len(tokens), w, 1.0)),
+               ("output_norm.weight", norm(w))]
+    for b in range(dims["layers"]):
+        tensors += [
+            (f"blk.{b}.attn_norm.weight", norm(w)),
+            (f"blk.{b}.attn_q.weight", weight(q_width, w)),
+            (f"blk.{b}.attn_k.weight", weight(kv_width, w)),
+            (f"blk.{b}.attn_v.weight", weight(kv_width, w)),
+            (f"blk.{b}.attn_q_norm.weight", norm(hd)),
+            (f"blk.{b}.attn_k_norm.weight", norm(hd)),
+            (f"blk.{b}.attn_output.weight", weight(w, q_width)),
+            (f"blk.{b}.post_attention_norm.weight", norm(w)),
+            (f"blk.{b}.ffn_norm.weight", norm(w)),
+            (f"blk.{b}.ffn_gate.weight", weight(ffn, w)),
+            (f"blk.{b}.ffn_up.weight", weight(ffn, w)),
+            (f"blk.{b}.ffn_down.weight", weight(w, ffn)),
+            (f"blk.{b}.post_ffw_norm.weight", norm(w)),
+        ]
+    tensors += [("dense_2.weight", weight(dims["dense"], w)), ("dense_3.weight", weight(w, dims["dense"]))]
+    report = []
+    for tname, data in tensors:
+        bid = next((int(p) for p in tname.split(".") if p.isdecimal()), None)
+        qtype = tensor_qtype(arch, tname, bid, len(data.shape), ftype)
+        writer.add_tensor(tname, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+        report.append((tname, qtype.name, list(reversed(data.shape))))
+
+    writer.add_type(gguf.GGUFType.MODEL)
+    writer.add_name(f"embeddinggemma-shaped-{size}-random")
+    # converter: Gemma3Model / EmbeddingGemma.set_gguf_parameters
+    writer.add_context_length(2048)
+    writer.add_embedding_length(w)
+    writer.add_block_count(dims["layers"])
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(dims["heads"])
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_key_length(hd)
+    writer.add_value_length(hd)
+    writer.add_rope_freq_base(1_000_000.0)
+    writer.add_rope_freq_base_swa(10_000.0)
+    writer.add_sliding_window(dims["window"])
+    writer.add_head_count_kv(dims["kv_heads"])
+    writer.add_dense_features_dims("dense_2", w, dims["dense"])
+    writer.add_dense_features_dims("dense_3", dims["dense"], w)
+    writer.add_pooling_type(gguf.PoolingType.MEAN)
+    writer.add_file_type(ftype)
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    # converter: _set_vocab_sentencepiece + Gemma3Model.set_vocab
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(toktypes)
+    writer.add_bos_token_id(2)
+    writer.add_eos_token_id(1)
+    writer.add_unk_token_id(3)
+    writer.add_pad_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(True)
+    writer.add_add_space_prefix(False)
+
+    writer.write_header_to_file(path=Path(out))
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    for tname, qtype, shape in report:
+        print(f"{tname:34s} {qtype:5s} {shape}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -404,9 +578,17 @@ def main():
     b.add_argument("out")
     b.add_argument("expected")
     b.add_argument("--seed", type=int, default=0)
+    g = sub.add_parser("gemma")
+    g.add_argument("corpus_dir")
+    g.add_argument("out")
+    g.add_argument("--type", choices=["f32", "q8_0"], default="f32")
+    g.add_argument("--size", choices=sorted(GEMMA_SIZES), default="test")
+    g.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     if args.command == "minilm":
         minilm(args.model_dir, args.out, args.type)
+    elif args.command == "gemma":
+        gemma(args.corpus_dir, args.out, args.type, args.size, args.seed)
     else:
         blocks(args.out, args.expected, args.seed)
 

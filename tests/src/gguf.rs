@@ -50,6 +50,17 @@ pub fn fixtures() -> &'static GgufFixtures {
                     kind.as_ref(),
                 ]);
             }
+            let corpus = repo().join("tests/fixtures/qmd-eval/docs");
+            for kind in ["f32", "q8_0"] {
+                let out = work.join(format!("gemma-{kind}.gguf"));
+                fixtures.make_gguf(&[
+                    "gemma".as_ref(),
+                    corpus.as_os_str(),
+                    out.as_os_str(),
+                    "--type".as_ref(),
+                    kind.as_ref(),
+                ]);
+            }
             let summary = fixtures.make_gguf(&[
                 "blocks".as_ref(),
                 work.join("blocks.gguf").as_os_str(),

@@ -2,7 +2,7 @@
 //! llama.cpp runs them (`build_bert`): token + type + position
 //! embeddings, post-norm encoder layers, the model's pooling.
 
-use super::ops;
+use super::ops::{self, AttentionShape, Window};
 use super::weights::{Matrix, ModelBytes, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
@@ -47,6 +47,7 @@ struct Layer {
 
 pub struct Bert {
     pub shape: BertShape,
+    attention: AttentionShape,
     weights: Weights,
     tokens: Matrix,
     /// Type 0's embedding (every text is one segment).
@@ -119,7 +120,16 @@ impl Bert {
             weights.matrix("token_types.weight", 2, w).or_else(|_| weights.matrix("token_types.weight", 1, w))?;
         let mut token_type = vec![0f32; w];
         weights.view(&token_types).dequantize_row(0, &mut token_type);
+        let head_dim = w / shape.heads;
+        let attention = AttentionShape {
+            heads: shape.heads,
+            kv_heads: shape.heads,
+            head_dim,
+            scale: 1.0 / (head_dim as f32).sqrt(),
+            window: Window::Full,
+        };
         Ok(Bert {
+            attention,
             tokens: weights.matrix("token_embd.weight", vocab.max(1), w)?,
             token_type,
             positions: weights.matrix("position_embd.weight", shape.context, w)?,
@@ -161,7 +171,7 @@ impl Bert {
             let q = project(&x, &layer.q, &layer.q_bias, w);
             let k = project(&x, &layer.k, &layer.k_bias, w);
             let v = project(&x, &layer.v, &layer.v_bias, w);
-            let attended = ops::attention(&q, &k, &v, lengths, self.shape.heads, w / self.shape.heads);
+            let attended = ops::attention(&q, &k, &v, lengths, self.attention);
             let attended = project(&attended, &layer.out, &layer.out_bias, w);
             ops::add(&mut x, &attended);
             ops::layer_norm(&mut x, w, &layer.attention_norm.0, &layer.attention_norm.1, self.shape.eps);

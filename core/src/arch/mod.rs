@@ -4,7 +4,66 @@
 //! operations (norms, activations, attention, pooling) are in [`ops`].
 
 pub mod bert;
+pub mod gemma_embedding;
 mod ops;
 mod weights;
 
 pub use weights::{ModelBytes, Weights};
+
+use crate::error::{Error, Result};
+use crate::gguf::GgufFile;
+
+/// A sentence-embedding model from a GGUF file, whichever its
+/// architecture.
+pub enum Encoder {
+    Bert(bert::Bert),
+    Gemma(gemma_embedding::GemmaEmbedding),
+}
+
+impl Encoder {
+    pub fn load(file: &GgufFile, bytes: ModelBytes) -> Result<Encoder> {
+        match file.architecture()? {
+            "bert" => Ok(Encoder::Bert(bert::Bert::load(file, bytes)?)),
+            "gemma-embedding" => Ok(Encoder::Gemma(gemma_embedding::GemmaEmbedding::load(file, bytes)?)),
+            other => Err(Error::invalid(format!(
+                "{}: architecture '{other}' is not an embedding model qmd-wasm runs (bert, gemma-embedding)",
+                file.name()
+            ))),
+        }
+    }
+
+    /// Width of the vectors out.
+    pub fn dimension(&self) -> usize {
+        match self {
+            Encoder::Bert(m) => m.shape.width,
+            Encoder::Gemma(m) => m.shape.output_width,
+        }
+    }
+
+    /// Tokens one sequence may hold, special tokens included.
+    pub fn context(&self) -> usize {
+        match self {
+            Encoder::Bert(m) => m.shape.context,
+            Encoder::Gemma(m) => m.shape.context,
+        }
+    }
+
+    /// The query and document prompts qmd gives the model
+    /// ([`crate::inference::EmbedderInfo`]'s templates): EmbeddingGemma's
+    /// retrieval prompts; none for BERT models, which were not trained
+    /// with any.
+    pub fn prompts(&self) -> (&'static str, &'static str) {
+        match self {
+            Encoder::Bert(_) => ("", ""),
+            Encoder::Gemma(_) => ("task: search result | query: ", "title: {title} | text: {text}"),
+        }
+    }
+
+    /// One unit vector per sequence of token ids.
+    pub fn embed(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        match self {
+            Encoder::Bert(m) => m.embed(sequences),
+            Encoder::Gemma(m) => m.embed(sequences),
+        }
+    }
+}

@@ -95,7 +95,7 @@ impl Engine {
         for k in 0..picks {
             let (segment, content, entry) = eligible[k * eligible.len() / picks];
             let body = index.body(entry)?;
-            let fresh = inference.embed(&[embedder.document_text(&body)])?;
+            let fresh = inference.embed(&[embedder.document_text(Some(&entry.record.title), &body)])?;
             let stored = segment.exact(content)?;
             let (Some(fresh), Some(stored)) = (fresh.first(), stored.first()) else { continue };
             sample.checked.push(SampleCheck {

@@ -61,6 +61,9 @@ pub struct EmbedReport {
 
 struct Pending {
     hash: String,
+    /// The first pending document's title (qmd embeds each content once,
+    /// with the title of the document it meets first).
+    title: String,
     address: DocAddress,
     bytes: u64,
 }
@@ -72,6 +75,7 @@ struct WorkChunk {
 
 struct WorkContent {
     hash: String,
+    title: String,
     chunks: Vec<WorkChunk>,
 }
 
@@ -104,7 +108,7 @@ pub fn embed_fingerprint(embedder: &EmbedderInfo) -> String {
         "model:{}\nquery:{}\ndoc:{}\nchunk_tokens:{}\nchunk_overlap_tokens:{}",
         embedder.model,
         embedder.query_text("__qmd_embedding_query_probe__"),
-        embedder.document_text("__qmd_embedding_document_probe__"),
+        embedder.document_text(Some("__qmd_embedding_title_probe__"), "__qmd_embedding_document_probe__"),
         chunking.size,
         chunking.overlap
     );
@@ -153,7 +157,12 @@ impl Engine {
                 // without decoding every pending body up front.
                 let bytes = entry.record.size;
                 report.total_bytes += bytes;
-                pending.push_back(Pending { hash: entry.record.hash.clone(), address: entry.address, bytes });
+                pending.push_back(Pending {
+                    hash: entry.record.hash.clone(),
+                    title: entry.record.title.clone(),
+                    address: entry.address,
+                    bytes,
+                });
             }
         }
         report.pending = pending.len() as u64;
@@ -191,7 +200,9 @@ impl Engine {
             if !missing.is_empty() {
                 let texts = missing
                     .iter()
-                    .map(|&(c, i)| job.embedder.document_text(&job.batch[c].chunks[i].chunk.text))
+                    .map(|&(c, i)| {
+                        job.embedder.document_text(Some(&job.batch[c].title), &job.batch[c].chunks[i].chunk.text)
+                    })
                     .collect();
                 job.asked = missing;
                 return Ok(Some(texts));
@@ -287,6 +298,7 @@ impl Engine {
                 if body.trim().is_empty() { Vec::new() } else { job.chunking.first_pass(&body, chars_per_token) };
             job.batch.push(WorkContent {
                 hash: next.hash,
+                title: next.title,
                 chunks: chunks.into_iter().map(|chunk| WorkChunk { chunk, vector: None }).collect(),
             });
             job.report.bytes += next.bytes;

@@ -16,6 +16,10 @@ pub use dequant::{dequantize, half_at};
 pub use header::{GgufFile, TensorInfo};
 pub use types::{GgmlType, Value};
 #[cfg(feature = "models")]
+mod spm;
+#[cfg(feature = "models")]
 mod vocab;
+#[cfg(feature = "models")]
+pub use spm::SpmTokenizer;
 #[cfg(feature = "models")]
 pub use vocab::tokenizer_json;

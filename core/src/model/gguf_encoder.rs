@@ -4,10 +4,9 @@
 //! pick one or the other by the model's file.
 
 use super::tokenize::TextTokenizer;
-use crate::arch::ModelBytes;
-use crate::arch::bert::Bert;
+use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
-use crate::gguf::{GgufFile, tokenizer_json};
+use crate::gguf::GgufFile;
 use crate::inference::{EmbedderInfo, Embedding};
 
 /// Tokens per forward pass: activations for 8,192 tokens of a 768-wide
@@ -15,7 +14,7 @@ use crate::inference::{EmbedderInfo, Embedding};
 const PASS_TOKENS: usize = 8192;
 
 pub struct GgufEncoder {
-    model: Bert,
+    model: Encoder,
     tokenizer: TextTokenizer,
 }
 
@@ -23,13 +22,13 @@ impl GgufEncoder {
     /// Loads from the file's bytes; `name` is how errors call the file.
     pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufEncoder> {
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
-        let model = Bert::load(&file, bytes.clone())?;
-        let tokenizer = TextTokenizer::parse(&tokenizer_json(&file)?, model.shape.context)?;
+        let model = Encoder::load(&file, bytes.clone())?;
+        let tokenizer = TextTokenizer::from_gguf(&file, model.context())?;
         Ok(GgufEncoder { model, tokenizer })
     }
 
     pub fn dimension(&self) -> usize {
-        self.model.shape.width
+        self.model.dimension()
     }
 
     pub fn tokenizer(&self) -> &TextTokenizer {
@@ -37,12 +36,13 @@ impl GgufEncoder {
     }
 
     pub fn describe(&self, model: &str) -> EmbedderInfo {
+        let (query_prompt, document_prompt) = self.model.prompts();
         EmbedderInfo {
             model: model.to_string(),
             dimension: self.dimension(),
             max_tokens: self.tokenizer.max_tokens(),
-            query_prompt: String::new(),
-            document_prompt: String::new(),
+            query_prompt: query_prompt.to_string(),
+            document_prompt: document_prompt.to_string(),
         }
     }
 

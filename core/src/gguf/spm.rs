@@ -1,0 +1,263 @@
+//! llama.cpp's SentencePiece-style tokenizer (`tokenizer.ggml.model =
+//! llama`, Gemma's and Llama 2's vocabularies): pieces with scores, merged
+//! pairwise by score, bytes for what no piece covers. This is not
+//! SentencePiece's own algorithm but llama.cpp's (`llm_tokenizer_spm`), so
+//! token ids match the runtime qmd uses, ties and all.
+//!
+//! - User-defined, control and unknown tokens are cut out of the text
+//!   first, longest first (`tokenizer_st_partition`); control and unknown
+//!   ones only when the caller parses special tokens, which embedding
+//!   never does.
+//! - Each remaining fragment gets a `▁` in front when the vocabulary asks
+//!   (`add_space_prefix`) and it starts the text or follows a special
+//!   token; spaces become `▁`.
+//! - Characters start as symbols; the adjacent pair whose concatenation is
+//!   the piece with the highest score merges first (the leftmost on a tie),
+//!   until no pair is a piece. A symbol that is not a piece becomes its
+//!   bytes' `<0xXX>` tokens.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use super::{GgufFile, Value};
+use crate::error::{Error, Result};
+
+/// `tokenizer.ggml.token_type` values (llama.cpp's `llama_token_type`).
+mod token_type {
+    pub const UNKNOWN: u64 = 2;
+    pub const USER_DEFINED: u64 = 4;
+}
+
+pub struct SpmTokenizer {
+    pieces: Vec<String>,
+    scores: Vec<f32>,
+    ids: HashMap<String, u32>,
+    /// User-defined tokens, cut out of every text, longest first.
+    user_defined: Vec<u32>,
+    unknown: Option<u32>,
+    add_space_prefix: bool,
+    /// The tokens a sequence starts and ends with, when the vocabulary adds them.
+    pub bos: Option<u32>,
+    pub eos: Option<u32>,
+}
+
+impl SpmTokenizer {
+    pub fn from_gguf(file: &GgufFile) -> Result<SpmTokenizer> {
+        let name = file.name();
+        let array = |key: &str| file.get(key).and_then(Value::as_array).ok_or_else(|| file.missing(key, "an array"));
+        let tokens = array("tokenizer.ggml.tokens")?;
+        let pieces = tokens
+            .iter()
+            .map(|t| t.as_str().map(str::to_string).ok_or_else(|| file.missing("tokenizer.ggml.tokens", "strings")))
+            .collect::<Result<Vec<String>>>()?;
+        let scores = match file.get("tokenizer.ggml.scores").and_then(Value::as_array) {
+            Some(values) if values.len() == pieces.len() => values
+                .iter()
+                .map(|v| match v {
+                    Value::F32(s) => Ok(*s),
+                    _ => Err(file.missing("tokenizer.ggml.scores", "f32 values")),
+                })
+                .collect::<Result<Vec<f32>>>()?,
+            Some(values) => {
+                return Err(Error::invalid(format!(
+                    "{name}: {} token scores for {} tokens",
+                    values.len(),
+                    pieces.len()
+                )));
+            }
+            None => vec![0.0; pieces.len()],
+        };
+        let types: Vec<u64> = match file.get("tokenizer.ggml.token_type").and_then(Value::as_array) {
+            Some(values) => values.iter().map(|v| v.as_u64().unwrap_or(1)).collect(),
+            None => vec![1; pieces.len()],
+        };
+        let flag = |key: &str, default: bool| file.get(key).and_then(Value::as_bool).unwrap_or(default);
+        let special = |key: &str| -> Result<Option<u32>> {
+            match file.get(key).and_then(Value::as_u64) {
+                None => Ok(None),
+                Some(id) if (id as usize) < pieces.len() => Ok(Some(id as u32)),
+                Some(id) => Err(Error::invalid(format!("{name}: {key} is {id}, past the {} tokens", pieces.len()))),
+            }
+        };
+        // The later of two equal pieces wins, as in llama.cpp's map.
+        let ids: HashMap<String, u32> = pieces.iter().enumerate().map(|(i, p)| (p.clone(), i as u32)).collect();
+        let mut user_defined: Vec<u32> = (0..pieces.len() as u32)
+            .filter(|&i| types.get(i as usize) == Some(&token_type::USER_DEFINED) && !pieces[i as usize].is_empty())
+            .collect();
+        user_defined.sort_by_key(|&i| std::cmp::Reverse(pieces[i as usize].len()));
+        let unknown = special("tokenizer.ggml.unknown_token_id")?
+            .or_else(|| types.iter().position(|&t| t == token_type::UNKNOWN).map(|i| i as u32));
+        let bos = special("tokenizer.ggml.bos_token_id")?;
+        let eos = special("tokenizer.ggml.eos_token_id")?;
+        let add_bos = flag("tokenizer.ggml.add_bos_token", true);
+        let add_eos = flag("tokenizer.ggml.add_eos_token", false);
+        Ok(SpmTokenizer {
+            pieces,
+            scores,
+            ids,
+            user_defined,
+            unknown,
+            add_space_prefix: flag("tokenizer.ggml.add_space_prefix", true),
+            bos: bos.filter(|_| add_bos),
+            eos: eos.filter(|_| add_eos),
+        })
+    }
+
+    /// Every piece, in id order.
+    pub fn pieces(&self) -> &[String] {
+        &self.pieces
+    }
+
+    /// The text's tokens, without BOS/EOS (llama.cpp's `tokenize` with
+    /// `add_special` and `parse_special` off).
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut previous_special = true;
+        for fragment in self.partition(text) {
+            match fragment {
+                Fragment::Token(id) => {
+                    out.push(id);
+                    previous_special = true;
+                }
+                Fragment::Text(text) => {
+                    let prefix = if self.add_space_prefix && previous_special { " " } else { "" };
+                    self.merge(&format!("{prefix}{text}").replace(' ', "\u{2581}"), &mut out);
+                    previous_special = false;
+                }
+            }
+        }
+        out
+    }
+
+    /// The text cut at every occurrence of a user-defined token: longest
+    /// tokens first, each one's leftmost occurrences in what is left.
+    fn partition<'t>(&self, text: &'t str) -> Vec<Fragment<'t>> {
+        let mut fragments = if text.is_empty() { Vec::new() } else { vec![Fragment::Text(text)] };
+        for &id in &self.user_defined {
+            let piece = self.pieces[id as usize].as_str();
+            if !fragments.iter().any(|f| matches!(f, Fragment::Text(t) if t.contains(piece))) {
+                continue;
+            }
+            let mut next = Vec::with_capacity(fragments.len() + 2);
+            for fragment in fragments {
+                let Fragment::Text(mut rest) = fragment else {
+                    next.push(fragment);
+                    continue;
+                };
+                while let Some(at) = rest.find(piece) {
+                    if at > 0 {
+                        next.push(Fragment::Text(&rest[..at]));
+                    }
+                    next.push(Fragment::Token(id));
+                    rest = &rest[at + piece.len()..];
+                }
+                if !rest.is_empty() {
+                    next.push(Fragment::Text(rest));
+                }
+            }
+            fragments = next;
+        }
+        fragments
+    }
+
+    /// One fragment's pieces: `llm_tokenizer_spm_session::tokenize`.
+    fn merge(&self, text: &str, out: &mut Vec<u32>) {
+        // Symbols are byte ranges of `text`, one UTF-8 character each at
+        // first, linked so merged neighbours drop out.
+        let mut symbols: Vec<Symbol> = Vec::new();
+        for (start, c) in text.char_indices() {
+            let i = symbols.len();
+            symbols.push(Symbol { start, len: c.len_utf8(), prev: i.checked_sub(1), next: Some(i + 1) });
+        }
+        if let Some(last) = symbols.last_mut() {
+            last.next = None;
+        }
+        let mut queue = BinaryHeap::new();
+        let bigram = |symbols: &[Symbol], left: Option<usize>, right: Option<usize>| -> Option<Bigram> {
+            let (left, right) = (left?, right?);
+            let (l, r) = (&symbols[left], &symbols[right]);
+            let id = *self.ids.get(&text[l.start..r.start + r.len])?;
+            Some(Bigram { left, right, score: self.scores[id as usize], len: l.len + r.len })
+        };
+        for i in 1..symbols.len() {
+            queue.extend(bigram(&symbols, Some(i - 1), Some(i)));
+        }
+        while let Some(pair) = queue.pop() {
+            let (l, r) = (&symbols[pair.left], &symbols[pair.right]);
+            // Stale: one side has merged since this pair was queued.
+            if l.len == 0 || r.len == 0 || l.len + r.len != pair.len {
+                continue;
+            }
+            let right_next = r.next;
+            symbols[pair.left].len = pair.len;
+            symbols[pair.right].len = 0;
+            symbols[pair.left].next = right_next;
+            if let Some(n) = right_next {
+                symbols[n].prev = Some(pair.left);
+            }
+            queue.extend(bigram(&symbols, symbols[pair.left].prev, Some(pair.left)));
+            queue.extend(bigram(&symbols, Some(pair.left), right_next));
+        }
+        let mut at = (!symbols.is_empty()).then_some(0);
+        while let Some(i) = at {
+            let s = &symbols[i];
+            let piece = &text[s.start..s.start + s.len];
+            match self.ids.get(piece) {
+                Some(&id) => out.push(id),
+                None => out.extend(piece.bytes().map(|b| self.byte_token(b))),
+            }
+            at = s.next;
+        }
+    }
+
+    /// `<0xAB>`, else an ASCII byte as a one-character piece, else unknown.
+    fn byte_token(&self, byte: u8) -> u32 {
+        self.ids
+            .get(&format!("<0x{byte:02X}>"))
+            .or_else(|| byte.is_ascii().then(|| self.ids.get(&char::from(byte).to_string())).flatten())
+            .copied()
+            .or(self.unknown)
+            .unwrap_or(0)
+    }
+}
+
+enum Fragment<'t> {
+    Text(&'t str),
+    Token(u32),
+}
+
+struct Symbol {
+    start: usize,
+    /// Bytes; 0 once merged into the symbol on its left.
+    len: usize,
+    prev: Option<usize>,
+    next: Option<usize>,
+}
+
+struct Bigram {
+    left: usize,
+    right: usize,
+    score: f32,
+    len: usize,
+}
+
+/// Highest score first; on a tie, the leftmost pair.
+impl Ord for Bigram {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score.total_cmp(&other.score).then(other.left.cmp(&self.left))
+    }
+}
+
+impl PartialOrd for Bigram {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Bigram {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Bigram {}
