@@ -74,3 +74,10 @@ impl Inference for NativeEmbedder {
         Err(Error::invalid("no reranker"))
     }
 }
+
+/// Cosine similarity in f64 (the tests' measure of how close two vectors are).
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Env, Output};
-use qmd_tests::models::test_model_dir;
+use qmd_tests::models::{cosine, test_model_dir};
 
 fn model_env() -> (String, String) {
     ("QMD_EMBED_MODEL".into(), test_model_dir().to_string_lossy().into_owned())
@@ -482,4 +482,57 @@ fn gguf_embedding_models_from_paths_qmd_uris_and_pull() {
     configure_models(&env, &format!("  embed: {broken}\n"));
     let out = env.qmd_with(env.root(), &["vsearch", "tides"], &[]).failure();
     assert!(out.stderr.contains("broken.gguf") && out.stderr.contains("truncated"), "{}", out.stderr);
+}
+
+/// An EmbeddingGemma-architecture GGUF (random weights) end to end: the
+/// vectors `embed` stores and the query vectors `vsearch` makes are
+/// llama.cpp's for qmd's prompt formats, `title: {title} | text: {chunk}`
+/// and `task: search result | query: {query}`: each document's score is
+/// the cosine llama.cpp gives those texts (the best of the query and
+/// vsearch's "Information about …" variant), to the two decimals printed.
+#[test]
+fn gemma_gguf_embeds_with_qmd_prompt_formats() {
+    let fixtures = qmd_tests::gguf::fixtures();
+    let gguf = fixtures.file("gemma-q8_0.gguf");
+    let env = Env::new();
+    let docs = [
+        ("raft.md", "Raft", "# Raft\n\nA leader is elected and replicates the log to followers.\n"),
+        ("bread.md", "Sourdough", "# Sourdough\n\nMix flour, water and a starter; let the dough rise.\n"),
+        ("tides.md", "Tides", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides.\n"),
+        ("plain.md", "plain", "No heading here, so the title is the file's name.\n"),
+    ];
+    for (name, _, body) in docs {
+        env.write(&format!("notes/{name}"), body);
+    }
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let path = gguf.to_string_lossy().into_owned();
+    let model = [("QMD_EMBED_MODEL", path.as_str())];
+    let out = env.qmd_with(env.root(), &["embed"], &model).success();
+    assert!(out.stdout.contains("Embedded 4 chunks from 4 documents"), "{}", out.stdout);
+    let query = "how do tides work";
+    let args = ["vsearch", "--json", "--min-score", "0", "-n", "10", query];
+    let out = env.qmd_with(env.root(), &args, &model).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits.len(), docs.len(), "{}", out.stdout);
+
+    let queries = [
+        format!("task: search result | query: {query}"),
+        format!("task: search result | query: Information about {query}"),
+    ];
+    let documents: Vec<String> = docs.iter().map(|(_, title, body)| format!("title: {title} | text: {body}")).collect();
+    let bare: Vec<String> = docs.iter().map(|(_, _, body)| body.to_string()).collect();
+    let texts: Vec<&String> = queries.iter().chain(&documents).chain(&bare).collect();
+    let reference = fixtures.llama("embed", &gguf, &serde_json::json!(texts));
+    let vector = |i: usize| -> Vec<f32> { serde_json::from_value(reference["embeddings"][i].clone()).unwrap() };
+    let best = |doc: usize| (0..2).map(|q| cosine(&vector(q), &vector(doc))).fold(f64::MIN, f64::max);
+    let mut distinguished = false;
+    for (d, (name, _, _)) in docs.iter().enumerate() {
+        let hit = hits.iter().find(|h| h["file"] == format!("qmd://notes/{name}")).expect("every document found");
+        let score = hit["score"].as_f64().unwrap();
+        let expected = best(2 + d);
+        assert!((score - expected).abs() <= 0.006, "{name}: score {score}, llama.cpp's cosine {expected:.4}");
+        // Without the document prompt the score would be elsewhere.
+        distinguished |= (score - best(2 + docs.len() + d)).abs() > 0.02;
+    }
+    assert!(distinguished, "the prompt changes the vectors enough for this check to mean something");
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use qmd_core::gguf::{GgmlType, GgufFile, Value, dequantize};
 use qmd_core::model::GgufEncoder;
 use qmd_tests::gguf::fixtures;
+use qmd_tests::models::cosine;
 
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -126,12 +127,6 @@ fn texts() -> Vec<String> {
         .map(String::from),
     );
     texts
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    dot / (norm(a) * norm(b))
 }
 
 /// Our tokens and vectors against llama.cpp's on the same GGUF file.
