@@ -5,7 +5,9 @@
 //! `cargo bench -p qmd-tests --bench gguf`).
 //!
 //! Texts: 400 English tldr pages, each cut after its 254th word piece (256
-//! tokens with [CLS] and [SEP]), the set the GGUF issue measured.
+//! tokens with [CLS] and [SEP]), the set the GGUF issue measured. The
+//! EmbeddingGemma-shaped model (random weights, 768 wide, 24 layers, Q8_0)
+//! embeds the first 100 of them, each cut to 256 of its own tokens.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -17,6 +19,8 @@ use qmd_tests::models::{NativeEmbedder, test_model_dir};
 
 const TEXTS: usize = 400;
 const WORD_PIECES: usize = 254;
+const GEMMA_TEXTS: usize = 100;
+const GEMMA_TOKENS: usize = 256;
 
 fn texts(embedder: &NativeEmbedder) -> Vec<String> {
     let root = tldr_corpus_dir();
@@ -39,9 +43,26 @@ fn texts(embedder: &NativeEmbedder) -> Vec<String> {
         .collect()
 }
 
+/// The longest prefix of each text (at a char boundary) that the encoder
+/// turns into at most `GEMMA_TOKENS` tokens, BOS and EOS included.
+fn cut_to_tokens(encoder: &GgufEncoder, texts: &[String]) -> Vec<String> {
+    let tokens = |t: &str| encoder.tokenizer().encode_counted(&[t]).unwrap()[0].1 + 2;
+    texts
+        .iter()
+        .map(|text| {
+            let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+            let fits = bounds.partition_point(|&end| tokens(&text[..end]) <= GEMMA_TOKENS);
+            text[..bounds[fits.saturating_sub(1)]].to_string()
+        })
+        .collect()
+}
+
 /// Texts per second of `embed` over all texts, after a warm-up.
 fn throughput(embed: impl Fn(&[String])) -> f64 {
-    let texts = TEXT_SET.get().unwrap();
+    throughput_on(TEXT_SET.get().unwrap(), embed)
+}
+
+fn throughput_on(texts: &[String], embed: impl Fn(&[String])) -> f64 {
     embed(&texts[..16]);
     let start = Instant::now();
     embed(texts);
@@ -85,4 +106,27 @@ fn main() {
     for (name, rate) in &rows {
         println!("| {name} | {rate:.1} | {:.2}× |", rate / baseline);
     }
+
+    // EmbeddingGemma-shaped, Q8_0: ours against llama.cpp's best layout.
+    let path = f.gemma_full();
+    let gemma = GgufEncoder::load("gemma-full-q8_0.gguf", Arc::new(std::fs::read(&path).unwrap())).unwrap();
+    let gemma_texts = cut_to_tokens(&gemma, &texts[..GEMMA_TEXTS]);
+    let mut rows = vec![(
+        "this project".to_string(),
+        throughput_on(&gemma_texts, |t| {
+            gemma.embed_counted(t).unwrap();
+        }),
+    )];
+    let answer = f.llama("bench-embed", &path, &serde_json::json!(gemma_texts));
+    for (layout, result) in answer["layouts"].as_object().unwrap() {
+        rows.push((format!("llama.cpp, {layout} (contexts × threads)"), result["texts_per_s"].as_f64().unwrap()));
+    }
+    let best_llama = rows[1..].iter().map(|r| r.1).fold(0.0, f64::max);
+    println!("\nEmbeddingGemma-300M-shaped Q8_0 (random weights), {GEMMA_TEXTS} pages cut to {GEMMA_TOKENS} tokens\n");
+    println!("| runtime | texts/s | this project = |");
+    println!("|---|---:|---:|");
+    for (name, rate) in &rows {
+        println!("| {name} | {rate:.2} | {:.2}× |", rows[0].1 / rate.max(f64::MIN_POSITIVE));
+    }
+    println!("\nthis project / llama.cpp's best layout: {:.2}×", rows[0].1 / best_llama);
 }

@@ -82,6 +82,27 @@ impl GgufFixtures {
         self.dir.join(name)
     }
 
+    /// An EmbeddingGemma-300M-shaped model (768 wide, 24 layers) with
+    /// random weights as Q8_0, for the benchmark: 110 MB, made on first use.
+    pub fn gemma_full(&self) -> PathBuf {
+        let path = self.file("gemma-full-q8_0.gguf");
+        if !path.is_file() {
+            let partial = path.with_extension("partial");
+            let corpus = repo().join("tests/fixtures/qmd-eval/docs");
+            self.make_gguf(&[
+                "gemma".as_ref(),
+                corpus.as_os_str(),
+                partial.as_os_str(),
+                "--type".as_ref(),
+                "q8_0".as_ref(),
+                "--size".as_ref(),
+                "full".as_ref(),
+            ]);
+            std::fs::rename(&partial, &path).expect("publish the full-size model");
+        }
+        path
+    }
+
     fn make_gguf(&self, args: &[&std::ffi::OsStr]) -> Vec<u8> {
         let out = Command::new(&self.python)
             .arg(repo().join("tests/models/make_gguf.py"))

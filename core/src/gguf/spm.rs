@@ -79,28 +79,30 @@ impl SpmTokenizer {
                 Some(id) => Err(Error::invalid(format!("{name}: {key} is {id}, past the {} tokens", pieces.len()))),
             }
         };
+        let unknown = special("tokenizer.ggml.unknown_token_id")?;
+        let bos = special("tokenizer.ggml.bos_token_id")?.filter(|_| flag("tokenizer.ggml.add_bos_token", true));
+        let eos = special("tokenizer.ggml.eos_token_id")?.filter(|_| flag("tokenizer.ggml.add_eos_token", false));
+        let add_space_prefix = flag("tokenizer.ggml.add_space_prefix", true);
+        Ok(SpmTokenizer::new(pieces, scores, &types, unknown, (bos, eos), add_space_prefix))
+    }
+
+    /// `added`: the BOS and EOS a sequence gets, where the vocabulary adds them.
+    fn new(
+        pieces: Vec<String>,
+        scores: Vec<f32>,
+        types: &[u64],
+        unknown: Option<u32>,
+        added: (Option<u32>, Option<u32>),
+        add_space_prefix: bool,
+    ) -> SpmTokenizer {
         // The later of two equal pieces wins, as in llama.cpp's map.
         let ids: HashMap<String, u32> = pieces.iter().enumerate().map(|(i, p)| (p.clone(), i as u32)).collect();
         let mut user_defined: Vec<u32> = (0..pieces.len() as u32)
             .filter(|&i| types.get(i as usize) == Some(&token_type::USER_DEFINED) && !pieces[i as usize].is_empty())
             .collect();
         user_defined.sort_by_key(|&i| std::cmp::Reverse(pieces[i as usize].len()));
-        let unknown = special("tokenizer.ggml.unknown_token_id")?
-            .or_else(|| types.iter().position(|&t| t == token_type::UNKNOWN).map(|i| i as u32));
-        let bos = special("tokenizer.ggml.bos_token_id")?;
-        let eos = special("tokenizer.ggml.eos_token_id")?;
-        let add_bos = flag("tokenizer.ggml.add_bos_token", true);
-        let add_eos = flag("tokenizer.ggml.add_eos_token", false);
-        Ok(SpmTokenizer {
-            pieces,
-            scores,
-            ids,
-            user_defined,
-            unknown,
-            add_space_prefix: flag("tokenizer.ggml.add_space_prefix", true),
-            bos: bos.filter(|_| add_bos),
-            eos: eos.filter(|_| add_eos),
-        })
+        let unknown = unknown.or_else(|| types.iter().position(|&t| t == token_type::UNKNOWN).map(|i| i as u32));
+        SpmTokenizer { pieces, scores, ids, user_defined, unknown, add_space_prefix, bos: added.0, eos: added.1 }
     }
 
     /// Every piece, in id order.
@@ -261,3 +263,80 @@ impl PartialEq for Bigram {
 }
 
 impl Eq for Bigram {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NORMAL: u64 = 1;
+
+    /// A vocabulary of (piece, score, type), ids in order.
+    fn tokenizer(vocab: &[(&str, f32, u64)], add_space_prefix: bool) -> SpmTokenizer {
+        let mut pieces: Vec<String> = vocab.iter().map(|v| v.0.to_string()).collect();
+        let mut scores: Vec<f32> = vocab.iter().map(|v| v.1).collect();
+        let mut types: Vec<u64> = vocab.iter().map(|v| v.2).collect();
+        for b in 0..=255u8 {
+            pieces.push(format!("<0x{b:02X}>"));
+            scores.push(0.0);
+            types.push(6);
+        }
+        SpmTokenizer::new(pieces, scores, &types, None, (None, None), add_space_prefix)
+    }
+
+    fn pieces(t: &SpmTokenizer, text: &str) -> Vec<String> {
+        t.encode(text).into_iter().map(|id| t.pieces[id as usize].clone()).collect()
+    }
+
+    #[test]
+    fn pairs_merge_by_the_score_of_what_they_make() {
+        let vocab =
+            [("a", 0.0, NORMAL), ("b", 0.0, NORMAL), ("c", 0.0, NORMAL), ("ab", -5.0, NORMAL), ("bc", -1.0, NORMAL)];
+        let t = tokenizer(&vocab, false);
+        // "bc" scores higher than "ab", so it is made first and "ab" never is.
+        assert_eq!(pieces(&t, "abc"), ["a", "bc"]);
+        let vocab =
+            [("a", 0.0, NORMAL), ("b", 0.0, NORMAL), ("c", 0.0, NORMAL), ("ab", -1.0, NORMAL), ("bc", -5.0, NORMAL)];
+        assert_eq!(pieces(&tokenizer(&vocab, false), "abc"), ["ab", "c"]);
+    }
+
+    #[test]
+    fn equal_scores_merge_the_leftmost_pair_first() {
+        let vocab = [("a", 0.0, NORMAL), ("aa", -1.0, NORMAL)];
+        assert_eq!(pieces(&tokenizer(&vocab, false), "aaa"), ["aa", "a"]);
+        let vocab = [("a", 0.0, NORMAL), ("aa", -1.0, NORMAL), ("aaaa", -2.0, NORMAL)];
+        assert_eq!(pieces(&tokenizer(&vocab, false), "aaaaa"), ["aaaa", "a"]);
+    }
+
+    #[test]
+    fn spaces_become_the_word_marker_and_the_prefix_is_optional() {
+        let vocab = [
+            ("\u{2581}", 0.0, NORMAL),
+            ("h", 0.0, NORMAL),
+            ("i", 0.0, NORMAL),
+            ("\u{2581}hi", -1.0, NORMAL),
+            ("\u{2581}h", -2.0, NORMAL),
+            ("hi", -3.0, NORMAL),
+        ];
+        assert_eq!(pieces(&tokenizer(&vocab, true), "hi hi"), ["\u{2581}hi", "\u{2581}hi"]);
+        assert_eq!(pieces(&tokenizer(&vocab, false), "hi hi"), ["hi", "\u{2581}hi"]);
+    }
+
+    #[test]
+    fn characters_without_a_piece_fall_back_to_bytes() {
+        let t = tokenizer(&[("a", 0.0, NORMAL)], false);
+        assert_eq!(pieces(&t, "aé"), ["a", "<0xC3>", "<0xA9>"]);
+    }
+
+    #[test]
+    fn user_defined_pieces_are_cut_out_first_longest_first() {
+        let vocab = [("<b>", 0.0, 4), ("<b><b>", 0.0, 4), ("x", 0.0, NORMAL), ("<", 0.0, NORMAL), ("<ctl>", 0.0, 3)];
+        let t = tokenizer(&vocab, true);
+        // Control tokens are not parsed from text; user-defined ones are,
+        // and text after one gets the space prefix again (llama.cpp's
+        // `is_prev_special`); "▁" has no piece here, so it is bytes.
+        let space = ["<0xE2>", "<0x96>", "<0x81>"];
+        let expected = [&space[..], &["x", "<b><b>", "<b>"], &space[..], &["x"]].concat();
+        assert_eq!(pieces(&t, "x<b><b><b>x"), expected);
+        assert!(!t.encode("<ctl>").contains(&4));
+    }
+}
