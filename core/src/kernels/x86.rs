@@ -104,9 +104,9 @@ fn vnni_panel_tile(x: &QuantizedRows, rows: Span, panel: &Panel, columns: Span, 
     let xr: [(&[i8], &[f32]); PANEL_RM] = std::array::from_fn(|i| x.row(row_of(i)));
     let sums: [&[i32]; PANEL_RM] = std::array::from_fn(|i| &x.sums[row_of(i) * blocks..(row_of(i) + 1) * blocks]);
     let mut acc = [[_mm256_setzero_ps(); 2]; PANEL_RM];
-    for b in 0..blocks {
+    let per_block = panel.quants.chunks_exact(8 * PANEL * 4).zip(panel.scales.chunks_exact(PANEL));
+    for (b, (quants, scales)) in per_block.enumerate() {
         let mut sum: [[__m256i; 2]; PANEL_RM] = std::array::from_fn(|i| [_mm256_set1_epi32(-128 * sums[i][b]); 2]);
-        let quants = &panel.quants[b * 8 * PANEL * 4..(b + 1) * 8 * PANEL * 4];
         for g in 0..8 {
             // SAFETY: group g of the block holds 16 rows × 4 bytes.
             let (w0, w1) = unsafe {
@@ -121,7 +121,6 @@ fn vnni_panel_tile(x: &QuantizedRows, rows: Span, panel: &Panel, columns: Span, 
                 sum[i][1] = _mm256_dpbusd_epi32(sum[i][1], w1, xv);
             }
         }
-        let scales = &panel.scales[b * PANEL..(b + 1) * PANEL];
         // SAFETY: 16 scales per block.
         let (dw0, dw1) = unsafe { (_mm256_loadu_ps(scales.as_ptr()), _mm256_loadu_ps(scales.as_ptr().add(8))) };
         for i in 0..PANEL_RM {
