@@ -312,12 +312,17 @@ def minilm(model_dir, out, type_name):
     gguf.SpecialVocab(model_dir, n_vocab=len(tokens)).add_to_gguf(writer, quiet=True)
 
     # converter: ModelBase.write
+    write(writer, out, report)
+
+
+def write(writer, out, report):
+    """Writes the file, then lists its tensors on stderr."""
     writer.write_header_to_file(path=Path(out))
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     for name, qtype, shape in report:
-        print(f"{name:28s} {qtype:5s} {shape}", file=sys.stderr)
+        print(f"{name:34s} {qtype:5s} {shape}", file=sys.stderr)
 
 
 # --------------------------------------------------------------------------
@@ -558,13 +563,7 @@ def gemma(corpus_dir, out, type_name, size, seed):
     writer.add_add_bos_token(True)
     writer.add_add_eos_token(True)
     writer.add_add_space_prefix(False)
-
-    writer.write_header_to_file(path=Path(out))
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    for tname, qtype, shape in report:
-        print(f"{tname:34s} {qtype:5s} {shape}", file=sys.stderr)
+    write(writer, out, report)
 
 
 def main():

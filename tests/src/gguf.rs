@@ -39,27 +39,16 @@ pub fn fixtures() -> &'static GgufFixtures {
             let work = fixtures.dir.with_extension("partial");
             let _ = std::fs::remove_dir_all(&work);
             std::fs::create_dir_all(&work).expect("fixture dir");
-            let model = test_model_dir();
-            for kind in ["f32", "q8_0"] {
-                let out = work.join(format!("minilm-{kind}.gguf"));
-                fixtures.make_gguf(&[
-                    "minilm".as_ref(),
-                    model.as_os_str(),
-                    out.as_os_str(),
-                    "--type".as_ref(),
-                    kind.as_ref(),
-                ]);
-            }
+            // MiniLM converted from the test weights; Gemma's vocabulary
+            // trained on the eval docs.
+            let minilm = test_model_dir();
             let corpus = repo().join("tests/fixtures/qmd-eval/docs");
-            for kind in ["f32", "q8_0"] {
-                let out = work.join(format!("gemma-{kind}.gguf"));
-                fixtures.make_gguf(&[
-                    "gemma".as_ref(),
-                    corpus.as_os_str(),
-                    out.as_os_str(),
-                    "--type".as_ref(),
-                    kind.as_ref(),
-                ]);
+            for (model, source) in [("minilm", minilm.as_os_str()), ("gemma", corpus.as_os_str())] {
+                for kind in ["f32", "q8_0"] {
+                    let out = work.join(format!("{model}-{kind}.gguf"));
+                    let args = [model.as_ref(), source, out.as_os_str(), "--type".as_ref(), kind.as_ref()];
+                    fixtures.make_gguf(&args);
+                }
             }
             let summary = fixtures.make_gguf(&[
                 "blocks".as_ref(),
