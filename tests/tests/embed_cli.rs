@@ -509,6 +509,7 @@ fn gemma_gguf_embeds_with_qmd_prompt_formats() {
     let model = [("QMD_EMBED_MODEL", path.as_str())];
     let out = env.qmd_with(env.root(), &["embed"], &model).success();
     assert!(out.stdout.contains("Embedded 4 chunks from 4 documents"), "{}", out.stdout);
+    assert!(out.stdout.contains("Device: CPU (GGUF quantized kernels, "), "{}", out.stdout);
     let query = "how do tides work";
     let args = ["vsearch", "--json", "--min-score", "0", "-n", "10", query];
     let out = env.qmd_with(env.root(), &args, &model).success();

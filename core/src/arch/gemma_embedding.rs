@@ -11,7 +11,7 @@ use super::ops::{self, AttentionShape, Window};
 use super::weights::{Matrix, ModelBytes, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Value};
-use crate::kernels::matmul;
+use crate::kernels::{matmul, matmul_each};
 
 const ARCH: &str = "gemma-embedding";
 
@@ -204,7 +204,8 @@ impl GemmaEmbedding {
             let base = if attention.window == Window::Full { s.rope_base } else { s.rope_base_windowed };
             let mut h = x.clone();
             ops::rms_norm(&mut h, &layer.attention_norm, s.eps);
-            let (mut q, mut k, v) = (project(&h, &layer.q), project(&h, &layer.k), project(&h, &layer.v));
+            let view = |m: &Matrix| self.weights.view(m);
+            let [mut q, mut k, v] = matmul_each(&h, [&view(&layer.q), &view(&layer.k), &view(&layer.v)]);
             ops::rms_norm(&mut q, &layer.q_norm, s.eps);
             ops::rms_norm(&mut k, &layer.k_norm, s.eps);
             ops::rope_neox(&mut q, lengths, s.head_dim, base);
@@ -214,8 +215,8 @@ impl GemmaEmbedding {
             ops::add(&mut x, &attended);
             let mut h = x.clone();
             ops::rms_norm(&mut h, &layer.ffn_norm, s.eps);
-            let mut gate = project(&h, &layer.gate);
-            ops::gelu_gate(&mut gate, &project(&h, &layer.up));
+            let [mut gate, up] = matmul_each(&h, [&view(&layer.gate), &view(&layer.up)]);
+            ops::gelu_gate(&mut gate, &up);
             let mut out = project(&gate, &layer.down);
             ops::rms_norm(&mut out, &layer.ffn_post_norm, s.eps);
             ops::add(&mut x, &out);

@@ -61,15 +61,34 @@ const TASK_ROWS: usize = 64;
 
 /// `out[m×n] = x[m×k] · wᵀ + bias`, row-major, `n = w.rows`, `k = w.cols`.
 pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
+    let quantized = (w.kind == GgmlType::Q8_0).then(|| QuantizedRows::quantize(x, w.cols));
+    product(x, quantized.as_ref(), w, out);
+    add_bias(bias, w.rows, out);
+}
+
+/// `x · wᵀ` for each of several matrices of the same inputs (a layer's q,
+/// k and v; its gate and up), the activations quantized once for all.
+pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N] {
+    let quantized = ws.iter().any(|w| w.kind == GgmlType::Q8_0).then(|| QuantizedRows::quantize(x, ws[0].cols));
+    ws.map(|w| {
+        assert_eq!(w.cols, ws[0].cols, "matmul_each: the matrices take the same inputs");
+        let mut out = vec![0f32; x.len() / w.cols * w.rows];
+        product(x, quantized.as_ref(), w, &mut out);
+        out
+    })
+}
+
+/// `out = x · wᵀ`; `quantized` is `x` as Q8_0, which Q8_0 weights multiply
+/// in integers (without it they take the float path).
+fn product(x: &[f32], quantized: Option<&QuantizedRows>, w: &QMatrix, out: &mut [f32]) {
     let (k, n) = (w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
-    match w.kind {
-        GgmlType::Q8_0 => {
-            let rows = QuantizedRows::quantize(x, k);
-            let kernel = q8_0_kernel();
+    match quantized {
+        Some(rows) if w.kind == GgmlType::Q8_0 => {
+            let (kernel, _) = q8_0_kernel();
             parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
                 let first = task * TASK_ROWS;
-                kernel(&rows, first..first + out.len() / n, w, out);
+                kernel(rows, first..first + out.len() / n, w, out);
             });
         }
         _ => parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
@@ -77,6 +96,9 @@ pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
             float::matmul_dequantized(&x[first * k..(first + out.len() / n) * k], w, out);
         }),
     }
+}
+
+fn add_bias(bias: Option<&[f32]>, n: usize, out: &mut [f32]) {
     if let Some(bias) = bias {
         for row in out.chunks_exact_mut(n) {
             row.iter_mut().zip(bias).for_each(|(y, b)| *y += b);
@@ -88,12 +110,18 @@ pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
 /// `out` (`rows.len() × w.rows`).
 type Q8Kernel = fn(&QuantizedRows, std::ops::Range<usize>, &QMatrix, &mut [f32]);
 
-fn q8_0_kernel() -> Q8Kernel {
+fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     #[cfg(target_arch = "x86_64")]
     if let Some(kernel) = x86::q8_0_kernel() {
         return kernel;
     }
-    scalar::q8_0_matmul
+    (scalar::q8_0_matmul, "portable code")
+}
+
+/// What the quantized products run on here (`AVX-512 VNNI`, `AVX2`,
+/// `portable code`), for reports.
+pub fn instruction_set() -> &'static str {
+    q8_0_kernel().1
 }
 
 #[cfg(test)]

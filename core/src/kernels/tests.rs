@@ -87,3 +87,21 @@ fn matmul_agrees_with_the_dequantized_product() {
         assert!((quantized[i] - reference8[i]).abs() < 1e-3, "q8 path [{i}]: {} vs {}", quantized[i], reference8[i]);
     }
 }
+
+/// Products sharing one quantization of their inputs equal separate ones,
+/// Q8_0 and float weights mixed.
+#[test]
+fn matmul_each_equals_separate_products() {
+    let (m, k) = (13, 96);
+    let x = activations(m, k);
+    let q8 = q8_0_matrix(7, k, 3);
+    let floats: Vec<u8> = (0..5 * k).flat_map(|i| ((i % 17) as f32 / 17.0 - 0.5).to_le_bytes()).collect();
+    let a = QMatrix { kind: GgmlType::Q8_0, rows: 7, cols: k, data: &q8 };
+    let b = QMatrix { kind: GgmlType::F32, rows: 5, cols: k, data: &floats };
+    let [ya, yb] = matmul_each(&x, [&a, &b]);
+    for (w, got) in [(&a, ya), (&b, yb)] {
+        let mut expected = vec![0f32; m * w.rows];
+        matmul(&x, w, None, &mut expected);
+        assert_eq!(got, expected);
+    }
+}

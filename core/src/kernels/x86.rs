@@ -23,18 +23,18 @@ use std::ops::Range;
 
 use super::{Q8Kernel, QMatrix, QuantizedRows};
 
-/// The widest kernel this CPU runs.
-pub fn q8_0_kernel() -> Option<Q8Kernel> {
+/// The widest kernel this CPU runs, and its instruction set's name.
+pub fn q8_0_kernel() -> Option<(Q8Kernel, &'static str)> {
     if is_x86_feature_detected!("avx512vnni")
         && is_x86_feature_detected!("avx512vl")
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("fma")
         && is_x86_feature_detected!("f16c")
     {
-        return Some(vnni_matmul);
+        return Some((vnni_matmul, "AVX-512 VNNI"));
     }
     if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
-        return Some(avx2_matmul);
+        return Some((avx2_matmul, "AVX2"));
     }
     None
 }

@@ -572,8 +572,12 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         if report.resplit > 0 {
             println!("  {} chunks were split again to fit the model's window", report.resplit);
         }
-        // Chosen when the run loaded the model: naming it costs nothing now.
-        if let Ok(device) = crate::models::device() {
+        // GGUF models run on the CPU's quantized kernels, never on burn's
+        // device; for the others the device was chosen when the run
+        // loaded the model, so naming it costs nothing now.
+        if session.models.embed.gguf.is_some() {
+            println!("  Device: CPU (GGUF quantized kernels, {})", qmd_core::kernels::instruction_set());
+        } else if let Ok(device) = crate::models::device() {
             println!("  Device: {}", device.description);
         }
     }
