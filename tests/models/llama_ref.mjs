@@ -7,8 +7,20 @@
 //   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs bench-embed MODEL.gguf < texts.json
 //       -> {"layouts": {name: {contexts, threads, texts, seconds, texts_per_s}}, "peak_rss_bytes"}
 //   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs rank MODEL.gguf < {"query", "documents"}
-//       -> {"scores": [f...]}
+//       -> {"scores": [f...], "inputs": [[id...] per document]}
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs bench-rank MODEL.gguf < {"query", "documents"}
+//       -> {"layouts": {name: {contexts, threads, documents, seconds, documents_per_s}}, "peak_rss_bytes"}
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs tokenize MODEL.gguf < texts.json
+//       -> {"plain": [[id...] per text], "special": [[id...] per text]}
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs greedy MODEL.gguf < {"prompt", "tokens"}
+//       -> {"prompt": [id...], "generated": [id...], "first": [[id, probability]...]}
 //
+// `tokenize` gives llama.cpp's tokens of each text with special tokens
+// left as text (`plain`) and parsed (`special`), no BOS/EOS added.
+// `greedy` tokenizes the prompt with special tokens parsed (BOS in front
+// where the vocabulary adds one), generates `tokens` tokens at temperature 0
+// (end-of-generation tokens included) and gives the first step's 20 most
+// probable tokens (softmax of the raw logits).
 // `tokens` is model.tokenize(text): the text's tokens without special ones.
 // `input_tokens` is what getEmbeddingFor() evaluates: for a WordPiece (BERT)
 // vocabulary it adds [CLS] in front and [SEP] at the end, as node-llama-cpp's
@@ -24,9 +36,10 @@ function fail(message) {
     process.exit(2);
 }
 
-const USAGE = "usage: llama_ref.mjs embed|bench-embed|rank MODEL.gguf < input.json";
+const USAGE = "usage: llama_ref.mjs embed|bench-embed|rank|bench-rank|tokenize|greedy MODEL.gguf < input.json";
+const COMMANDS = ["embed", "bench-embed", "rank", "bench-rank", "tokenize", "greedy"];
 const [command, modelPath] = process.argv.slice(2);
-if (!["embed", "bench-embed", "rank"].includes(command) || !modelPath)
+if (!COMMANDS.includes(command) || !modelPath)
     fail(USAGE);
 
 const refDir = process.env.LLAMA_REF_DIR;
@@ -54,10 +67,13 @@ try {
 } catch (e) {
     fail(`stdin is not valid JSON: ${e.message}`);
 }
-if (command === "rank") {
+if (command === "rank" || command === "bench-rank") {
     if (typeof input?.query !== "string" || !Array.isArray(input?.documents) ||
         !input.documents.every((d) => typeof d === "string"))
         fail('rank reads {"query": string, "documents": [string, ...]} on stdin');
+} else if (command === "greedy") {
+    if (typeof input?.prompt !== "string" || !Number.isInteger(input?.tokens))
+        fail('greedy reads {"prompt": string, "tokens": integer} on stdin');
 } else if (!Array.isArray(input) || !input.every((t) => typeof t === "string"))
     fail(`${command} reads a JSON array of strings on stdin`);
 
@@ -131,16 +147,73 @@ async function benchEmbed(texts) {
     return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
 }
 
+// `inputs` are the tokens the ranking context evaluates for each document
+// (node-llama-cpp's internal _getEvaluationInput: the template filled in).
 async function rank({ query, documents }) {
-    const context = await model.createRankingContext({ threads: 1 });
+    const context = await model.createRankingContext({ contextSize: 4096, threads: 1 });
     const scores = await context.rankAll(query, documents);
+    const inputs = documents.map((d) => Array.from(context._getEvaluationInput(query, d)));
     await context.dispose();
-    return { scores };
+    return { scores, inputs };
+}
+
+// qmd's ranking contexts: 4,096 tokens; the documents dealt over the
+// contexts, each context ranking its share with rankAll as qmd does.
+async function benchRank({ query, documents }) {
+    const layouts = { "1x2": { contexts: 1, threads: 2 }, "2x1": { contexts: 2, threads: 1 } };
+    const results = {};
+    for (const [name, { contexts, threads }] of Object.entries(layouts)) {
+        const ctxs = [];
+        for (let i = 0; i < contexts; i++)
+            ctxs.push(await model.createRankingContext({ contextSize: 4096, batchSize: 4096, threads }));
+        await Promise.all(ctxs.map((ctx) => ctx.rankAll(query, documents.slice(0, 1))));
+        const shares = ctxs.map((_, i) => documents.filter((_, j) => j % contexts === i));
+        const start = process.hrtime.bigint();
+        await Promise.all(ctxs.map((ctx, i) => ctx.rankAll(query, shares[i])));
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        results[name] = { contexts, threads, documents: documents.length, seconds, documents_per_s: documents.length / seconds };
+        for (const ctx of ctxs)
+            await ctx.dispose();
+    }
+    return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
+}
+
+function tokenize(texts) {
+    return {
+        plain: texts.map((t) => Array.from(model.tokenize(t, false))),
+        special: texts.map((t) => Array.from(model.tokenize(t, true))),
+    };
+}
+
+async function greedy({ prompt, tokens: count }) {
+    const tokens = Array.from(model.tokenize(prompt, true));
+    if (model.tokens.shouldPrependBosToken && tokens[0] !== model.tokens.bos)
+        tokens.unshift(model.tokens.bos);
+    const context = await model.createContext({ contextSize: 2048, threads: 1 });
+    const sequence = context.getSequence();
+    const generated = [];
+    let first = null;
+    const options = { temperature: 0, yieldEogToken: true };
+    for await (const step of sequence.evaluateWithMetadata(tokens, { probabilities: true }, options)) {
+        if (first == null)
+            first = [...step.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20);
+        generated.push(step.token);
+        if (generated.length >= count)
+            break;
+    }
+    await context.dispose();
+    return { prompt: tokens, generated, first };
 }
 
 let result;
 try {
-    if (command === "embed")
+    if (command === "greedy")
+        result = await greedy(input);
+    else if (command === "bench-rank")
+        result = await benchRank(input);
+    else if (command === "tokenize")
+        result = tokenize(input);
+    else if (command === "embed")
         result = await embed(input);
     else if (command === "bench-embed")
         result = await benchEmbed(input);

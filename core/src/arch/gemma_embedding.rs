@@ -7,7 +7,7 @@
 //! the sixth the whole text. Mean pooling, then the sentence-transformers
 //! dense projections when the file carries them (`dense_2`, `dense_3`).
 
-use super::ops::{self, AttentionShape, Window};
+use super::ops::{self, AttentionShape, Rope, Window};
 use super::weights::{Matrix, ModelBytes, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Value};
@@ -208,8 +208,8 @@ impl GemmaEmbedding {
             let [mut q, mut k, v] = matmul_each(&h, [&view(&layer.q), &view(&layer.k), &view(&layer.v)]);
             ops::rms_norm(&mut q, &layer.q_norm, s.eps);
             ops::rms_norm(&mut k, &layer.k_norm, s.eps);
-            ops::rope_neox(&mut q, lengths, s.head_dim, base);
-            ops::rope_neox(&mut k, lengths, s.head_dim, base);
+            ops::rope(&mut q, lengths, s.head_dim, base, Rope::Halves);
+            ops::rope(&mut k, lengths, s.head_dim, base, Rope::Halves);
             let mut attended = project(&ops::attention(&q, &k, &v, lengths, attention), &layer.out);
             ops::rms_norm(&mut attended, &layer.attention_post_norm, s.eps);
             ops::add(&mut x, &attended);

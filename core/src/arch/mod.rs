@@ -1,14 +1,18 @@
 //! Model architectures over GGUF weights, one module each, on the
 //! quantized kernels of [`crate::kernels`]: [`bert`] (sentence encoders
-//! such as all-MiniLM-L6-v2 converted by llama.cpp). The shared
-//! operations (norms, activations, attention, pooling) are in [`ops`].
+//! such as all-MiniLM-L6-v2 converted by llama.cpp), [`gemma_embedding`]
+//! (EmbeddingGemma), [`decoder`] (causal language models: Llama, Qwen3).
+//! The shared operations (norms, activations, attention, pooling) are in
+//! [`ops`].
 
 pub mod bert;
+pub mod decoder;
 pub mod gemma_embedding;
 mod ops;
 mod weights;
 
-pub use weights::{ModelBytes, Weights};
+pub use decoder::Decoder;
+pub use weights::{Matrix, ModelBytes, Weights};
 
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;

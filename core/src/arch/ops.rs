@@ -38,12 +38,21 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
     });
 }
 
-/// Rotary position embeddings, NEOX layout (each head's first half
-/// rotated against its second half), on `[tokens × heads·head_dim]` of
-/// packed sequences, positions counted from 0 in each. The angles are
-/// built as ggml builds them (`θ_i = p · base^(−2i/d)` by repeated f32
+/// Which dimensions of a head rotate together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rope {
+    /// Dimension i with i + head_dim/2 (NEOX: Gemma, Qwen3).
+    Halves,
+    /// Dimension 2i with 2i + 1 (llama.cpp's `NORM`: Llama, whose q/k
+    /// rows the converter permuted to match).
+    Pairs,
+}
+
+/// Rotary position embeddings on `[tokens × heads·head_dim]` of packed
+/// sequences, positions counted from 0 in each. The angles are built as
+/// ggml builds them (`θ_i = p · base^(−2i/d)` by repeated f32
 /// multiplication), so they match it to the last bit.
-pub fn rope_neox(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32) {
+pub fn rope(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
     let half = head_dim / 2;
     let theta_scale = base.powf(-2.0 / head_dim as f32);
     let longest = lengths.iter().copied().max().unwrap_or(0);
@@ -56,17 +65,30 @@ pub fn rope_neox(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32) {
             theta *= theta_scale;
         }
     }
+    let rotate = |a: &mut f32, b: &mut f32, (cos, sin): (f32, f32)| {
+        let (x0, x1) = (*a, *b);
+        *a = x0 * cos - x1 * sin;
+        *b = x0 * sin + x1 * cos;
+    };
     let width = x.len() / lengths.iter().sum::<usize>().max(1);
     let mut at = 0;
     for &len in lengths {
         for p in 0..len {
             let angles = &table[p * half..(p + 1) * half];
             for head in x[(at + p) * width..(at + p + 1) * width].chunks_exact_mut(head_dim) {
-                let (first, second) = head.split_at_mut(half);
-                for ((a, b), &(cos, sin)) in first.iter_mut().zip(second.iter_mut()).zip(angles) {
-                    let (x0, x1) = (*a, *b);
-                    *a = x0 * cos - x1 * sin;
-                    *b = x0 * sin + x1 * cos;
+                match layout {
+                    Rope::Halves => {
+                        let (first, second) = head.split_at_mut(half);
+                        for ((a, b), &angle) in first.iter_mut().zip(second.iter_mut()).zip(angles) {
+                            rotate(a, b, angle);
+                        }
+                    }
+                    Rope::Pairs => {
+                        for (pair, &angle) in head.chunks_exact_mut(2).zip(angles) {
+                            let (a, b) = pair.split_at_mut(1);
+                            rotate(&mut a[0], &mut b[0], angle);
+                        }
+                    }
                 }
             }
         }
@@ -80,6 +102,15 @@ pub fn gelu_gate(gate: &mut [f32], up: &[f32]) {
     parallel::chunks_mut(gate, MAP_CHUNK, |i, chunk| {
         let up = &up[i * MAP_CHUNK..];
         chunk.iter_mut().zip(up).for_each(|(g, u)| *g *= u);
+    });
+}
+
+/// `gate = silu(gate) · up`: the gated feed-forward's activation (SwiGLU),
+/// with the branch-free `exp` so the loop vectorises.
+pub fn silu_gate(gate: &mut [f32], up: &[f32]) {
+    parallel::chunks_mut(gate, MAP_CHUNK, |i, chunk| {
+        let up = &up[i * MAP_CHUNK..];
+        chunk.iter_mut().zip(up).for_each(|(g, u)| *g = *g / (1.0 + exp(-*g)) * u);
     });
 }
 
@@ -100,6 +131,15 @@ pub fn gelu(x: &mut [f32]) {
             *v = 0.5 * *v * (1.0 + tanh);
         }
     });
+}
+
+/// Each value rounded to the nearest f16 (as llama.cpp's f16 KV cache
+/// stores keys and values), kept as f32.
+pub fn round_to_f16(mut x: Vec<f32>) -> Vec<f32> {
+    parallel::chunks_mut(&mut x, MAP_CHUNK, |_, chunk| {
+        chunk.iter_mut().for_each(|v| *v = half::f16::from_f32(*v).to_f32());
+    });
+    x
 }
 
 pub fn add(x: &mut [f32], y: &[f32]) {
@@ -127,6 +167,8 @@ pub enum Window {
     /// Tokens at most this far away on either side (llama.cpp's
     /// `LLAMA_SWA_TYPE_SYMMETRIC`, half its `n_swa`).
     Symmetric(usize),
+    /// The token itself and those before it (causal language models).
+    Causal,
 }
 
 impl Window {
@@ -134,6 +176,7 @@ impl Window {
         match self {
             Window::Full => 0..len,
             Window::Symmetric(half) => i.saturating_sub(half)..(i + half + 1).min(len),
+            Window::Causal => 0..i + 1,
         }
     }
 }
@@ -154,45 +197,72 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], shape: Atte
     per_sequence.concat()
 }
 
+/// Query rows per block of [`sequence_attention`]: each block multiplies
+/// only the keys some row of it sees, so a causal layer computes about
+/// half the square and a windowed one a band.
+const QUERY_BLOCK: usize = 64;
+
 fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: AttentionShape) -> Vec<f32> {
     let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
     let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
     let group = heads / kv_heads.max(1);
     let mut out = vec![0f32; len * q_width];
-    let mut scores = vec![0f32; len * len];
+    let mut scores = vec![0f32; QUERY_BLOCK.min(len) * len];
     for h in 0..heads {
         let (q_column, kv_column) = (h * head_dim, (h / group) * head_dim);
-        // scores = scale · Q_h · K_hᵀ
-        // SAFETY: Q_h is the len × head_dim block at q_column of the
-        // len × q_width matrix, K_h the one at kv_column of the len ×
-        // kv_width matrix (read as its transpose); scores is len × len.
-        unsafe {
-            multiply(
-                (len, len, head_dim),
-                scores.as_mut_ptr(),
-                len,
-                View { data: q.as_ptr().add(q_column), row_stride: q_width as isize, col_stride: 1 },
-                View { data: k.as_ptr().add(kv_column), row_stride: 1, col_stride: kv_width as isize },
-                scale,
-            );
-        }
-        for (i, row) in scores.chunks_exact_mut(len).enumerate() {
-            let keys = window.keys(i, len);
-            row[..keys.start].fill(0.0);
-            row[keys.end..].fill(0.0);
-            softmax(&mut row[keys]);
-        }
-        // out_h = scores · V_h
-        // SAFETY: as above; out_h is the block at q_column of out.
-        unsafe {
-            multiply(
-                (len, head_dim, len),
-                out.as_mut_ptr().add(q_column),
-                q_width,
-                View { data: scores.as_ptr(), row_stride: len as isize, col_stride: 1 },
-                View { data: v.as_ptr().add(kv_column), row_stride: kv_width as isize, col_stride: 1 },
-                1.0,
-            );
+        for first in (0..len).step_by(QUERY_BLOCK) {
+            let rows = QUERY_BLOCK.min(len - first);
+            // The windows only move forward with the query, so the block's
+            // keys run from its first row's first key to its last row's last.
+            let span = window.keys(first, len).start..window.keys(first + rows - 1, len).end;
+            let width = span.len();
+            // scores = scale · Q_h[block] · K_h[span]ᵀ
+            // SAFETY: Q_h[block] is the rows × head_dim block at (first,
+            // q_column) of the len × q_width matrix, K_h[span] the width ×
+            // head_dim one at (span.start, kv_column) of the len × kv_width
+            // matrix (read as its transpose); scores holds rows × width.
+            unsafe {
+                multiply(
+                    (rows, width, head_dim),
+                    scores.as_mut_ptr(),
+                    width,
+                    View {
+                        data: q.as_ptr().add(first * q_width + q_column),
+                        row_stride: q_width as isize,
+                        col_stride: 1,
+                    },
+                    View {
+                        data: k.as_ptr().add(span.start * kv_width + kv_column),
+                        row_stride: 1,
+                        col_stride: kv_width as isize,
+                    },
+                    scale,
+                );
+            }
+            for (i, row) in scores[..rows * width].chunks_exact_mut(width).enumerate() {
+                let keys = window.keys(first + i, len);
+                let keys = keys.start - span.start..keys.end - span.start;
+                row[..keys.start].fill(0.0);
+                row[keys.end..].fill(0.0);
+                softmax(&mut row[keys]);
+            }
+            // out_h[block] = scores · V_h[span]
+            // SAFETY: as above; out_h[block] is the block at (first,
+            // q_column) of out.
+            unsafe {
+                multiply(
+                    (rows, head_dim, width),
+                    out.as_mut_ptr().add(first * q_width + q_column),
+                    q_width,
+                    View { data: scores.as_ptr(), row_stride: width as isize, col_stride: 1 },
+                    View {
+                        data: v.as_ptr().add(span.start * kv_width + kv_column),
+                        row_stride: kv_width as isize,
+                        col_stride: 1,
+                    },
+                    1.0,
+                );
+            }
         }
     }
     out
@@ -238,4 +308,57 @@ pub fn first_token(x: &[f32], lengths: &[usize], width: usize) -> Vec<Vec<f32>> 
 pub fn l2_normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
     v.iter_mut().for_each(|x| *x /= norm);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attention one query at a time, in f64, over the window's keys.
+    fn naive(q: &[f32], k: &[f32], v: &[f32], len: usize, s: AttentionShape) -> Vec<f32> {
+        let (qw, kw, d) = (s.heads * s.head_dim, s.kv_heads * s.head_dim, s.head_dim);
+        let mut out = vec![0f32; len * qw];
+        for h in 0..s.heads {
+            let kv = h / (s.heads / s.kv_heads) * d;
+            for i in 0..len {
+                let keys = s.window.keys(i, len);
+                let dots: Vec<f64> = keys
+                    .clone()
+                    .map(|j| {
+                        (0..d).map(|c| f64::from(q[i * qw + h * d + c]) * f64::from(k[j * kw + kv + c])).sum::<f64>()
+                    })
+                    .map(|x| x * f64::from(s.scale))
+                    .collect();
+                let max = dots.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+                let weights: Vec<f64> = dots.iter().map(|x| (x - max).exp()).collect();
+                let total: f64 = weights.iter().sum();
+                for c in 0..d {
+                    let value: f64 = keys.clone().zip(&weights).map(|(j, w)| w * f64::from(v[j * kw + kv + c])).sum();
+                    out[i * qw + h * d + c] = (value / total) as f32;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn blocked_attention_matches_the_definition_for_every_window() {
+        let mut seed = 7u32;
+        let mut random = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        for window in [Window::Full, Window::Causal, Window::Symmetric(5), Window::Symmetric(100)] {
+            for len in [1, 2, 63, 64, 65, 150] {
+                let shape = AttentionShape { heads: 4, kv_heads: 2, head_dim: 8, scale: 0.7, window };
+                let q: Vec<f32> = (0..len * 32).map(|_| random()).collect();
+                let k: Vec<f32> = (0..len * 16).map(|_| random()).collect();
+                let v: Vec<f32> = (0..len * 16).map(|_| random()).collect();
+                let ours = sequence_attention(&q, &k, &v, len, shape);
+                for (a, b) in ours.iter().zip(naive(&q, &k, &v, len, shape)) {
+                    assert!((a - b).abs() < 1e-5, "{window:?} len {len}: {a} vs {b}");
+                }
+            }
+        }
+    }
 }

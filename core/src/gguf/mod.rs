@@ -16,10 +16,6 @@ pub use dequant::{dequantize, half_at};
 pub use header::{GgufFile, TensorInfo};
 pub use types::{GgmlType, Value};
 #[cfg(feature = "models")]
-mod spm;
+pub mod tokenizer;
 #[cfg(feature = "models")]
-mod vocab;
-#[cfg(feature = "models")]
-pub use spm::SpmTokenizer;
-#[cfg(feature = "models")]
-pub use vocab::tokenizer_json;
+pub use tokenizer::{BpeTokenizer, SpmTokenizer, tokenizer_json};

@@ -5,7 +5,9 @@
 //!
 //! One module per instruction set: [`scalar`] (any CPU; the reference the
 //! others are tested against), [`x86`] (AVX2, AVX-512 VNNI). The widest
-//! the CPU has is picked once, at run time.
+//! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have the
+//! portable integer kernel only so far (activations as Q8_0 and Q8_1, as
+//! llama.cpp quantizes them for those types).
 //!
 //! Types without an integer kernel yet (F32, F16, BF16, K-quants) are
 //! dequantized a few rows at a time into a scratch tile and multiplied in
@@ -59,9 +61,14 @@ impl<'a> QMatrix<'a> {
 /// weights once per task, few enough that both cores get work.
 const TASK_ROWS: usize = 64;
 
+/// Weight types whose products run on 8-bit activations.
+fn integer(kind: GgmlType) -> bool {
+    matches!(kind, GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1)
+}
+
 /// `out[m×n] = x[m×k] · wᵀ + bias`, row-major, `n = w.rows`, `k = w.cols`.
 pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
-    let quantized = (w.kind == GgmlType::Q8_0).then(|| QuantizedRows::quantize(x, w.cols));
+    let quantized = integer(w.kind).then(|| QuantizedRows::quantize(x, w.cols));
     product(x, quantized.as_ref(), w, out);
     add_bias(bias, w.rows, out);
 }
@@ -69,7 +76,7 @@ pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
 /// `x · wᵀ` for each of several matrices of the same inputs (a layer's q,
 /// k and v; its gate and up), the activations quantized once for all.
 pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N] {
-    let quantized = ws.iter().any(|w| w.kind == GgmlType::Q8_0).then(|| QuantizedRows::quantize(x, ws[0].cols));
+    let quantized = ws.iter().any(|w| integer(w.kind)).then(|| QuantizedRows::quantize(x, ws[0].cols));
     ws.map(|w| {
         assert_eq!(w.cols, ws[0].cols, "matmul_each: the matrices take the same inputs");
         let mut out = vec![0f32; x.len() / w.cols * w.rows];
@@ -78,14 +85,14 @@ pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N
     })
 }
 
-/// `out = x · wᵀ`; `quantized` is `x` as Q8_0, which Q8_0 weights multiply
-/// in integers (without it they take the float path).
+/// `out = x · wᵀ`; `quantized` is `x` at 8 bits, which the integer
+/// types multiply (without it they take the float path).
 fn product(x: &[f32], quantized: Option<&QuantizedRows>, w: &QMatrix, out: &mut [f32]) {
     let (k, n) = (w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
     match quantized {
-        Some(rows) if w.kind == GgmlType::Q8_0 => {
-            let (kernel, _) = q8_0_kernel();
+        Some(rows) if integer(w.kind) => {
+            let kernel = if w.kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { scalar::q4_matmul };
             parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
                 let first = task * TASK_ROWS;
                 kernel(rows, first..first + out.len() / n, w, out);

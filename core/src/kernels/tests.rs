@@ -105,3 +105,51 @@ fn matmul_each_equals_separate_products() {
         assert_eq!(got, expected);
     }
 }
+
+/// A Q4_0 (18-byte blocks) or Q4_1 (20-byte blocks) matrix with
+/// pseudo-random scales, minimums and nibbles.
+fn q4_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut bytes = Vec::new();
+    for _ in 0..rows * cols / 32 {
+        let halves = if kind == GgmlType::Q4_1 { 2 } else { 1 };
+        for _ in 0..halves {
+            let v = half::f16::from_f32((next() % 1000) as f32 / 10_000.0 - 0.05);
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        bytes.extend((0..16).map(|_| next() as u8));
+    }
+    bytes
+}
+
+/// The 4-bit integer kernels give the float product of the dequantized
+/// weights with the activations as quantized to 8 bits.
+#[test]
+fn q4_kernels_match_the_dequantized_product() {
+    let (m, n, k) = (5, 9, 160);
+    let x = activations(m, k);
+    let rounded = QuantizedRows::quantize(&x, k);
+    let x8: Vec<f64> =
+        rounded.values.iter().enumerate().map(|(i, &q)| f64::from(q) * f64::from(rounded.scales[i / 32])).collect();
+    for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
+        let bytes = q4_matrix(kind, n, k, 11);
+        let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
+        let mut dense = vec![0f32; n * k];
+        dequantize(kind, &bytes, &mut dense);
+        let mut got = vec![0f32; m * n];
+        matmul(&x, &w, None, &mut got);
+        for (i, g) in got.iter().enumerate() {
+            let (r, c) = (i / n, i % n);
+            let terms = (0..k).map(|t| x8[r * k + t] * f64::from(dense[c * k + t]));
+            let scale: f64 = terms.clone().map(f64::abs).sum();
+            let expected: f64 = terms.sum();
+            assert!((f64::from(*g) - expected).abs() <= 2e-3 * scale.max(1e-3), "{kind} [{i}]: {g} vs {expected}");
+        }
+    }
+}

@@ -1,6 +1,8 @@
-//! The models, in burn: a BERT sentence encoder for embeddings and a
-//! cross-encoder reranker. Device-agnostic: the same code runs on burn's
-//! CPU backend (natively and in wasm) and on wgpu (native GPUs, WebGPU).
+//! The models: in burn, a BERT sentence encoder for embeddings and a
+//! cross-encoder reranker, device-agnostic (burn's CPU backend natively
+//! and in wasm, wgpu on native GPUs and WebGPU); from GGUF files, the
+//! embedding and ranking models of [`crate::arch`] on the quantized
+//! kernels.
 //!
 //! The caller reads the files (the host from its model cache, the browser
 //! from OPFS) and hands over their bytes as [`ModelFiles`].
@@ -9,11 +11,13 @@ pub(crate) mod attention;
 mod batch;
 mod bert;
 pub mod config;
+mod cross_encoder;
 mod dense;
 mod device;
 mod embedder;
 mod encoder;
 mod gguf_encoder;
+mod gguf_ranker;
 mod heap;
 mod load;
 pub(crate) mod parallel;
@@ -22,11 +26,13 @@ mod tokenize;
 
 pub use burn;
 pub use burn::tensor::Device;
+pub use cross_encoder::CrossEncoder;
 pub use device::{DeviceChoice, ModelDevice};
 pub use embedder::TextEmbedder;
 pub use encoder::SentenceEncoder;
 pub use gguf_encoder::GgufEncoder;
-pub use reranker::CrossEncoder;
+pub use gguf_ranker::GgufRanker;
+pub use reranker::TextReranker;
 pub use tokenize::TextTokenizer;
 
 /// The files of one Hugging Face model repository that loading reads.

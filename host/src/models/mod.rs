@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use qmd_core::inference::{EmbedderInfo, Embedding};
-use qmd_core::model::{CrossEncoder, DeviceChoice, ModelDevice, TextEmbedder};
+use qmd_core::model::{DeviceChoice, ModelDevice, TextEmbedder, TextReranker};
 
 use crate::paths;
 use slot::Slot;
@@ -142,23 +142,6 @@ impl ModelSource {
             .model(role.config_key())
             .or_else(|| std::env::var(role.env_var()).ok().filter(|v| !v.trim().is_empty()));
         ModelSource::resolve(role, spec.as_deref().unwrap_or(role.default_model()))
-    }
-
-    /// Why this GGUF model cannot run yet, if it cannot: GGUF rerankers
-    /// (Qwen3-Reranker) are not implemented in this release.
-    pub fn gguf_message(&self) -> Option<String> {
-        let role = self.role;
-        (self.gguf.is_some() && role == ModelRole::Rerank).then(|| {
-            format!(
-                "{} model {} is a GGUF (llama.cpp) reranker, which qmd-wasm cannot run yet (GGUF embedding \
-                 models can); set models.{} in index.yml (or {}) to a repo id such as {}",
-                role.label(),
-                self.id,
-                role.config_key(),
-                role.env_var(),
-                role.default_model(),
-            )
-        })
     }
 
     /// Whether the model's files are all there.
@@ -318,7 +301,7 @@ impl ModelSources {
 /// The process's models, shared by every component instance.
 pub struct Models {
     embed: Slot<TextEmbedder>,
-    rerank: Slot<CrossEncoder>,
+    rerank: Slot<TextReranker>,
 }
 
 impl Models {

@@ -43,9 +43,6 @@ fn agent() -> ureq::Agent {
 pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     let agent = agent();
     let sources = [&sources.embed, &sources.rerank];
-    if let Some(message) = sources.iter().find_map(|source| source.gguf_message()) {
-        bail!(message);
-    }
     for source in sources {
         if !source.remote {
             println!("- {}: {} (local, not downloaded)", source.role.label(), escape_controls(&source.id));

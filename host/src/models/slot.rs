@@ -6,7 +6,9 @@ use std::sync::Mutex;
 use std::path::Path;
 use std::sync::Arc;
 
-use qmd_core::model::{CrossEncoder, Device, GgufEncoder, ModelFiles, SentenceEncoder, TextEmbedder};
+use qmd_core::model::{
+    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
+};
 
 use super::{ModelSource, device};
 
@@ -27,13 +29,13 @@ impl Loadable for TextEmbedder {
     }
 }
 
-impl Loadable for CrossEncoder {
+impl Loadable for TextReranker {
     fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
-        CrossEncoder::load(files, device)
+        CrossEncoder::load(files, device).map(|r| TextReranker::SafeTensors(Box::new(r)))
     }
 
-    fn load_gguf(name: &str, _: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self> {
-        Err(qmd_core::Error::invalid(format!("{name}: GGUF rerankers are not supported yet")))
+    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self> {
+        GgufRanker::load(name, bytes).map(|r| TextReranker::Gguf(Box::new(r)))
     }
 }
 
@@ -69,9 +71,6 @@ impl<T: Loadable> Slot<T> {
     }
 
     fn load(&self) -> Result<T, String> {
-        if let Some(message) = self.source.gguf_message() {
-            return Err(message);
-        }
         if !self.source.is_present() {
             return Err(self.source.missing_message());
         }

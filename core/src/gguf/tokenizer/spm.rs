@@ -4,10 +4,8 @@
 //! SentencePiece's own algorithm but llama.cpp's (`llm_tokenizer_spm`), so
 //! token ids match the runtime qmd uses, ties and all.
 //!
-//! - User-defined, control and unknown tokens are cut out of the text
-//!   first, longest first (`tokenizer_st_partition`); control and unknown
-//!   ones only when the caller parses special tokens, which embedding
-//!   never does.
+//! - Special tokens are cut out of the text first ([`SpecialTokens`]);
+//!   embedding parses none, so only user-defined ones.
 //! - Each remaining fragment gets a `▁` in front when the vocabulary asks
 //!   (`add_space_prefix`) and it starts the text or follows a special
 //!   token; spaces become `▁`.
@@ -19,21 +17,15 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
-use super::{GgufFile, Value};
+use super::special::{Fragment, SpecialTokens};
+use super::{GgufFile, Value, flag, pieces, special_id, token_type, token_types};
 use crate::error::{Error, Result};
-
-/// `tokenizer.ggml.token_type` values (llama.cpp's `llama_token_type`).
-mod token_type {
-    pub const UNKNOWN: u64 = 2;
-    pub const USER_DEFINED: u64 = 4;
-}
 
 pub struct SpmTokenizer {
     pieces: Vec<String>,
     scores: Vec<f32>,
     ids: HashMap<String, u32>,
-    /// User-defined tokens, cut out of every text, longest first.
-    user_defined: Vec<u32>,
+    special: SpecialTokens,
     unknown: Option<u32>,
     add_space_prefix: bool,
     /// The tokens a sequence starts and ends with, when the vocabulary adds them.
@@ -44,12 +36,7 @@ pub struct SpmTokenizer {
 impl SpmTokenizer {
     pub fn from_gguf(file: &GgufFile) -> Result<SpmTokenizer> {
         let name = file.name();
-        let array = |key: &str| file.get(key).and_then(Value::as_array).ok_or_else(|| file.missing(key, "an array"));
-        let tokens = array("tokenizer.ggml.tokens")?;
-        let pieces = tokens
-            .iter()
-            .map(|t| t.as_str().map(str::to_string).ok_or_else(|| file.missing("tokenizer.ggml.tokens", "strings")))
-            .collect::<Result<Vec<String>>>()?;
+        let pieces = pieces(file)?;
         let scores = match file.get("tokenizer.ggml.scores").and_then(Value::as_array) {
             Some(values) if values.len() == pieces.len() => values
                 .iter()
@@ -67,22 +54,14 @@ impl SpmTokenizer {
             }
             None => vec![0.0; pieces.len()],
         };
-        let types: Vec<u64> = match file.get("tokenizer.ggml.token_type").and_then(Value::as_array) {
-            Some(values) => values.iter().map(|v| v.as_u64().unwrap_or(1)).collect(),
-            None => vec![1; pieces.len()],
-        };
-        let flag = |key: &str, default: bool| file.get(key).and_then(Value::as_bool).unwrap_or(default);
-        let special = |key: &str| -> Result<Option<u32>> {
-            match file.get(key).and_then(Value::as_u64) {
-                None => Ok(None),
-                Some(id) if (id as usize) < pieces.len() => Ok(Some(id as u32)),
-                Some(id) => Err(Error::invalid(format!("{name}: {key} is {id}, past the {} tokens", pieces.len()))),
-            }
-        };
+        let types = token_types(file, pieces.len());
+        let special = |key: &str| special_id(file, key, pieces.len());
         let unknown = special("tokenizer.ggml.unknown_token_id")?;
-        let bos = special("tokenizer.ggml.bos_token_id")?.filter(|_| flag("tokenizer.ggml.add_bos_token", true));
-        let eos = special("tokenizer.ggml.eos_token_id")?.filter(|_| flag("tokenizer.ggml.add_eos_token", false));
-        let add_space_prefix = flag("tokenizer.ggml.add_space_prefix", true);
+        let bos = special("tokenizer.ggml.bos_token_id")?
+            .filter(|_| flag(file, "tokenizer.ggml.add_bos_token").unwrap_or(true));
+        let eos = special("tokenizer.ggml.eos_token_id")?
+            .filter(|_| flag(file, "tokenizer.ggml.add_eos_token").unwrap_or(false));
+        let add_space_prefix = flag(file, "tokenizer.ggml.add_space_prefix").unwrap_or(true);
         Ok(SpmTokenizer::new(pieces, scores, &types, unknown, (bos, eos), add_space_prefix))
     }
 
@@ -97,12 +76,9 @@ impl SpmTokenizer {
     ) -> SpmTokenizer {
         // The later of two equal pieces wins, as in llama.cpp's map.
         let ids: HashMap<String, u32> = pieces.iter().enumerate().map(|(i, p)| (p.clone(), i as u32)).collect();
-        let mut user_defined: Vec<u32> = (0..pieces.len() as u32)
-            .filter(|&i| types.get(i as usize) == Some(&token_type::USER_DEFINED) && !pieces[i as usize].is_empty())
-            .collect();
-        user_defined.sort_by_key(|&i| std::cmp::Reverse(pieces[i as usize].len()));
+        let special = SpecialTokens::new(&pieces, types);
         let unknown = unknown.or_else(|| types.iter().position(|&t| t == token_type::UNKNOWN).map(|i| i as u32));
-        SpmTokenizer { pieces, scores, ids, user_defined, unknown, add_space_prefix, bos: added.0, eos: added.1 }
+        SpmTokenizer { pieces, scores, ids, special, unknown, add_space_prefix, bos: added.0, eos: added.1 }
     }
 
     /// Every piece, in id order.
@@ -115,7 +91,7 @@ impl SpmTokenizer {
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
         let mut previous_special = true;
-        for fragment in self.partition(text) {
+        for fragment in self.special.partition(text, false) {
             match fragment {
                 Fragment::Token(id) => {
                     out.push(id);
@@ -129,37 +105,6 @@ impl SpmTokenizer {
             }
         }
         out
-    }
-
-    /// The text cut at every occurrence of a user-defined token: longest
-    /// tokens first, each one's leftmost occurrences in what is left.
-    fn partition<'t>(&self, text: &'t str) -> Vec<Fragment<'t>> {
-        let mut fragments = if text.is_empty() { Vec::new() } else { vec![Fragment::Text(text)] };
-        for &id in &self.user_defined {
-            let piece = self.pieces[id as usize].as_str();
-            if !fragments.iter().any(|f| matches!(f, Fragment::Text(t) if t.contains(piece))) {
-                continue;
-            }
-            let mut next = Vec::with_capacity(fragments.len() + 2);
-            for fragment in fragments {
-                let Fragment::Text(mut rest) = fragment else {
-                    next.push(fragment);
-                    continue;
-                };
-                while let Some(at) = rest.find(piece) {
-                    if at > 0 {
-                        next.push(Fragment::Text(&rest[..at]));
-                    }
-                    next.push(Fragment::Token(id));
-                    rest = &rest[at + piece.len()..];
-                }
-                if !rest.is_empty() {
-                    next.push(Fragment::Text(rest));
-                }
-            }
-            fragments = next;
-        }
-        fragments
     }
 
     /// One fragment's pieces: `llm_tokenizer_spm_session::tokenize`.
@@ -221,11 +166,6 @@ impl SpmTokenizer {
             .or(self.unknown)
             .unwrap_or(0)
     }
-}
-
-enum Fragment<'t> {
-    Text(&'t str),
-    Token(u32),
 }
 
 struct Symbol {

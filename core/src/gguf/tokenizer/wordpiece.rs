@@ -1,21 +1,16 @@
-//! The tokenizer a GGUF file describes in its `tokenizer.ggml.*`
-//! metadata, rebuilt as a Hugging Face `tokenizers` pipeline (the crate
-//! the safetensors models already use), so the same encoder code serves
-//! both.
-//!
-//! - `bert` (WordPiece): llama.cpp's converter writes word-start pieces
-//!   with a leading `▁` and continuations bare (`##ing` → `ing`); the
-//!   WordPiece vocabulary is that mapping undone. llama.cpp splits words
-//!   of any length into pieces (Hugging Face gives `[UNK]` past 100
-//!   characters); so does this tokenizer.
+//! A `bert` (WordPiece) vocabulary rebuilt as a Hugging Face
+//! `tokenizers` pipeline (the crate the safetensors models already use),
+//! so the same encoder code serves both. llama.cpp's converter writes
+//! word-start pieces with a leading `▁` and continuations bare (`##ing` →
+//! `ing`); the WordPiece vocabulary is that mapping undone. llama.cpp
+//! splits words of any length into pieces (Hugging Face gives `[UNK]` past
+//! 100 characters); so does this tokenizer.
 
 use serde_json::{Value as Json, json};
 
-use super::{GgufFile, Value};
+use super::token_type::CONTROL;
+use super::{GgufFile, Value, pieces};
 use crate::error::{Error, Result};
-
-/// `tokenizer.ggml.token_type` of control tokens (`[CLS]`, `<bos>` …).
-const CONTROL: u64 = 3;
 
 /// The `tokenizer.json` equivalent of the file's tokenizer.
 pub fn tokenizer_json(file: &GgufFile) -> Result<Vec<u8>> {
@@ -29,19 +24,14 @@ pub fn tokenizer_json(file: &GgufFile) -> Result<Vec<u8>> {
     Ok(json.to_string().into_bytes())
 }
 
-fn strings<'f>(file: &'f GgufFile, key: &str) -> Result<Vec<&'f str>> {
-    let items = file.get(key).and_then(Value::as_array).ok_or_else(|| file.missing(key, "an array"))?;
-    items.iter().map(|v| v.as_str().ok_or_else(|| file.missing(key, "an array of strings"))).collect()
-}
-
-fn special(file: &GgufFile, key: &str, tokens: &[&str]) -> Result<(String, u64)> {
+fn special(file: &GgufFile, key: &str, tokens: &[String]) -> Result<(String, u64)> {
     let id = file.usize(&format!("tokenizer.ggml.{key}"))?;
     let token = tokens.get(id).ok_or_else(|| file.missing(&format!("tokenizer.ggml.{key}"), "a token id"))?;
     Ok((token.to_string(), id as u64))
 }
 
 fn wordpiece(file: &GgufFile) -> Result<Json> {
-    let tokens = strings(file, "tokenizer.ggml.tokens")?;
+    let tokens = pieces(file)?;
     let types = file.get("tokenizer.ggml.token_type").and_then(Value::as_array);
     let mut vocab = serde_json::Map::with_capacity(tokens.len());
     let mut added = Vec::new();

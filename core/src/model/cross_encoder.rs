@@ -1,0 +1,62 @@
+//! A cross-encoder reranker (`BertForSequenceClassification`): the query
+//! and a document are read together, and the relevance logit becomes a
+//! probability with a sigmoid.
+
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::Device;
+use burn::tensor::activation::sigmoid;
+
+use super::ModelFiles;
+use super::batch::{PassPlan, rows, token_batch};
+use super::bert::{Bert, Pooler};
+use super::config::BertConfig;
+use super::load::load_safetensors;
+use super::tokenize::TextTokenizer;
+use crate::error::{Error, Result};
+
+#[derive(Module, Debug)]
+struct Classifier {
+    bert: Bert,
+    pooler: Pooler,
+    classifier: Linear,
+}
+
+pub struct CrossEncoder {
+    model: Classifier,
+    tokenizer: TextTokenizer,
+    device: Device,
+}
+
+impl CrossEncoder {
+    pub fn load(files: ModelFiles, device: &Device) -> Result<CrossEncoder> {
+        let config = BertConfig::parse(&files.config)?;
+        if config.num_labels() != 1 {
+            return Err(Error::invalid(format!(
+                "config.json: a reranker needs one relevance label, this model has {}",
+                config.num_labels()
+            )));
+        }
+        let tokenizer = TextTokenizer::parse(&files.tokenizer, config.max_position_embeddings)?;
+        let mut model = Classifier {
+            bert: Bert::new(&config, device),
+            pooler: Pooler::new(&config, device),
+            classifier: LinearConfig::new(config.hidden_size, 1).init(device),
+        };
+        load_safetensors(&mut model, files.weights, &[(r"^bert\.pooler\.", "pooler.")])?;
+        Ok(CrossEncoder { model, tokenizer, device: device.clone() })
+    }
+
+    /// Relevance of each document to the query, in [0, 1], input order.
+    pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        let encodings = self.tokenizer.encode_pairs(query, documents)?;
+        let scores = PassPlan::for_encodings(&encodings, &self.device).run(|pass| {
+            let members: Vec<_> = pass.iter().map(|&i| &encodings[i]).collect();
+            let tokens = token_batch(&members, &self.device);
+            let hidden = self.model.bert.forward(&tokens);
+            let logits = self.model.classifier.forward(self.model.pooler.forward(hidden));
+            rows(sigmoid(logits))
+        })?;
+        Ok(scores.into_iter().map(|row| row[0]).collect())
+    }
+}
