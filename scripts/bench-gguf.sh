@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GGUF embedding throughput against llama.cpp (node-llama-cpp, qmd 2.8.3's
-# runtime) on the same files, texts and cores, in one run; prints a table.
+# GGUF embedding and rerank throughput against llama.cpp (node-llama-cpp,
+# qmd 2.8.3's runtime) on the same files, texts and cores, in one run;
+# prints tables. `scripts/bench-gguf.sh rerank` (or `embed`) runs one part.
 # Needs the tldr corpus (scripts/bench-corpus.sh), the test model, node and
 # the llama.cpp reference (scripts/llama-ref.sh, installed on first use).
 set -euo pipefail
@@ -8,4 +9,4 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 BENCH_CORPUS="$(bash scripts/bench-corpus.sh)"
 export BENCH_CORPUS
-cargo bench --locked -p qmd-tests --bench gguf
+cargo bench --locked -p qmd-tests --bench gguf -- "$@"

@@ -558,10 +558,17 @@ fn gguf_reranker_scores_query_results_as_llama_cpp() {
     let cache = env.cache_home().join("qmd/models");
     std::fs::create_dir_all(&cache).unwrap();
     std::fs::copy(&gguf, cache.join("hf_ggml-org_qwen3-reranker-0.6b-q8_0.gguf")).unwrap();
-    configure_models(&env, &format!("  rerank: {uri}\n"));
+    // qmd's three default URIs as qmd writes them into index.yml: the
+    // embedding model is not downloaded here, the generation model is
+    // named but not run yet.
+    let embed = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf";
+    let generate = "hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf";
+    configure_models(&env, &format!("  embed: {embed}\n  rerank: {uri}\n  generate: {generate}\n"));
     let offline = [("HF_ENDPOINT", "http://127.0.0.1:9")];
     let status = env.qmd_with(env.root(), &["status"], &offline).success().stdout;
     assert!(status.contains(&format!("Reranking: {uri}")), "{status}");
+    assert!(status.contains(&format!("Embedding: {embed}")) && status.contains("not downloaded"), "{status}");
+    assert!(status.contains(&format!("Generation: {generate} (not run by this release")), "{status}");
 
     let query = "leader";
     let out = env.qmd_with(env.root(), &["query", "--explain", "--json", query], &offline).success();

@@ -30,8 +30,17 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
     let width = weight.len();
     parallel::chunks_mut(x, (MAP_CHUNK / width).max(1) * width, |_, rows| {
         for row in rows.chunks_exact_mut(width) {
-            // ggml sums in double
-            let mean = row.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / width as f64;
+            // ggml sums the f32 squares in double; eight partial sums
+            // let the loop vectorise.
+            let mut lanes = [0f64; 8];
+            let mut chunks = row.chunks_exact(8);
+            for chunk in &mut chunks {
+                for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                    *lane += f64::from(v * v);
+                }
+            }
+            let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(v * v)).sum();
+            let mean = (lanes.iter().sum::<f64>() + tail) / width as f64;
             let scale = 1.0 / (mean as f32 + eps).sqrt();
             row.iter_mut().zip(weight).for_each(|(v, w)| *v = *v * scale * w);
         }
@@ -136,8 +145,12 @@ pub fn gelu(x: &mut [f32]) {
 /// Each value rounded to the nearest f16 (as llama.cpp's f16 KV cache
 /// stores keys and values), kept as f32.
 pub fn round_to_f16(mut x: Vec<f32>) -> Vec<f32> {
+    use half::slice::HalfFloatSliceExt;
     parallel::chunks_mut(&mut x, MAP_CHUNK, |_, chunk| {
-        chunk.iter_mut().for_each(|v| *v = half::f16::from_f32(*v).to_f32());
+        // half's slice conversions use F16C eight values at a time.
+        let mut halves = vec![half::f16::ZERO; chunk.len()];
+        halves.convert_from_f32_slice(chunk);
+        halves.convert_to_f32_slice(chunk);
     });
     x
 }

@@ -61,6 +61,10 @@ impl<'a> QMatrix<'a> {
 /// weights once per task, few enough that both cores get work.
 const TASK_ROWS: usize = 64;
 
+/// From this many activation rows on, a Q8_0 matrix is packed once for
+/// the whole product rather than once per task.
+const PREPACK_ROWS: usize = 2 * TASK_ROWS;
+
 /// Weight types whose products run on 8-bit activations.
 fn integer(kind: GgmlType) -> bool {
     matches!(kind, GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1)
@@ -90,7 +94,19 @@ pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N
 fn product(x: &[f32], quantized: Option<&QuantizedRows>, w: &QMatrix, out: &mut [f32]) {
     let (k, n) = (w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
+    let m = x.len() / k;
     match quantized {
+        #[cfg(target_arch = "x86_64")]
+        Some(rows)
+            if w.kind == GgmlType::Q8_0
+                && m >= PREPACK_ROWS
+                && let Some(packed) = x86::pack_for_vnni(w) =>
+        {
+            parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
+                let first = task * TASK_ROWS;
+                x86::vnni_matmul_packed(rows, first..first + out.len() / n, &packed, out);
+            });
+        }
         Some(rows) if integer(w.kind) => {
             let kernel = if w.kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { scalar::q4_matmul };
             parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {

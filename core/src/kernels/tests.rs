@@ -35,6 +35,14 @@ fn q8_0_kernels_match_the_scalar_reference() {
         let mut expected = vec![0f32; m * n];
         scalar::q8_0_matmul(&x, 0..m, &w, &mut expected);
         #[cfg(target_arch = "x86_64")]
+        if let Some(packed) = x86::pack_for_vnni(&w) {
+            let mut got = vec![0f32; m * n];
+            x86::vnni_matmul_packed(&x, 0..m, &packed, &mut got);
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
         for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
             let runs = match name {
                 "vnni" => is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl"),

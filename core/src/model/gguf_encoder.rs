@@ -21,6 +21,7 @@ pub struct GgufEncoder {
 impl GgufEncoder {
     /// Loads from the file's bytes; `name` is how errors call the file.
     pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufEncoder> {
+        super::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         let model = Encoder::load(&file, bytes.clone())?;
         let tokenizer = TextTokenizer::from_gguf(&file, model.context())?;

@@ -45,6 +45,7 @@ enum Part {
 impl GgufRanker {
     /// Loads from the file's bytes; `name` is how errors call the file.
     pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufRanker> {
+        super::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         let model = Decoder::load(&file, bytes.clone())?;
         let tokenizer = BpeTokenizer::from_gguf(&file)?;

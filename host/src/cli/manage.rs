@@ -517,6 +517,13 @@ pub fn status(session: &Session) -> Result<ExitCode> {
         };
         println!("  {role}: {}{state}", shown(&link));
     }
+    if let Some(generate) = &session.models.generate {
+        println!(
+            "  Generation: {} (not run by this release: queries expand with qmd's fallback, \
+             hyde/lex/vec of the query itself)",
+            shown(generate)
+        );
+    }
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
         println!("  Vectors in the index are from {}: run 'qmd embed -f' to re-embed.", shown(model));
     }

@@ -278,6 +278,10 @@ pub fn device() -> Result<&'static ModelDevice, String> {
 pub struct ModelSources {
     pub embed: ModelSource,
     pub rerank: ModelSource,
+    /// `models.generate` / `QMD_GENERATE_MODEL` when set: qmd's query
+    /// expansion model, named but not run yet (queries expand with qmd's
+    /// fallback).
+    pub generate: Option<String>,
 }
 
 impl ModelSources {
@@ -294,6 +298,9 @@ impl ModelSources {
         Ok(ModelSources {
             embed: ModelSource::configured(ModelRole::Embed, &config),
             rerank: ModelSource::configured(ModelRole::Rerank, &config),
+            generate: config
+                .model("generate")
+                .or_else(|| std::env::var("QMD_GENERATE_MODEL").ok().filter(|v| !v.trim().is_empty())),
         })
     }
 }
