@@ -1335,3 +1335,56 @@ def test_daemon_start_refuse_and_stop(corpus: Corpus):
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+
+
+# ---------------------------------------------------------------------------
+# A GGUF reranker (qmd's Qwen3-Reranker architecture) behind the MCP server
+# ---------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture(scope="module")
+def qwen3_reranker(tmp_path_factory) -> Path:
+    """A Qwen3-Reranker-architecture GGUF with random weights, written by
+    tests/models/make_gguf.py with llama.cpp's gguf-py (scripts/llama-ref.sh)."""
+    llama_ref = subprocess.run(
+        ["bash", str(REPO / "scripts" / "llama-ref.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    out = tmp_path_factory.mktemp("gguf") / "qwen3-reranker.gguf"
+    subprocess.run(
+        [os.sys.executable, str(REPO / "tests" / "models" / "make_gguf.py"), "qwen3-reranker", str(CORPUS_DIR), str(out)],
+        env={**os.environ, "LLAMA_REF_DIR": llama_ref},
+        capture_output=True,
+        check=True,
+        timeout=TIMEOUT_S,
+    )
+    return out
+
+
+def test_query_reranks_with_a_gguf_reranker_as_the_cli_does(corpus: Corpus, qwen3_reranker: Path, tmp_path: Path):
+    """MCP `query` over stdio with QMD_RERANK_MODEL naming a GGUF reranker:
+    the results and scores of `qmd query --json` with the same model, and
+    not the unreranked ones (the reranker ran)."""
+    env = {**corpus.env, "QMD_RERANK_MODEL": str(qwen3_reranker)}
+    searches = [{"type": "lex", "query": "consistency availability"}]
+
+    async def query(rerank: bool):
+        params = StdioServerParameters(command=QMD_BIN, args=["mcp"], env=env, cwd=str(corpus.root))
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    result = await call_ok(session, "query", {"searches": searches, "rerank": rerank})
+                    return result.structuredContent["results"]
+
+    async def both():
+        with anyio.fail_after(TIMEOUT_S):
+            return await query(True), await query(False)
+
+    reranked, plain = anyio.run(both)
+    cli = json.loads(run_qmd(env, corpus.root, "query", "--json", "lex: consistency availability").stdout)
+    assert len(reranked) >= 3, reranked
+    assert [r["file"] for r in reranked] == [c["file"].removeprefix("qmd://") for c in cli][: len(reranked)]
+    assert [r["score"] for r in reranked] == [round(c["score"], 2) for c in cli][: len(reranked)]
+    assert [r["score"] for r in reranked] != [r["score"] for r in plain], "the reranker changed nothing"
