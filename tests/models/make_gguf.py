@@ -433,6 +433,65 @@ def blocks(out, expected_out, seed):
 
 
 # --------------------------------------------------------------------------
+# Random models: weights, blocks, quantization as the converter does it
+# --------------------------------------------------------------------------
+
+class RandomWeights:
+    """Normal random matrices scaled so activations keep a unit-ish size
+    through the layers, and RMS norm weights near 1."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def weight(self, rows, cols, std=None):
+        return self.rng.normal(0.0, std if std is not None else cols ** -0.5, (rows, cols)).astype(np.float32)
+
+    def norm(self, n):
+        # Gemma3RMSNorm multiplies by (1 + weight), which the converter
+        # folds in; Qwen3's norms are plain. Either way: near 1.
+        return (1.0 + self.rng.normal(0.0, 0.1, n)).astype(np.float32)
+
+
+def attention_block(rw, b, dims, post_norms):
+    """Block b's tensors in the converter's order: attention with q/k norms,
+    then the gated feed-forward; Gemma's post-norms when `post_norms`."""
+    w, hd, ffn = dims["width"], dims["head_dim"], dims["ffn"]
+    q_width, kv_width = dims["heads"] * hd, dims["kv_heads"] * hd
+    tensors = [
+        (f"blk.{b}.attn_norm.weight", rw.norm(w)),
+        (f"blk.{b}.attn_q.weight", rw.weight(q_width, w)),
+        (f"blk.{b}.attn_k.weight", rw.weight(kv_width, w)),
+        (f"blk.{b}.attn_v.weight", rw.weight(kv_width, w)),
+        (f"blk.{b}.attn_q_norm.weight", rw.norm(hd)),
+        (f"blk.{b}.attn_k_norm.weight", rw.norm(hd)),
+        (f"blk.{b}.attn_output.weight", rw.weight(w, q_width)),
+    ]
+    if post_norms:
+        tensors.append((f"blk.{b}.post_attention_norm.weight", rw.norm(w)))
+    tensors += [
+        (f"blk.{b}.ffn_norm.weight", rw.norm(w)),
+        (f"blk.{b}.ffn_gate.weight", rw.weight(ffn, w)),
+        (f"blk.{b}.ffn_up.weight", rw.weight(ffn, w)),
+        (f"blk.{b}.ffn_down.weight", rw.weight(w, ffn)),
+    ]
+    if post_norms:
+        tensors.append((f"blk.{b}.post_ffw_norm.weight", rw.norm(w)))
+    return tensors
+
+
+def add_quantized(writer, arch, tensors, ftype):
+    """Adds each tensor as the converter types it for `ftype`; returns the
+    report `write` prints."""
+    report = []
+    for name, data in tensors:
+        bid = next((int(p) for p in name.split(".") if p.isdecimal()), None)
+        qtype = tensor_qtype(arch, name, bid, len(data.shape), ftype)
+        writer.add_tensor(name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+        report.append((name, qtype.name, list(reversed(data.shape))))
+    return report
+
+
+# --------------------------------------------------------------------------
 # gemma: an EmbeddingGemma-architecture model with random weights
 # --------------------------------------------------------------------------
 
@@ -512,42 +571,14 @@ def gemma(corpus_dir, out, type_name, size, seed):
         sp = train_vocabulary(corpus_dir, dims["vocab"], Path(work))
     tokens, scores, toktypes = sentencepiece_vocab(sp)
     w, hd, ffn = dims["width"], dims["head_dim"], dims["ffn"]
-    q_width, kv_width = dims["heads"] * hd, dims["kv_heads"] * hd
     writer = gguf.GGUFWriter(path=None, arch=name)
-
-    def weight(rows, cols, std=None):
-        # Scaled so that activations keep a unit-ish size through the layers.
-        return rng.normal(0.0, std if std is not None else cols ** -0.5, (rows, cols)).astype(np.float32)
-
-    def norm(n):
-        # Gemma3RMSNorm multiplies by (1 + weight); the converter adds the 1.
-        return (1.0 + rng.normal(0.0, 0.1, n)).astype(np.float32)
-
-    tensors = [("token_embd.weight", weight(len(tokens), w, 1.0)),
-               ("output_norm.weight", norm(w))]
+    rw = RandomWeights(rng)
+    tensors = [("token_embd.weight", rw.weight(len(tokens), w, 1.0)),
+               ("output_norm.weight", rw.norm(w))]
     for b in range(dims["layers"]):
-        tensors += [
-            (f"blk.{b}.attn_norm.weight", norm(w)),
-            (f"blk.{b}.attn_q.weight", weight(q_width, w)),
-            (f"blk.{b}.attn_k.weight", weight(kv_width, w)),
-            (f"blk.{b}.attn_v.weight", weight(kv_width, w)),
-            (f"blk.{b}.attn_q_norm.weight", norm(hd)),
-            (f"blk.{b}.attn_k_norm.weight", norm(hd)),
-            (f"blk.{b}.attn_output.weight", weight(w, q_width)),
-            (f"blk.{b}.post_attention_norm.weight", norm(w)),
-            (f"blk.{b}.ffn_norm.weight", norm(w)),
-            (f"blk.{b}.ffn_gate.weight", weight(ffn, w)),
-            (f"blk.{b}.ffn_up.weight", weight(ffn, w)),
-            (f"blk.{b}.ffn_down.weight", weight(w, ffn)),
-            (f"blk.{b}.post_ffw_norm.weight", norm(w)),
-        ]
-    tensors += [("dense_2.weight", weight(dims["dense"], w)), ("dense_3.weight", weight(w, dims["dense"]))]
-    report = []
-    for tname, data in tensors:
-        bid = next((int(p) for p in tname.split(".") if p.isdecimal()), None)
-        qtype = tensor_qtype(arch, tname, bid, len(data.shape), ftype)
-        writer.add_tensor(tname, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
-        report.append((tname, qtype.name, list(reversed(data.shape))))
+        tensors += attention_block(rw, b, dims, post_norms=True)
+    tensors += [("dense_2.weight", rw.weight(dims["dense"], w)), ("dense_3.weight", rw.weight(w, dims["dense"]))]
+    report = add_quantized(writer, arch, tensors, ftype)
 
     writer.add_type(gguf.GGUFType.MODEL)
     writer.add_name(f"embeddinggemma-shaped-{size}-random")
@@ -659,43 +690,19 @@ def qwen3_reranker(corpus_dir, out, type_name, size, seed):
     arch = gguf.MODEL_ARCH.QWEN3
     tokens, toktypes, merges = train_bpe_vocabulary(corpus_dir, dims["vocab"])
     w, hd, ffn = dims["width"], dims["head_dim"], dims["ffn"]
-    q_width, kv_width = dims["heads"] * hd, dims["kv_heads"] * hd
     writer = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[arch])
-
-    def weight(rows, cols, std=None):
-        return rng.normal(0.0, std if std is not None else cols ** -0.5, (rows, cols)).astype(np.float32)
-
-    def norm(n):
-        return (1.0 + rng.normal(0.0, 0.1, n)).astype(np.float32)
-
+    rw = RandomWeights(rng)
     # Qwen3-Reranker-0.6B ties its LM head to the token embeddings, so the
     # converter writes the embeddings' rows for "yes" and "no" as cls.output.
     # Small enough that P(yes) spreads over (0, 1) instead of saturating.
-    embeddings = weight(len(tokens), w, 0.05)
+    embeddings = rw.weight(len(tokens), w, 0.05)
     yes, no = tokens.index("yes"), tokens.index("no")
     tensors = [("cls.output.weight", np.stack([embeddings[yes], embeddings[no]])),
                ("token_embd.weight", embeddings)]
     for b in range(dims["layers"]):
-        tensors += [
-            (f"blk.{b}.attn_norm.weight", norm(w)),
-            (f"blk.{b}.attn_q.weight", weight(q_width, w)),
-            (f"blk.{b}.attn_k.weight", weight(kv_width, w)),
-            (f"blk.{b}.attn_v.weight", weight(kv_width, w)),
-            (f"blk.{b}.attn_q_norm.weight", norm(hd)),
-            (f"blk.{b}.attn_k_norm.weight", norm(hd)),
-            (f"blk.{b}.attn_output.weight", weight(w, q_width)),
-            (f"blk.{b}.ffn_norm.weight", norm(w)),
-            (f"blk.{b}.ffn_gate.weight", weight(ffn, w)),
-            (f"blk.{b}.ffn_up.weight", weight(ffn, w)),
-            (f"blk.{b}.ffn_down.weight", weight(w, ffn)),
-        ]
-    tensors.append(("output_norm.weight", norm(w)))
-    report = []
-    for tname, data in tensors:
-        bid = next((int(p) for p in tname.split(".") if p.isdecimal()), None)
-        qtype = tensor_qtype(arch, tname, bid, len(data.shape), ftype)
-        writer.add_tensor(tname, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
-        report.append((tname, qtype.name, list(reversed(data.shape))))
+        tensors += attention_block(rw, b, dims, post_norms=False)
+    tensors.append(("output_norm.weight", rw.norm(w)))
+    report = add_quantized(writer, arch, tensors, ftype)
 
     writer.add_type(gguf.GGUFType.MODEL)
     writer.add_name(f"qwen3-reranker-shaped-{size}-random")

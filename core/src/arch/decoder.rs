@@ -164,7 +164,7 @@ impl Decoder {
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > s.context) {
             return Err(Error::invalid(format!("a sequence of {len} tokens (1 to {} fit)", s.context)));
         }
-        let mut x = self.embeddings(sequences)?;
+        let mut x = ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?;
         let attention = AttentionShape {
             heads: s.heads,
             kv_heads: s.kv_heads,
@@ -215,21 +215,6 @@ impl Decoder {
         let mut out = vec![0f32; states.len() / self.shape.width * head.rows];
         matmul(states, &head, None, &mut out);
         out
-    }
-
-    fn embeddings(&self, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
-        let w = self.shape.width;
-        let tokens = self.weights.view(&self.tokens);
-        let total: usize = sequences.iter().map(Vec::len).sum();
-        let mut x = vec![0f32; total * w];
-        for (row, &id) in x.chunks_exact_mut(w).zip(sequences.iter().flatten()) {
-            let id = id as usize;
-            if id >= tokens.rows {
-                return Err(Error::invalid(format!("token id {id} is outside the vocabulary of {}", tokens.rows)));
-            }
-            tokens.dequantize_row(id, row);
-        }
-        Ok(x)
     }
 }
 

@@ -228,16 +228,7 @@ impl GemmaEmbedding {
     /// Token embeddings scaled by √width.
     fn embeddings(&self, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
         let w = self.shape.width;
-        let tokens = self.weights.view(&self.tokens);
-        let total: usize = sequences.iter().map(Vec::len).sum();
-        let mut x = vec![0f32; total * w];
-        for (row, &id) in x.chunks_exact_mut(w).zip(sequences.iter().flatten()) {
-            let id = id as usize;
-            if id >= tokens.rows {
-                return Err(Error::invalid(format!("token id {id} is outside the vocabulary of {}", tokens.rows)));
-            }
-            tokens.dequantize_row(id, row);
-        }
+        let mut x = ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?;
         ops::scale(&mut x, (w as f32).sqrt());
         Ok(x)
     }

@@ -1,5 +1,7 @@
 //! Operations between the matrix products, on rows of f32 activations.
 
+use crate::error::{Error, Result};
+use crate::kernels::QMatrix;
 use crate::kernels::float::{View, multiply};
 use crate::model::attention::exp;
 use crate::model::parallel;
@@ -45,6 +47,22 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
             row.iter_mut().zip(weight).for_each(|(v, w)| *v = *v * scale * w);
         }
     });
+}
+
+/// Each token's embedding row, `[Σ lengths × width]`, for sequences of
+/// token ids (an id outside the vocabulary is an error, not a panic).
+pub fn embed_tokens(tokens: &QMatrix, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
+    let width = tokens.cols;
+    let total: usize = sequences.iter().map(Vec::len).sum();
+    let mut x = vec![0f32; total * width];
+    for (row, &id) in x.chunks_exact_mut(width).zip(sequences.iter().flatten()) {
+        let id = id as usize;
+        if id >= tokens.rows {
+            return Err(Error::invalid(format!("token id {id} is outside the vocabulary of {}", tokens.rows)));
+        }
+        tokens.dequantize_row(id, row);
+    }
+    Ok(x)
 }
 
 /// Which dimensions of a head rotate together.

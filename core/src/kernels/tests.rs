@@ -1,16 +1,21 @@
 use super::*;
 
-/// A Q8_0 matrix of `rows × cols` with pseudo-random blocks (scales in
-/// ±0.05, values in -127..=127: ggml's quantizer never writes -128, and the
-/// AVX2 sign trick, as ggml's, relies on it).
-fn q8_0_matrix(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+/// A xorshift64 stream: reproducible test bytes without a crate.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut state = seed;
-    let mut next = move || {
+    move || {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state
-    };
+    }
+}
+
+/// A Q8_0 matrix of `rows × cols` with pseudo-random blocks (scales in
+/// ±0.05, values in -127..=127: ggml's quantizer never writes -128, and the
+/// AVX2 sign trick, as ggml's, relies on it).
+fn q8_0_matrix(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+    let mut next = xorshift(seed);
     let mut bytes = Vec::with_capacity(rows * cols / 32 * 34);
     for _ in 0..rows * cols / 32 {
         let scale = half::f16::from_f32((next() % 1000) as f32 / 10_000.0 - 0.05);
@@ -117,13 +122,7 @@ fn matmul_each_equals_separate_products() {
 /// A Q4_0 (18-byte blocks) or Q4_1 (20-byte blocks) matrix with
 /// pseudo-random scales, minimums and nibbles.
 fn q4_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(seed);
     let mut bytes = Vec::new();
     for _ in 0..rows * cols / 32 {
         let halves = if kind == GgmlType::Q4_1 { 2 } else { 1 };

@@ -11,8 +11,9 @@
 //! - a symbol that is not a token becomes its single-byte tokens.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
+use super::merge::merge_pairs;
 use super::pretokenize::PreTokenizer;
 use super::special::{Fragment, SpecialTokens};
 use super::{GgufFile, Value, flag, pieces, special_id, token_type, token_types};
@@ -133,49 +134,16 @@ impl BpeTokenizer {
             out.push(id);
             return;
         }
-        let mut symbols: Vec<Symbol> = Vec::new();
-        for (start, c) in word.char_indices() {
-            let i = symbols.len();
-            symbols.push(Symbol { start, len: c.len_utf8(), prev: i.checked_sub(1), next: Some(i + 1) });
-        }
-        if let Some(last) = symbols.last_mut() {
-            last.next = None;
-        }
         let mut key = String::new();
-        let mut rank = |symbols: &[Symbol], left: Option<usize>, right: Option<usize>| -> Option<Bigram> {
-            let (left, right) = (left?, right?);
-            let (l, r) = (&symbols[left], &symbols[right]);
+        let rank = |left: &str, right: &str, _: &str| {
             key.clear();
-            key.push_str(&word[l.start..l.start + l.len]);
+            key.push_str(left);
             key.push(' ');
-            key.push_str(&word[r.start..r.start + r.len]);
-            let rank = *self.ranks.get(key.as_str())?;
-            Some(Reverse((rank, left, right, l.len + r.len)))
+            key.push_str(right);
+            self.ranks.get(key.as_str()).map(|&rank| Reverse(rank))
         };
-        let mut queue = BinaryHeap::new();
-        for i in 1..symbols.len() {
-            queue.extend(rank(&symbols, Some(i - 1), Some(i)));
-        }
-        while let Some(Reverse((_, left, right, len))) = queue.pop() {
-            let (l, r) = (&symbols[left], &symbols[right]);
-            // Stale: one side has merged since this pair was queued.
-            if l.len == 0 || r.len == 0 || l.len + r.len != len {
-                continue;
-            }
-            let right_next = r.next;
-            symbols[left].len = len;
-            symbols[right].len = 0;
-            symbols[left].next = right_next;
-            if let Some(n) = right_next {
-                symbols[n].prev = Some(left);
-            }
-            queue.extend(rank(&symbols, symbols[left].prev, Some(left)));
-            queue.extend(rank(&symbols, Some(left), right_next));
-        }
-        let mut at = (!symbols.is_empty()).then_some(0);
-        while let Some(i) = at {
-            let s = &symbols[i];
-            let piece = &word[s.start..s.start + s.len];
+        for range in merge_pairs(word, rank) {
+            let piece = &word[range];
             match self.ids.get(piece) {
                 Some(&id) => out.push(id),
                 // llama.cpp looks up each byte of the symbol's text as a
@@ -184,7 +152,6 @@ impl BpeTokenizer {
                     piece.bytes().filter(u8::is_ascii).filter_map(|b| self.ids.get(&char::from(b).to_string())),
                 ),
             }
-            at = s.next;
         }
     }
 }
@@ -201,17 +168,6 @@ fn ranks(merges: &[&str]) -> HashMap<String, u32> {
         }
     }
     ranks
-}
-
-/// (rank, left, right, merged length), lowest rank then leftmost first.
-type Bigram = Reverse<(u32, usize, usize, usize)>;
-
-struct Symbol {
-    start: usize,
-    /// Bytes; 0 once merged into the symbol on its left.
-    len: usize,
-    prev: Option<usize>,
-    next: Option<usize>,
 }
 
 /// GPT-2's `bytes_to_unicode`: printable bytes stand for themselves, the

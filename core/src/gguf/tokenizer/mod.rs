@@ -7,9 +7,11 @@
 //! - [`bpe`] (`gpt2`: Qwen, SmolLM2, Llama 3): byte-level BPE merged by
 //!   rank after the vocabulary's pre-tokenizer ([`pretokenize`]).
 //!
-//! All of them cut special tokens out of the text first ([`special`]).
+//! All of them cut special tokens out of the text first ([`special`]);
+//! SentencePiece and BPE merge pairs the same way ([`merge`]).
 
 mod bpe;
+mod merge;
 mod pretokenize;
 mod special;
 mod spm;

@@ -15,8 +15,9 @@
 //!   bytes' `<0xXX>` tokens.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
+use super::merge::merge_pairs;
 use super::special::{Fragment, SpecialTokens};
 use super::{GgufFile, Value, flag, pieces, special_id, token_type, token_types};
 use crate::error::{Error, Result};
@@ -107,53 +108,19 @@ impl SpmTokenizer {
         out
     }
 
-    /// One fragment's pieces: `llm_tokenizer_spm_session::tokenize`.
+    /// One fragment's pieces: `llm_tokenizer_spm_session::tokenize`,
+    /// pairs merged by the score of the piece they make.
     fn merge(&self, text: &str, out: &mut Vec<u32>) {
-        // Symbols are byte ranges of `text`, one UTF-8 character each at
-        // first, linked so merged neighbours drop out.
-        let mut symbols: Vec<Symbol> = Vec::new();
-        for (start, c) in text.char_indices() {
-            let i = symbols.len();
-            symbols.push(Symbol { start, len: c.len_utf8(), prev: i.checked_sub(1), next: Some(i + 1) });
-        }
-        if let Some(last) = symbols.last_mut() {
-            last.next = None;
-        }
-        let mut queue = BinaryHeap::new();
-        let bigram = |symbols: &[Symbol], left: Option<usize>, right: Option<usize>| -> Option<Bigram> {
-            let (left, right) = (left?, right?);
-            let (l, r) = (&symbols[left], &symbols[right]);
-            let id = *self.ids.get(&text[l.start..r.start + r.len])?;
-            Some(Bigram { left, right, score: self.scores[id as usize], len: l.len + r.len })
+        let score = |_: &str, _: &str, joined: &str| {
+            let id = *self.ids.get(joined)?;
+            Some(Score(self.scores[id as usize]))
         };
-        for i in 1..symbols.len() {
-            queue.extend(bigram(&symbols, Some(i - 1), Some(i)));
-        }
-        while let Some(pair) = queue.pop() {
-            let (l, r) = (&symbols[pair.left], &symbols[pair.right]);
-            // Stale: one side has merged since this pair was queued.
-            if l.len == 0 || r.len == 0 || l.len + r.len != pair.len {
-                continue;
-            }
-            let right_next = r.next;
-            symbols[pair.left].len = pair.len;
-            symbols[pair.right].len = 0;
-            symbols[pair.left].next = right_next;
-            if let Some(n) = right_next {
-                symbols[n].prev = Some(pair.left);
-            }
-            queue.extend(bigram(&symbols, symbols[pair.left].prev, Some(pair.left)));
-            queue.extend(bigram(&symbols, Some(pair.left), right_next));
-        }
-        let mut at = (!symbols.is_empty()).then_some(0);
-        while let Some(i) = at {
-            let s = &symbols[i];
-            let piece = &text[s.start..s.start + s.len];
+        for range in merge_pairs(text, score) {
+            let piece = &text[range];
             match self.ids.get(piece) {
                 Some(&id) => out.push(id),
                 None => out.extend(piece.bytes().map(|b| self.byte_token(b))),
             }
-            at = s.next;
         }
     }
 
@@ -168,41 +135,23 @@ impl SpmTokenizer {
     }
 }
 
-struct Symbol {
-    start: usize,
-    /// Bytes; 0 once merged into the symbol on its left.
-    len: usize,
-    prev: Option<usize>,
-    next: Option<usize>,
-}
+/// A piece's score, ordered as f32's total order.
+#[derive(PartialEq)]
+struct Score(f32);
 
-struct Bigram {
-    left: usize,
-    right: usize,
-    score: f32,
-    len: usize,
-}
+impl Eq for Score {}
 
-/// Highest score first; on a tie, the leftmost pair.
-impl Ord for Bigram {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.score.total_cmp(&other.score).then(other.left.cmp(&self.left))
-    }
-}
-
-impl PartialOrd for Bigram {
+impl PartialOrd for Score {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl PartialEq for Bigram {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
-
-impl Eq for Bigram {}
 
 #[cfg(test)]
 mod tests {
