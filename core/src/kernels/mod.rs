@@ -63,6 +63,7 @@ const TASK_ROWS: usize = 64;
 
 /// From this many activation rows on, a Q8_0 matrix is packed once for
 /// the whole product rather than once per task.
+#[cfg(target_arch = "x86_64")]
 const PREPACK_ROWS: usize = 2 * TASK_ROWS;
 
 /// Weight types whose products run on 8-bit activations.
@@ -94,12 +95,11 @@ pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N
 fn product(x: &[f32], quantized: Option<&QuantizedRows>, w: &QMatrix, out: &mut [f32]) {
     let (k, n) = (w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
-    let m = x.len() / k;
     match quantized {
         #[cfg(target_arch = "x86_64")]
         Some(rows)
             if w.kind == GgmlType::Q8_0
-                && m >= PREPACK_ROWS
+                && x.len() / k >= PREPACK_ROWS
                 && let Some(packed) = x86::pack_for_vnni(w) =>
         {
             parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
