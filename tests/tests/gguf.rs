@@ -380,7 +380,7 @@ fn compare_smollm2(path: &Path) -> f32 {
 
 /// The Q4_1 file dequantized to F32: no activation quantization on either
 /// side, so the forward pass itself is compared. Measured: the first
-/// step's probabilities within 3.8e-4 of llama.cpp's.
+/// step's probabilities within 4.4e-4 of llama.cpp's.
 #[test]
 fn smollm2_f32_matches_llama_cpp() {
     let worst = compare_smollm2(&fixtures().smollm2_f32());

@@ -2,10 +2,11 @@
 //! quantized kernels of [`crate::kernels`]: [`bert`] (sentence encoders
 //! such as all-MiniLM-L6-v2 converted by llama.cpp), [`gemma_embedding`]
 //! (EmbeddingGemma), [`decoder`] (causal language models: Llama, Qwen3).
-//! The shared operations (norms, activations, attention, pooling) are in
-//! [`ops`].
+//! Gemma's and the decoders' attention block is [`block`]; the shared
+//! operations (norms, activations, attention, pooling) are in [`ops`].
 
 pub mod bert;
+pub mod block;
 pub mod decoder;
 pub mod gemma_embedding;
 mod ops;
@@ -48,7 +49,7 @@ impl Encoder {
     pub fn context(&self) -> usize {
         match self {
             Encoder::Bert(m) => m.shape.context,
-            Encoder::Gemma(m) => m.shape.context,
+            Encoder::Gemma(m) => m.shape.block.context,
         }
     }
 

@@ -65,6 +65,18 @@ pub fn embed_tokens(tokens: &QMatrix, sequences: &[Vec<u32>]) -> Result<Vec<f32>
     Ok(x)
 }
 
+/// The rows of each sequence's last token, from `[Σ lengths × width]`.
+pub fn last_rows(x: &[f32], lengths: &[usize]) -> Vec<f32> {
+    let width = x.len() / lengths.iter().sum::<usize>().max(1);
+    let mut out = Vec::with_capacity(lengths.len() * width);
+    let mut end = 0;
+    for &len in lengths {
+        end += len;
+        out.extend_from_slice(&x[(end - 1) * width..end * width]);
+    }
+    out
+}
+
 /// Which dimensions of a head rotate together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rope {

@@ -58,7 +58,7 @@ impl GgufRanker {
             )));
         };
         let labels = head.rows().1;
-        let head = model.weights().matrix("cls.output.weight", labels, model.shape.width)?;
+        let head = model.weights().matrix("cls.output.weight", labels, model.shape.block.width)?;
         let template = file
             .get("tokenizer.chat_template.rerank")
             .and_then(Value::as_str)
@@ -75,7 +75,7 @@ impl GgufRanker {
         let mut pass: Vec<Vec<u32>> = Vec::new();
         let mut pass_tokens = 0;
         for (i, input) in inputs.into_iter().enumerate() {
-            let limit = self.model.shape.context;
+            let limit = self.model.shape.block.context;
             if input.len() > limit {
                 return Err(Error::invalid(format!(
                     "a rank input of {} tokens (the model holds {limit})",
@@ -96,7 +96,8 @@ impl GgufRanker {
     /// the document cut to qmd's budget.
     pub fn inputs(&self, query: &str, documents: &[&str]) -> Result<Vec<Vec<u32>>> {
         let query_tokens = tokenize_trimmed(&self.tokenizer, query, false);
-        let budget = RANK_CONTEXT.min(self.model.shape.context).saturating_sub(TEMPLATE_ALLOWANCE + query_tokens.len());
+        let budget =
+            RANK_CONTEXT.min(self.model.shape.block.context).saturating_sub(TEMPLATE_ALLOWANCE + query_tokens.len());
         parallel::map(documents, |document| {
             let mut document = tokenize_trimmed(&self.tokenizer, document, false);
             document.truncate(budget);

@@ -1,0 +1,220 @@
+//! The attention block Gemma 3 and Qwen3/Llama share, as llama.cpp builds
+//! them: an RMS norm, grouped-query attention (query and key heads RMS
+//! normed in Gemma and Qwen3) with rotary position embeddings, an output
+//! projection; an RMS norm and a gated feed-forward. Gemma also norms
+//! each sub-block's output before adding it back (its post-norms).
+
+use super::ops::{self, AttentionShape, Rope};
+use super::weights::{Matrix, Weights};
+use crate::error::{Error, Result};
+use crate::gguf::{GgufFile, Value};
+use crate::kernels::{matmul, matmul_each};
+
+/// The block's sizes, from the file's `<arch>.*` metadata.
+#[derive(Clone, Debug)]
+pub struct BlockShape {
+    pub width: usize,
+    pub layers: usize,
+    pub heads: usize,
+    /// Key/value heads; each serves `heads / kv_heads` query heads.
+    pub kv_heads: usize,
+    pub head_dim: usize,
+    pub ffn: usize,
+    /// Positions the model was trained for.
+    pub context: usize,
+    pub eps: f32,
+}
+
+impl BlockShape {
+    /// Reads the shape, and refuses one this code cannot run (heads that
+    /// cannot be shared, odd head sizes, widths that are not whole Q8_0
+    /// blocks, rotary embeddings over part of a head).
+    pub fn read(file: &GgufFile, arch: &str) -> Result<BlockShape> {
+        let key = |name: &str| format!("{arch}.{name}");
+        let present = |name: &str| file.get(&key(name)).is_some();
+        let width = file.usize(&key("embedding_length"))?;
+        let heads = file.usize(&key("attention.head_count"))?;
+        let shape = BlockShape {
+            width,
+            layers: file.usize(&key("block_count"))?,
+            heads,
+            kv_heads: if present("attention.head_count_kv") {
+                file.usize(&key("attention.head_count_kv"))?
+            } else {
+                heads
+            },
+            head_dim: if present("attention.key_length") {
+                file.usize(&key("attention.key_length"))?
+            } else {
+                width / heads.max(1)
+            },
+            ffn: file.usize(&key("feed_forward_length"))?,
+            context: file.usize(&key("context_length"))?,
+            eps: file.f64(&key("attention.layer_norm_rms_epsilon"))? as f32,
+        };
+        match shape.problem(file.get(&key("rope.dimension_count"))) {
+            Some(problem) => Err(Error::invalid(format!("{}: {problem}", file.name()))),
+            None => Ok(shape),
+        }
+    }
+
+    fn problem(&self, rope_dimensions: Option<&Value>) -> Option<String> {
+        let (heads, kv_heads, head_dim) = (self.heads, self.kv_heads, self.head_dim);
+        let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
+        if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
+            Some(format!("{heads} heads cannot share {kv_heads} key/value heads"))
+        } else if head_dim == 0 || !head_dim.is_multiple_of(2) {
+            Some(format!("head size {head_dim} is not even"))
+        } else if [self.width, q_width, kv_width, self.ffn].iter().any(|w| !w.is_multiple_of(32)) {
+            Some(format!("widths {}, {q_width}, {kv_width} and {} are not multiples of 32", self.width, self.ffn))
+        } else {
+            rope_dimensions
+                .and_then(Value::as_u64)
+                .filter(|&d| d as usize != head_dim)
+                .map(|d| format!("rotary embeddings over {d} of {head_dim} dimensions are not supported"))
+        }
+    }
+
+    /// Attention of every query head over its shared key/value head,
+    /// scaled by 1/√head_dim, seeing `window`.
+    pub fn attention(&self, window: ops::Window) -> AttentionShape {
+        AttentionShape {
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            head_dim: self.head_dim,
+            scale: 1.0 / (self.head_dim as f32).sqrt(),
+            window,
+        }
+    }
+}
+
+/// Which of the optional tensors an architecture's blocks carry.
+#[derive(Clone, Copy)]
+pub struct BlockKind {
+    pub qk_norms: bool,
+    pub post_norms: bool,
+    /// The feed-forward's gate activation.
+    pub activation: Activation,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// GEGLU (Gemma).
+    Gelu,
+    /// SwiGLU (Llama, Qwen3).
+    Silu,
+}
+
+/// One block's weights, checked against the shape at load.
+pub struct Block {
+    attention_norm: Vec<f32>,
+    q: Matrix,
+    k: Matrix,
+    v: Matrix,
+    qk_norms: Option<(Vec<f32>, Vec<f32>)>,
+    out: Matrix,
+    attention_post_norm: Option<Vec<f32>>,
+    ffn_norm: Vec<f32>,
+    gate: Matrix,
+    up: Matrix,
+    down: Matrix,
+    ffn_post_norm: Option<Vec<f32>>,
+    activation: Activation,
+}
+
+/// How a block's attention runs: which keys each query sees, how
+/// positions rotate, and whether keys and values are rounded to f16 first
+/// (as llama.cpp's KV cache stores them).
+pub struct AttentionRun<'a> {
+    pub lengths: &'a [usize],
+    pub attention: AttentionShape,
+    pub rope: Rope,
+    pub rope_base: f32,
+    pub f16_keys_values: bool,
+}
+
+impl Block {
+    pub fn load(weights: &Weights, i: usize, s: &BlockShape, kind: BlockKind) -> Result<Block> {
+        let t = |name: &str| format!("blk.{i}.{name}.weight");
+        let (q_width, kv_width) = (s.heads * s.head_dim, s.kv_heads * s.head_dim);
+        let norm = |name: &str, len: usize| weights.vector(&t(name), len);
+        let optional = |present: bool, name: &str, len: usize| present.then(|| norm(name, len)).transpose();
+        Ok(Block {
+            attention_norm: norm("attn_norm", s.width)?,
+            q: weights.matrix(&t("attn_q"), q_width, s.width)?,
+            k: weights.matrix(&t("attn_k"), kv_width, s.width)?,
+            v: weights.matrix(&t("attn_v"), kv_width, s.width)?,
+            qk_norms: match kind.qk_norms {
+                true => Some((norm("attn_q_norm", s.head_dim)?, norm("attn_k_norm", s.head_dim)?)),
+                false => None,
+            },
+            out: weights.matrix(&t("attn_output"), s.width, q_width)?,
+            attention_post_norm: optional(kind.post_norms, "post_attention_norm", s.width)?,
+            ffn_norm: norm("ffn_norm", s.width)?,
+            gate: weights.matrix(&t("ffn_gate"), s.ffn, s.width)?,
+            up: weights.matrix(&t("ffn_up"), s.ffn, s.width)?,
+            down: weights.matrix(&t("ffn_down"), s.width, s.ffn)?,
+            ffn_post_norm: optional(kind.post_norms, "post_ffw_norm", s.width)?,
+            activation: kind.activation,
+        })
+    }
+
+    /// The attention sub-block's output for the token states `x`
+    /// (`[Σ lengths × width]`), before it is added back: all rows, or
+    /// each sequence's last row when `last_only` (the rest are not read
+    /// again).
+    pub fn attention(
+        &self,
+        weights: &Weights,
+        x: &[f32],
+        s: &BlockShape,
+        run: &AttentionRun,
+        last_only: bool,
+    ) -> Vec<f32> {
+        let view = |m: &Matrix| weights.view(m);
+        let mut h = x.to_vec();
+        ops::rms_norm(&mut h, &self.attention_norm, s.eps);
+        let [mut q, mut k, v] = matmul_each(&h, [&view(&self.q), &view(&self.k), &view(&self.v)]);
+        if let Some((q_norm, k_norm)) = &self.qk_norms {
+            ops::rms_norm(&mut q, q_norm, s.eps);
+            ops::rms_norm(&mut k, k_norm, s.eps);
+        }
+        ops::rope(&mut q, run.lengths, s.head_dim, run.rope_base, run.rope);
+        ops::rope(&mut k, run.lengths, s.head_dim, run.rope_base, run.rope);
+        let (k, v) = if run.f16_keys_values { (ops::round_to_f16(k), ops::round_to_f16(v)) } else { (k, v) };
+        let mut attended = ops::attention(&q, &k, &v, run.lengths, run.attention);
+        if last_only {
+            attended = ops::last_rows(&attended, run.lengths);
+        }
+        let mut out = project(weights, &attended, &self.out);
+        if let Some(norm) = &self.attention_post_norm {
+            ops::rms_norm(&mut out, norm, s.eps);
+        }
+        out
+    }
+
+    /// The feed-forward sub-block's output for `x`, before it is added back.
+    pub fn feed_forward(&self, weights: &Weights, x: &[f32], s: &BlockShape) -> Vec<f32> {
+        let view = |m: &Matrix| weights.view(m);
+        let mut h = x.to_vec();
+        ops::rms_norm(&mut h, &self.ffn_norm, s.eps);
+        let [mut gate, up] = matmul_each(&h, [&view(&self.gate), &view(&self.up)]);
+        match self.activation {
+            Activation::Gelu => ops::gelu_gate(&mut gate, &up),
+            Activation::Silu => ops::silu_gate(&mut gate, &up),
+        }
+        let mut out = project(weights, &gate, &self.down);
+        if let Some(norm) = &self.ffn_post_norm {
+            ops::rms_norm(&mut out, norm, s.eps);
+        }
+        out
+    }
+}
+
+/// `input · mᵀ`.
+fn project(weights: &Weights, input: &[f32], m: &Matrix) -> Vec<f32> {
+    let view = weights.view(m);
+    let mut out = vec![0f32; input.len() / view.cols * view.rows];
+    matmul(input, &view, None, &mut out);
+    out
+}
