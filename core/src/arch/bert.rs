@@ -6,7 +6,7 @@ use super::ops::{self, AttentionShape, Window};
 use super::weights::{Matrix, ModelBytes, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
-use crate::kernels::matmul;
+use crate::kernels::{matmul, matmul_each_biased};
 
 /// How token states become one vector (`bert.pooling_type`, llama.cpp's
 /// numbers: 1 mean, 2 CLS).
@@ -168,9 +168,12 @@ impl Bert {
             out
         };
         for layer in &self.layers {
-            let q = project(&x, &layer.q, &layer.q_bias, w);
-            let k = project(&x, &layer.k, &layer.k_bias, w);
-            let v = project(&x, &layer.v, &layer.v_bias, w);
+            let view = |m: &Matrix| self.weights.view(m);
+            let (q, k, v) = (view(&layer.q), view(&layer.k), view(&layer.v));
+            let [q, k, v] = matmul_each_biased(
+                &x,
+                [(&q, Some(&layer.q_bias[..])), (&k, Some(&layer.k_bias[..])), (&v, Some(&layer.v_bias[..]))],
+            );
             let attended = ops::attention(&q, &k, &v, lengths, self.attention);
             let attended = project(&attended, &layer.out, &layer.out_bias, w);
             ops::add(&mut x, &attended);

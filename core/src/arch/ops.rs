@@ -3,8 +3,9 @@
 use crate::error::{Error, Result};
 use crate::kernels::QMatrix;
 use crate::kernels::float::{View, multiply};
-use crate::model::attention::exp;
+use crate::model::attention::{exp, softmax};
 use crate::model::parallel;
+use crate::model::vectorize::multiversion;
 
 /// Elements per task of the element-wise maps: big enough to amortise a
 /// task, small enough to spread a pass over the cores.
@@ -17,13 +18,28 @@ pub fn layer_norm(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps
 
 fn layer_norm_rows(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps: f32) {
     for row in x.chunks_exact_mut(width) {
-        let mean = row.iter().sum::<f32>() / width as f32;
-        let variance = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
+        let mean = (sum_f64(row, |v| v) / width as f64) as f32;
+        let variance = (sum_f64(row, |v| (v - mean) * (v - mean)) / width as f64) as f32;
         let scale = 1.0 / (variance + eps).sqrt();
         for ((v, w), b) in row.iter_mut().zip(weight).zip(bias) {
             *v = (*v - mean) * scale * w + b;
         }
     }
+}
+
+/// `Σ f(v)` over `row`, each term in f32 and the sum in f64, as ggml's
+/// norms sum; in eight partial sums, so the loop vectorises (one running
+/// sum is a chain of dependent adds).
+fn sum_f64(row: &[f32], f: impl Fn(f32) -> f32) -> f64 {
+    let mut lanes = [0f64; 8];
+    let mut chunks = row.chunks_exact(8);
+    for chunk in &mut chunks {
+        for (lane, &v) in lanes.iter_mut().zip(chunk) {
+            *lane += f64::from(f(v));
+        }
+    }
+    let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(f(v))).sum();
+    lanes.iter().sum::<f64>() + tail
 }
 
 /// `x = x / sqrt(mean(x²) + eps) · weight`, per row of `weight.len()`
@@ -32,17 +48,7 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
     let width = weight.len();
     parallel::chunks_mut(x, (MAP_CHUNK / width).max(1) * width, |_, rows| {
         for row in rows.chunks_exact_mut(width) {
-            // ggml sums the f32 squares in double; eight partial sums
-            // let the loop vectorise.
-            let mut lanes = [0f64; 8];
-            let mut chunks = row.chunks_exact(8);
-            for chunk in &mut chunks {
-                for (lane, &v) in lanes.iter_mut().zip(chunk) {
-                    *lane += f64::from(v * v);
-                }
-            }
-            let tail: f64 = chunks.remainder().iter().map(|&v| f64::from(v * v)).sum();
-            let mean = (lanes.iter().sum::<f64>() + tail) / width as f64;
+            let mean = sum_f64(row, |v| v * v) / width as f64;
             let scale = 1.0 / (mean as f32 + eps).sqrt();
             row.iter_mut().zip(weight).for_each(|(v, w)| *v = *v * scale * w);
         }
@@ -137,20 +143,19 @@ pub fn rope(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32, layout
 
 /// `gate = gelu(gate) · up`: the gated feed-forward's activation (GEGLU).
 pub fn gelu_gate(gate: &mut [f32], up: &[f32]) {
-    gelu(gate);
-    parallel::chunks_mut(gate, MAP_CHUNK, |i, chunk| {
-        let up = &up[i * MAP_CHUNK..];
-        chunk.iter_mut().zip(up).for_each(|(g, u)| *g *= u);
-    });
+    parallel::chunks_mut(gate, MAP_CHUNK, |i, chunk| gelu_times(chunk, &up[i * MAP_CHUNK..]));
 }
 
 /// `gate = silu(gate) · up`: the gated feed-forward's activation (SwiGLU),
 /// with the branch-free `exp` so the loop vectorises.
 pub fn silu_gate(gate: &mut [f32], up: &[f32]) {
-    parallel::chunks_mut(gate, MAP_CHUNK, |i, chunk| {
-        let up = &up[i * MAP_CHUNK..];
-        chunk.iter_mut().zip(up).for_each(|(g, u)| *g = *g / (1.0 + exp(-*g)) * u);
-    });
+    parallel::chunks_mut(gate, MAP_CHUNK, |i, chunk| silu_times(chunk, &up[i * MAP_CHUNK..]));
+}
+
+multiversion! {
+    fn silu_times(gate: &mut [f32], up: &[f32]) {
+        gate.iter_mut().zip(up).for_each(|(g, u)| *g = *g / (1.0 + exp(-*g)) * u);
+    }
 }
 
 pub fn scale(x: &mut [f32], factor: f32) {
@@ -161,15 +166,25 @@ pub fn scale(x: &mut [f32], factor: f32) {
 /// branch-free `exp` so the loop vectorises (libm's scalar `tanhf` was
 /// most of a pass), spread over the cores.
 pub fn gelu(x: &mut [f32]) {
-    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    parallel::chunks_mut(x, MAP_CHUNK, |_, chunk| {
-        for v in chunk {
-            let y = SQRT_2_OVER_PI * *v * (1.0 + 0.044_715 * *v * *v);
+    parallel::chunks_mut(x, MAP_CHUNK, |_, chunk| gelu_times(chunk, &[]));
+}
+
+multiversion! {
+    /// `x = gelu(x) · factor` (each x times 1 past the factors' end).
+    fn gelu_times(x: &mut [f32], factors: &[f32]) {
+        const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+        let gelu = |v: f32| {
+            let y = SQRT_2_OVER_PI * v * (1.0 + 0.044_715 * v * v);
             // tanh(y) = 1 − 2 / (e^{2y} + 1)
             let tanh = 1.0 - 2.0 / (exp(2.0 * y) + 1.0);
-            *v = 0.5 * *v * (1.0 + tanh);
+            0.5 * v * (1.0 + tanh)
+        };
+        if factors.is_empty() {
+            x.iter_mut().for_each(|v| *v = gelu(*v));
+        } else {
+            x.iter_mut().zip(factors).for_each(|(v, f)| *v = gelu(*v) * f);
         }
-    });
+    }
 }
 
 /// Each value rounded to the nearest f16 (as llama.cpp's f16 KV cache
@@ -230,14 +245,24 @@ impl Window {
 /// `[tokens × kv_heads·head_dim]`.
 pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], shape: AttentionShape) -> Vec<f32> {
     let (q_width, kv_width) = (shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim);
-    let starts: Vec<usize> = lengths.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
-    let spans: Vec<(usize, usize)> = starts.into_iter().zip(lengths.iter().copied()).collect();
-    let per_sequence = parallel::map(&spans, |&(start, len)| {
-        let (qs, kvs) = (start * q_width..(start + len) * q_width, start * kv_width..(start + len) * kv_width);
-        Ok(sequence_attention(&q[qs], &k[kvs.clone()], &v[kvs], len, shape))
-    })
-    .expect("attention does not fail");
-    per_sequence.concat()
+    // Each sequence writes its own slice of the output (no per-sequence
+    // vectors joined afterwards: that copy was a tenth of a BERT pass).
+    let mut out = vec![0f32; q.len()];
+    let mut rest = out.as_mut_slice();
+    let mut pieces = Vec::with_capacity(lengths.len());
+    let mut start = 0;
+    for &len in lengths {
+        let (piece, tail) = rest.split_at_mut(len * q_width);
+        pieces.push((start, len, piece));
+        rest = tail;
+        start += len;
+    }
+    parallel::chunks_mut(&mut pieces, 1, |_, piece| {
+        let (start, len, out) = &mut piece[0];
+        let (qs, kvs) = (*start * q_width..(*start + *len) * q_width, *start * kv_width..(*start + *len) * kv_width);
+        sequence_attention(&q[qs], &k[kvs.clone()], &v[kvs], *len, shape, out);
+    });
+    out
 }
 
 /// Query rows per block of [`sequence_attention`]: each block multiplies
@@ -245,11 +270,12 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], shape: Atte
 /// half the square and a windowed one a band.
 const QUERY_BLOCK: usize = 64;
 
-fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: AttentionShape) -> Vec<f32> {
+/// One sequence's attention into `out` (`len × heads·head_dim`).
+fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: AttentionShape, out: &mut [f32]) {
     let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
     let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
     let group = heads / kv_heads.max(1);
-    let mut out = vec![0f32; len * q_width];
+    assert_eq!(out.len(), len * q_width, "attention output shape");
     let mut scores = vec![0f32; QUERY_BLOCK.min(len) * len];
     for h in 0..heads {
         let (q_column, kv_column) = (h * head_dim, (h / group) * head_dim);
@@ -308,14 +334,6 @@ fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: Attent
             }
         }
     }
-    out
-}
-
-fn softmax(row: &mut [f32]) {
-    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    row.iter_mut().for_each(|v| *v = exp(*v - max));
-    let scale = 1.0 / row.iter().sum::<f32>();
-    row.iter_mut().for_each(|v| *v *= scale);
 }
 
 /// The mean of each sequence's token states.
@@ -397,7 +415,8 @@ mod tests {
                 let q: Vec<f32> = (0..len * 32).map(|_| random()).collect();
                 let k: Vec<f32> = (0..len * 16).map(|_| random()).collect();
                 let v: Vec<f32> = (0..len * 16).map(|_| random()).collect();
-                let ours = sequence_attention(&q, &k, &v, len, shape);
+                let mut ours = vec![0f32; len * 32];
+                sequence_attention(&q, &k, &v, len, shape, &mut ours);
                 for (a, b) in ours.iter().zip(naive(&q, &k, &v, len, shape)) {
                     assert!((a - b).abs() < 1e-5, "{window:?} len {len}: {a} vs {b}");
                 }

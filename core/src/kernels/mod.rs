@@ -81,11 +81,18 @@ pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
 /// `x · wᵀ` for each of several matrices of the same inputs (a layer's q,
 /// k and v; its gate and up), the activations quantized once for all.
 pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N] {
-    let quantized = ws.iter().any(|w| integer(w.kind)).then(|| QuantizedRows::quantize(x, ws[0].cols));
-    ws.map(|w| {
-        assert_eq!(w.cols, ws[0].cols, "matmul_each: the matrices take the same inputs");
+    matmul_each_biased(x, ws.map(|w| (w, None)))
+}
+
+/// [`matmul_each`] with a bias for each product (BERT's q, k and v).
+pub fn matmul_each_biased<const N: usize>(x: &[f32], ws: [(&QMatrix, Option<&[f32]>); N]) -> [Vec<f32>; N] {
+    let cols = ws[0].0.cols;
+    let quantized = ws.iter().any(|(w, _)| integer(w.kind)).then(|| QuantizedRows::quantize(x, cols));
+    ws.map(|(w, bias)| {
+        assert_eq!(w.cols, cols, "matmul_each: the matrices take the same inputs");
         let mut out = vec![0f32; x.len() / w.cols * w.rows];
         product(x, quantized.as_ref(), w, &mut out);
+        add_bias(bias, w.rows, &mut out);
         out
     })
 }

@@ -83,15 +83,20 @@ fn transpose(from: &[f32], rows: usize, cols: usize, to: &mut [f32]) {
 /// the compiler keeps in two simd128 registers.
 const LANES: usize = 8;
 
-fn softmax(row: &mut [f32]) {
-    let inverse = 1.0 / exp_shifted(row, max(row));
-    row.iter_mut().for_each(|x| *x *= inverse);
+super::vectorize::multiversion! {
+    /// `row` replaced by its softmax, every reduction in lanes (also the
+    /// GGUF models' attention, `arch::ops`).
+    pub(crate) fn softmax(row: &mut [f32]) {
+        let inverse = 1.0 / exp_shifted(row, max(row));
+        row.iter_mut().for_each(|x| *x *= inverse);
+    }
 }
 
 /// The largest value of `row`. A comparison, not `f32::max`: wasm has no
 /// instruction with its NaN rules, so `max` became a call per score.
 /// Eight running maxima rather than one: a single one is a chain of
 /// dependent scalar compares, which was most of the softmax's time.
+#[inline(always)]
 fn max(row: &[f32]) -> f32 {
     let pick = |m: f32, x: f32| if x > m { x } else { m };
     let mut lanes = [f32::NEG_INFINITY; LANES];
@@ -107,6 +112,7 @@ fn max(row: &[f32]) -> f32 {
 
 /// Replaces each x of `row` by e^(x − max) and returns their sum, summed
 /// in eight lanes for the reason [`max`] gives.
+#[inline(always)]
 fn exp_shifted(row: &mut [f32], max: f32) -> f32 {
     row.iter_mut().for_each(|x| *x = exp(*x - max));
     let mut lanes = [0.0; LANES];
@@ -124,6 +130,9 @@ fn exp_shifted(row: &mut [f32], max: f32) -> f32 {
 /// polynomial in r, 2ⁿ from the exponent bits), without its branches, so
 /// a loop over it vectorises: within 2 ulp on [-87, 88], where f32's
 /// normal range ends (beyond, the bounds' values).
+// Inlined: a call per element keeps the loops around it (softmax, GELU,
+// SiLU) from vectorising; out of line it was a tenth of a GGUF pass.
+#[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -146,6 +155,7 @@ pub(crate) fn exp(x: f32) -> f32 {
 /// taking away 1.5·2²³ leaves no fraction bits for |x| < 2²².
 /// Branch-free, so loops over it vectorise (`f32::round` and `floor` are
 /// libm calls on baseline x86-64).
+#[inline(always)]
 pub(crate) fn round_to_even(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0;
     (x + MAGIC) - MAGIC

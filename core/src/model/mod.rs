@@ -23,6 +23,7 @@ mod load;
 pub(crate) mod parallel;
 mod reranker;
 mod tokenize;
+pub(crate) mod vectorize;
 
 pub use burn;
 pub use burn::tensor::Device;
