@@ -35,7 +35,7 @@ function call(method, args) {
 
 const state = {
   collections: [], results: [], selected: -1, searchSeq: 0, busy: false,
-  status: null, model: null, embedding: null,
+  status: null, model: null, reranker: null, embedding: null,
 };
 
 function showNotice(text) {
@@ -336,33 +336,52 @@ function select(i) {
 
 // ---- embedding model ------------------------------------------------------------
 
-const DEFAULT_MODEL = {
-  id: 'sentence-transformers/all-MiniLM-L6-v2',
-  url: 'https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/',
+const huggingFace = (repo) => `https://huggingface.co/${repo}/resolve/main/`;
+// The CLI's defaults. GGUF models (qmd's own) come as {id, url, gguf: true}.
+const DEFAULT_MODELS = {
+  embedModel: { id: 'sentence-transformers/all-MiniLM-L6-v2', url: huggingFace('sentence-transformers/all-MiniLM-L6-v2') },
+  rerankModel: { id: 'cross-encoder/ms-marco-MiniLM-L-6-v2', url: huggingFace('cross-encoder/ms-marco-MiniLM-L-6-v2') },
 };
 const params = new URLSearchParams(location.search);
 const deviceChoice = () => params.get('device') ?? localStorage.getItem('qmd-device') ?? 'auto';
 
-/** Where the model comes from: `qmd web` names its local copy in config.json. */
-async function modelSource() {
+/** Where the models come from: `qmd web` names the CLI's in config.json
+ * (null where the page has none); served statically, Hugging Face. */
+async function modelSources() {
   try {
     const response = await fetch('config.json');
-    if (response.ok) return (await response.json()).embedModel ?? DEFAULT_MODEL;
+    if (response.ok) return { ...DEFAULT_MODELS, ...(await response.json()) };
   } catch {
     // Served statically without a config: Hugging Face it is.
   }
-  return DEFAULT_MODEL;
+  return DEFAULT_MODELS;
 }
 
+/** The worker resolves file names against an absolute URL. */
+const absolute = (source) => ({ ...source, url: new URL(source.url, location.href).href });
+
 async function loadModel({ cachedOnly = false } = {}) {
-  const source = await modelSource();
-  // The worker resolves file names against an absolute base.
-  source.url = new URL(source.url, location.href).href;
-  const loaded = await busy('Loading model', () => call('loadModel', { ...source, device: deviceChoice(), cachedOnly }));
+  const sources = await modelSources();
+  if (!sources.embedModel) return null;
+  const device = deviceChoice();
+  const loaded = await busy('Loading model', () =>
+    call('loadModel', { ...absolute(sources.embedModel), device, cachedOnly }),
+  );
   if (!loaded) return null;
   state.model = loaded;
   if (/^CPU.*(no WebGPU adapter|adapter is software)/.test(loaded.device)) {
     showNotice(`No hardware WebGPU here (${loaded.device.split(', ').slice(1).join(', ')}): the model runs on the CPU.`);
+  }
+  // The reranker orders hybrid results as the CLI's `query` does; without
+  // it they keep their fused order (`--no-rerank`).
+  if (sources.rerankModel) {
+    try {
+      state.reranker = await busy('Loading reranker', () =>
+        call('loadReranker', { ...absolute(sources.rerankModel), device, cachedOnly }),
+      );
+    } catch (e) {
+      showNotice(`The reranker could not be loaded (${e.message}): results keep their fused order.`);
+    }
   }
   renderModel();
   return loaded;
@@ -373,7 +392,8 @@ function renderModel() {
   const pending = status?.needs_embedding ?? 0;
   $('model-status').textContent = model
     ? `${model.model.split('/').at(-1)} · ${model.dimension} dims · ${model.device}` +
-      (model.workers > 1 ? ` · embeds on ${model.workers} cores. ` : '. ') +
+      (model.workers > 1 ? ` · embeds on ${model.workers} cores` : '') +
+      (state.reranker ? ` · reranks with ${state.reranker.model.split('/').at(-1)}. ` : '. ') +
       (pending ? `${pending} document(s) need embedding.` : 'All documents embedded.')
     : 'Model not loaded: keyword search only.';
   $('load-model').disabled = Boolean(model);
@@ -555,6 +575,8 @@ window.qmd = {
   embed: async (options) => (await ready, embedDocuments(options)),
   cancelEmbed: () => call('cancelEmbed'),
   embedTexts: (texts) => call('embedTexts', { texts }),
+  rerankTexts: (query, documents) => call('rerankTexts', { query, documents }),
+  reranker: () => state.reranker,
   status: () => call('status'),
   call,
 };

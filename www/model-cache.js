@@ -1,5 +1,6 @@
 // Model files fetched once and kept in OPFS (qmd-models/<repo>/), for the
-// Worker. A download counts only when every file arrived whole: each is
+// Worker: a safetensors repository's files, or a GGUF model's one file
+// (kept as `model.gguf`, the name the engine looks for). A download counts only when every file arrived whole: each is
 // checked against its Content-Length (and its SHA-256 where the server
 // names one, as Hugging Face does for large files), retried up to three
 // times, and `complete.json` — written last — lists what was verified.
@@ -8,6 +9,7 @@
 
 const REQUIRED = ['config.json', 'tokenizer.json', 'model.safetensors'];
 const OPTIONAL = ['1_Pooling/config.json', 'sentence_bert_config.json', 'config_sentence_transformers.json', 'modules.json'];
+const GGUF = 'model.gguf';
 const ATTEMPTS = 3;
 
 async function modelDir(id) {
@@ -99,31 +101,36 @@ async function downloadWithRetry(url, onBytes) {
   }
 }
 
+/** What to fetch for a model: [{name, url, required}]. */
+function plan(baseUrl, gguf) {
+  if (gguf) return [{ name: GGUF, url: baseUrl, required: true }];
+  return [...REQUIRED, ...OPTIONAL].map((name) => ({ name, url: new URL(name, baseUrl).href, required: REQUIRED.includes(name) }));
+}
+
 /**
- * The files of model `id` from `baseUrl` (ending in `/`), from the OPFS
+ * The files of model `id` from `url` — a repository's base URL (ending in
+ * `/`), or with `gguf` the URL of the model's .gguf file — from the OPFS
  * cache when it holds a verified copy (with `cachedOnly`, only from there:
  * `files` is null when it does not). `onProgress(file, received, total)`.
  */
-export async function modelFiles(id, baseUrl, onProgress, { cachedOnly = false } = {}) {
+export async function modelFiles(id, url, onProgress, { cachedOnly = false, gguf = false } = {}) {
   const dir = await modelDir(id);
   const hit = await cached(dir);
-  if (hit) return { files: hit, cached: true };
+  if (hit && (GGUF in hit) === gguf) return { files: hit, cached: true };
   if (cachedOnly) return { files: null, cached: false };
   // The manifest goes first: from here until it is rewritten, the cache is incomplete.
   await dir.removeEntry('complete.json').catch(() => {});
   const files = {};
-  for (const name of [...REQUIRED, ...OPTIONAL]) {
-    const bytes = await downloadWithRetry(new URL(name, baseUrl).href, (received, total) =>
-      onProgress(name, received, total),
-    );
+  for (const { name, url: fileUrl, required } of plan(url, gguf)) {
+    const bytes = await downloadWithRetry(fileUrl, (received, total) => onProgress(name, received, total));
     if (bytes === null) {
-      if (REQUIRED.includes(name)) throw new Error(`${baseUrl}${name} is missing (HTTP 404)`);
+      if (required) throw new Error(`${fileUrl} is missing (HTTP 404)`);
       continue;
     }
     await writeCached(dir, name, bytes);
     files[name] = bytes;
   }
-  const manifest = { id, source: baseUrl, files: Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.length])) };
+  const manifest = { id, source: url, files: Object.fromEntries(Object.entries(files).map(([n, b]) => [n, b.length])) };
   await writeCached(dir, 'complete.json', new TextEncoder().encode(JSON.stringify(manifest)));
   return { files, cached: false };
 }

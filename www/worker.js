@@ -51,6 +51,17 @@ function embedStep(run) {
   });
 }
 
+/** A model's files from the OPFS cache or `url`, with download progress;
+ * null when `cachedOnly` and not cached. */
+async function fetchModel(label, id, url, gguf, cachedOnly) {
+  const onProgress = (file, done, total) =>
+    postMessage({ progress: { label, phase: file, done, total: total ?? 0, unit: 'bytes' } });
+  const fetched = await modelFiles(id, url, onProgress, { cachedOnly, gguf: Boolean(gguf) });
+  if (!fetched.files) return null;
+  postMessage({ progress: { label: 'Loading model', phase: id, done: 0, total: 0 } });
+  return fetched;
+}
+
 const progress = (label) => (phase, done, total) =>
   postMessage({ progress: { label, phase, done, total } });
 
@@ -141,19 +152,24 @@ const methods = {
   removeCollection: ({ name }) => index.removeCollection(name),
   search: ({ query, options }) => index.search(query, options),
   query: ({ query, options }) => index.query(query, options),
-  async loadModel({ id, url, device, cachedOnly }) {
-    const onProgress = (file, done, total) =>
-      postMessage({ progress: { label: 'Downloading model', phase: file, done, total: total ?? 0, unit: 'bytes' } });
-    const { files, cached } = await modelFiles(id, url, onProgress, { cachedOnly });
+  async loadModel({ id, url, gguf, device, cachedOnly }) {
+    const files = await fetchModel('Downloading model', id, url, gguf, cachedOnly);
     if (!files) return null;
-    postMessage({ progress: { label: 'Loading model', phase: id, done: 0, total: 0 } });
     const [choice, reason] = await resolveDevice(device ?? 'auto');
-    const loaded = await index.loadEmbedder(id, files, choice);
+    const loaded = await index.loadEmbedder(id, files.files, choice);
     helpers?.stop();
-    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files) : null;
+    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files.files) : null;
     const workers = helpers?.workers ?? 1;
-    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached, workers };
+    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached, workers };
   },
+  async loadReranker({ id, url, gguf, device, cachedOnly }) {
+    const files = await fetchModel('Downloading reranker', id, url, gguf, cachedOnly);
+    if (!files) return null;
+    const [choice, reason] = await resolveDevice(device ?? 'auto');
+    const loaded = await index.loadReranker(id, files.files, choice);
+    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached };
+  },
+  rerankTexts: ({ query, documents }) => index.rerankTexts(query, documents),
   embedTexts: ({ texts }) => index.embedTexts(texts),
   async embed({ force, collection, maxDocsPerBatch }) {
     if (embedRun) throw new Error('an embedding run is already going on');

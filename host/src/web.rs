@@ -1,8 +1,10 @@
 //! `qmd web`: the browser app (built by `scripts/build-web.sh`) on
 //! loopback, plus the local model files, so the page needs nothing from
-//! another origin: `GET /models/embed/<file>` serves the configured
-//! embedding model's files from the model cache (`qmd pull`), and
-//! `GET /config.json` tells the page to fetch them there. Every request
+//! another origin: `GET /models/embed/<file>` and `/models/rerank/<file>`
+//! serve the configured embedding model's and reranker's files from the
+//! model cache (`qmd pull`) or their local paths (a GGUF model's one file
+//! as `model.gguf`), and `GET /config.json` tells the page to fetch them
+//! there. Every request
 //! passes the MCP server's Origin/Host guard first ([`OriginGuard`], same
 //! `QMD_ALLOWED_ORIGINS` / `QMD_ALLOWED_HOSTS`): a page on another site that
 //! rebinds its DNS name to 127.0.0.1 gets 403s, not the user's files.
@@ -35,7 +37,11 @@ pub struct WebOptions {
 struct WebState {
     root: PathBuf,
     embed: ModelSource,
+    rerank: ModelSource,
 }
+
+/// The one file name a GGUF model is served under.
+const GGUF_FILE: &str = "model.gguf";
 
 pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
     let root = match options.dir {
@@ -45,11 +51,11 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
     if !root.join("index.html").is_file() {
         bail!("{} holds no built app (index.html); run scripts/build-web.sh first, or pass --dir", root.display());
     }
-    let state = Arc::new(WebState { root, embed: models.embed.clone() });
+    let state = Arc::new(WebState { root, embed: models.embed.clone(), rerank: models.rerank.clone() });
     let guard = Arc::new(OriginGuard::from_env(BIND_HOST));
     let app = Router::new()
         .route("/config.json", get(config))
-        .route("/models/embed/{*file}", get(model_file))
+        .route("/models/{role}/{*file}", get(model_file))
         .fallback(static_file)
         .layer(middleware::from_fn_with_state(guard, check_origin))
         .with_state(state.clone());
@@ -60,12 +66,13 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
             .with_context(|| format!("binding {BIND_HOST}:{}", options.port))?;
         let address = listener.local_addr()?;
         println!("qmd web: http://{address}/ (serving {})", state.root.display());
-        if state.embed.gguf.is_some() {
-            eprintln!("note: the embedding model {} is a GGUF file, which the page cannot run yet", state.embed.id);
-            eprintln!("      the page searches by keyword; set QMD_EMBED_MODEL to a safetensors repo for vectors");
-        } else if !state.embed.is_present() {
-            eprintln!("note: {}", state.embed.missing_message());
-            eprintln!("      the page will download the model from Hugging Face instead");
+        for model in [&state.embed, &state.rerank] {
+            if !model.is_present() {
+                eprintln!("note: {}", model.missing_message());
+                if model.remote {
+                    eprintln!("      the page will download it from Hugging Face instead");
+                }
+            }
         }
         axum::serve(listener, app).with_graceful_shutdown(shutdown()).await?;
         Ok(ExitCode::SUCCESS)
@@ -92,27 +99,47 @@ fn default_dir() -> Result<PathBuf> {
     dir.context("no directory beside the qmd binary")
 }
 
-/// What the page needs to know: where its embedding model comes from.
+/// What the page needs to know: where its models come from.
 async fn config(State(state): State<Arc<WebState>>) -> Response {
-    // GGUF files do not run in the page yet: the page embeds with no model
-    // (keyword search only) rather than fetch files that do not exist.
-    let model = if state.embed.gguf.is_some() {
-        serde_json::Value::Null
-    } else if state.embed.is_present() {
-        json!({"id": state.embed.id, "url": "models/embed/"})
-    } else if state.embed.remote {
-        json!({"id": state.embed.id, "url": format!("https://huggingface.co/{}/resolve/main/", state.embed.id)})
-    } else {
-        serde_json::Value::Null
-    };
-    with_type(json!({"embedModel": model}).to_string().into_bytes(), "application/json")
+    let config = json!({
+        "embedModel": page_source(&state.embed, "models/embed/"),
+        "rerankModel": page_source(&state.rerank, "models/rerank/"),
+    });
+    with_type(config.to_string().into_bytes(), "application/json")
 }
 
-async fn model_file(State(state): State<Arc<WebState>>, UrlPath(file): UrlPath<String>) -> Response {
-    if !REQUIRED_FILES.contains(&file.as_str()) && !OPTIONAL_FILES.contains(&file.as_str()) {
-        return not_found();
+/// Where the page fetches `model` from: this server's `route` when the
+/// files are here, Hugging Face when they are not and can be downloaded,
+/// null (no such model in the page) otherwise.
+fn page_source(model: &ModelSource, route: &str) -> serde_json::Value {
+    match &model.gguf {
+        Some(_) if model.is_present() => json!({"id": model.id, "url": format!("{route}{GGUF_FILE}"), "gguf": true}),
+        Some(gguf) => match &gguf.url {
+            Some(url) => json!({"id": model.id, "url": url, "gguf": true}),
+            None => serde_json::Value::Null,
+        },
+        None if model.is_present() => json!({"id": model.id, "url": route}),
+        None if model.remote => {
+            json!({"id": model.id, "url": format!("https://huggingface.co/{}/resolve/main/", model.id)})
+        }
+        None => serde_json::Value::Null,
     }
-    serve(&state.embed.dir.join(&file)).await
+}
+
+async fn model_file(State(state): State<Arc<WebState>>, UrlPath((role, file)): UrlPath<(String, String)>) -> Response {
+    let model = match role.as_str() {
+        "embed" => &state.embed,
+        "rerank" => &state.rerank,
+        _ => return not_found(),
+    };
+    match &model.gguf {
+        Some(gguf) if file == GGUF_FILE => serve(&gguf.path).await,
+        Some(_) => not_found(),
+        None if REQUIRED_FILES.contains(&file.as_str()) || OPTIONAL_FILES.contains(&file.as_str()) => {
+            serve(&model.dir.join(&file)).await
+        }
+        None => not_found(),
+    }
 }
 
 async fn static_file(State(state): State<Arc<WebState>>, uri: Uri) -> Response {
@@ -125,15 +152,22 @@ async fn static_file(State(state): State<Arc<WebState>>, uri: Uri) -> Response {
     serve(&state.root.join(path)).await
 }
 
+/// A file, streamed (model files run to hundreds of MB) with its length,
+/// which the page checks a download against.
 async fn serve(path: &Path) -> Response {
-    match tokio::fs::read(path).await {
-        Ok(bytes) => with_type(bytes, content_type(path)),
-        Err(_) => not_found(),
+    let Ok(file) = tokio::fs::File::open(path).await else { return not_found() };
+    let Ok(metadata) = file.metadata().await else { return not_found() };
+    if !metadata.is_file() {
+        return not_found();
     }
+    let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));
+    let mut response = with_type(body, content_type(path));
+    response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(metadata.len()));
+    response
 }
 
-fn with_type(bytes: Vec<u8>, content_type: &'static str) -> Response {
-    let mut response = bytes.into_response();
+fn with_type(body: impl IntoResponse, content_type: &'static str) -> Response {
+    let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     // Revalidate every time: the service worker does the offline caching.

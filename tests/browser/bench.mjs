@@ -17,7 +17,8 @@ const embedSample = Number(process.env.BENCH_EMBED_DOCS ?? 100);
 const embedRuns = Number(process.env.BENCH_EMBED_RUNS ?? 3);
 const queryRuns = Number(process.env.BENCH_QUERY_RUNS ?? 3);
 const modelDir = testModelDir();
-const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir });
+// No reranker: hybrid latency is measured as before (fused order).
+const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir, QMD_RERANK_MODEL: './no-reranker' });
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ms = (x) => `${x.toFixed(x < 10 ? 1 : 0)} ms`;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { chromium } from 'playwright-core';
 
 export const repoRoot = path.resolve(import.meta.dirname, '../..');
-const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(os.homedir(), '.cache/qmd/target');
+export const targetDir = process.env.CARGO_TARGET_DIR ?? path.join(os.homedir(), '.cache/qmd/target');
 export const qmdBin = process.env.QMD_BIN ?? path.join(targetDir, 'release/qmd');
 export const appDir = process.env.QMD_WEB_DIR ?? path.join(targetDir, 'www');
 // qmd's eval set, shipped in the repository (as the Rust tests use it).

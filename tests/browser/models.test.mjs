@@ -25,7 +25,9 @@ let cliEnv;
 let native;
 
 before(async () => {
-  const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir });
+  // No reranker (a local path that does not exist): the page's hybrid is
+  // then the CLI's `--no-rerank`, and nothing is fetched from elsewhere.
+  const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir, QMD_RERANK_MODEL: './no-reranker' });
   cliEnv = env;
   cli(cliEnv, ['collection', 'add', writeFolder(path.join(home, 'eval-docs'), docs), '--name', 'eval']);
   native = nativeEmbeddings(modelDir, texts);

@@ -163,6 +163,47 @@ fn web_serves_loopback_hosts_and_origins() {
     }
 }
 
+/// The page's models: `/config.json` names where each comes from, and
+/// `/models/<role>/` serves only the configured files — a GGUF model's one
+/// file as `model.gguf`, with its length — and nothing else.
+#[test]
+fn web_serves_the_configured_models_and_nothing_else() {
+    let env = Env::new();
+    let gguf = env.write("models/ranker.gguf", "GGUF and some bytes");
+    let repo = env.write("models/mini/config.json", "{}");
+    env.write("models/mini/tokenizer.json", "{}");
+    env.write("models/mini/model.safetensors", "weights");
+    env.write("models/mini/secret.txt", "not a model file");
+    let repo = repo.parent().unwrap().to_string_lossy().into_owned();
+    let gguf_path = gguf.to_string_lossy().into_owned();
+    let envs = [("QMD_EMBED_MODEL", repo.as_str()), ("QMD_RERANK_MODEL", gguf_path.as_str())];
+    let (_server, port) = start_web(&env, &envs);
+    let (status, body) = http(port, "GET", "/config.json", &[]);
+    assert_eq!(status, 200, "{body}");
+    let config: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(config["embedModel"], serde_json::json!({"id": repo, "url": "models/embed/"}));
+    assert_eq!(
+        config["rerankModel"],
+        serde_json::json!({"id": gguf_path, "url": "models/rerank/model.gguf", "gguf": true})
+    );
+    assert_eq!(http(port, "GET", "/models/rerank/model.gguf", &[]), (200, "GGUF and some bytes".to_string()));
+    assert_eq!(http(port, "GET", "/models/embed/model.safetensors", &[]), (200, "weights".to_string()));
+    for path in [
+        "/models/embed/secret.txt",
+        "/models/embed/model.gguf",
+        "/models/rerank/config.json",
+        "/models/rerank/ranker.gguf",
+        "/models/generate/model.gguf",
+        "/models/embed/../mini/secret.txt",
+    ] {
+        assert_eq!(http(port, "GET", path, &[]).0, 404, "GET {path}");
+    }
+    // A configured local model that is not there is left out of the page.
+    let (_server, port) = start_web(&env, &[("QMD_RERANK_MODEL", "./missing.gguf")]);
+    let config: serde_json::Value = serde_json::from_str(&http(port, "GET", "/config.json", &[]).1).unwrap();
+    assert_eq!(config["rerankModel"], serde_json::Value::Null);
+}
+
 #[test]
 fn web_allowed_hosts_and_origins_come_from_the_environment() {
     let env = Env::new();

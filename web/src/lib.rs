@@ -32,7 +32,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use js::{from_value, opfs_root, to_js, to_value};
-use models::BrowserEmbedder;
+use models::{BrowserEmbedder, BrowserReranker};
 use opfs::OpfsDirectory;
 use source::{BrowserSource, FolderFilter};
 use wasm_bindgen_futures::JsFuture;
@@ -48,6 +48,9 @@ struct Inner {
     index_dir: Rc<OpfsDirectory>,
     config_dir: Rc<OpfsDirectory>,
     embedder: RefCell<Option<Rc<BrowserEmbedder>>>,
+    /// The `query` reranker, once loaded; without one, queries rank by
+    /// fused position as `--no-rerank` does.
+    reranker: RefCell<Option<Rc<BrowserReranker>>>,
     /// The `embed` run in progress, advanced one batch per `embedStep`.
     embed_job: RefCell<Option<EmbedJob>>,
 }
@@ -94,6 +97,8 @@ struct SearchArgs {
     limit: Option<usize>,
     min_score: Option<f64>,
     full: bool,
+    /// `query` only: false skips the reranker (`--no-rerank`).
+    rerank: Option<bool>,
 }
 
 impl SearchArgs {
@@ -157,6 +162,7 @@ impl QmdIndex {
                 index_dir,
                 config_dir,
                 embedder: RefCell::new(None),
+                reranker: RefCell::new(None),
                 embed_job: RefCell::new(None),
             };
             Ok(QmdIndex { inner: Rc::new(inner) }.into())
@@ -270,21 +276,28 @@ impl QmdIndex {
         to_value(&self.inner.engine.search(&query, &options).map_err(to_js)?)
     }
 
-    /// The hybrid pipeline (`qmd query --no-rerank`): keyword and, once a
-    /// model is loaded, vector lists, fused; with the explain detail.
+    /// The hybrid pipeline (`qmd query`): keyword and, once a model is
+    /// loaded, vector lists, fused, then reranked once a reranker is
+    /// loaded (`--no-rerank` until then, or when `options.rerank` is
+    /// false); with the explain detail.
     pub fn query(&self, query: String, options: JsValue) -> Promise {
         let inner = self.inner.clone();
-        let options = from_value::<SearchArgs>(options).map(|o| o.options(10));
+        let args = from_value::<SearchArgs>(options);
         future_to_promise(async move {
+            let args = args?;
+            let reranker = inner.reranker.borrow().clone().filter(|_| args.rerank.unwrap_or(true));
             let request = QueryRequest {
                 query: Some(query),
                 parse_document: true,
-                options: options?,
-                rerank: false,
+                options: args.options(10),
+                rerank: reranker.is_some(),
                 ..QueryRequest::default()
             };
             let embedder = inner.embedder.borrow().clone();
-            let models = QueryModels { embedder: embedder.as_ref().map(|e| e.info.clone()), reranker: None };
+            let models = QueryModels {
+                embedder: embedder.as_ref().map(|e| e.info.clone()),
+                reranker: reranker.as_ref().map(|r| r.model.clone()),
+            };
             let engine = &inner.engine;
             let (mut job, mut step) = engine.query_start(&request, models).map_err(to_js)?;
             loop {
@@ -296,9 +309,39 @@ impl QmdIndex {
                         let vectors = vectors.into_iter().map(|e| e.vector).collect();
                         engine.query_answer_vectors(&mut job, vectors).map_err(to_js)?
                     }
-                    QueryStep::Rerank { .. } => return Err(JsError::new("no reranker in the browser").into()),
+                    QueryStep::Rerank { query, documents } => {
+                        let reranker = reranker.as_ref().ok_or_else(|| JsError::new("no reranker loaded"))?;
+                        let scores = reranker.score(&query, &documents).await.map_err(to_js)?;
+                        engine.query_answer_scores(&mut job, scores).map_err(to_js)?
+                    }
                 };
             }
+        })
+    }
+
+    /// Loads the reranker from its files (as [`Self::load_embedder`]);
+    /// resolves to its id and the device it runs on.
+    #[wasm_bindgen(js_name = loadReranker)]
+    pub fn load_reranker(&self, id: String, files: Object, device: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let reranker = BrowserReranker::load(&id, &files, &device).await.map_err(to_js)?;
+            let loaded = reranker.describe();
+            *inner.reranker.borrow_mut() = Some(Rc::new(reranker));
+            Ok(to_value(&loaded)?)
+        })
+    }
+
+    /// The reranker's relevance of each document to `query`, in [0, 1]
+    /// (no template or chunking added), for checks against other
+    /// implementations.
+    #[wasm_bindgen(js_name = rerankTexts)]
+    pub fn rerank_texts(&self, query: String, documents: Vec<String>) -> Promise {
+        let reranker = self.inner.reranker.borrow().clone();
+        future_to_promise(async move {
+            let reranker = reranker.ok_or_else(|| JsError::new("no reranker loaded"))?;
+            let scores = reranker.score(&query, &documents).await.map_err(to_js)?;
+            Ok(Float32Array::from(scores.as_slice()).into())
         })
     }
 

@@ -1,12 +1,18 @@
-//! The embedding model in the browser: burn on WebGPU (or its CPU backend
-//! where there is no adapter), fed files the page fetched and cached. All
-//! readback is asynchronous; a browser cannot block on the GPU.
+//! The models in the browser, fed files the page fetched and cached:
+//! safetensors repositories on burn (WebGPU, or its CPU backend where there
+//! is no adapter), and GGUF files (qmd's own models) on the quantized
+//! kernels, on the CPU with WebAssembly SIMD. All GPU readback is
+//! asynchronous; a browser cannot block on the GPU.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use js_sys::{Object, Reflect, Uint8Array};
 use qmd_core::inference::{EmbedderInfo, Embedding};
-use qmd_core::model::{DeviceChoice, ModelDevice, ModelFiles, SentenceEncoder};
+use qmd_core::model::{
+    CrossEncoder, DeviceChoice, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder,
+    TextReranker,
+};
 use qmd_core::{Error, Result};
 use serde::Serialize;
 
@@ -16,8 +22,39 @@ thread_local! {
     static DEVICE: RefCell<Option<ModelDevice>> = const { RefCell::new(None) };
 }
 
+/// The name under which the page hands over a GGUF model's one file.
+const GGUF_FILE: &str = "model.gguf";
+
+/// The model's files: repository path → bytes, from the page's object.
+struct PageFiles<'a>(&'a Object);
+
+impl PageFiles<'_> {
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let value = Reflect::get(self.0, &name.into()).map_err(|_| Error::invalid("model files must be an object"))?;
+        Ok((!value.is_undefined() && !value.is_null()).then(|| Uint8Array::new(&value).to_vec()))
+    }
+
+    /// The GGUF file when the model is one.
+    fn gguf(&self) -> Result<Option<Vec<u8>>> {
+        self.get(GGUF_FILE)
+    }
+
+    fn safetensors(&self) -> Result<ModelFiles> {
+        ModelFiles::read_with(|name| self.get(name))
+    }
+}
+
+/// Where GGUF models run in the page, and why, for the status line.
+fn gguf_device(choice: DeviceChoice) -> String {
+    let kernels = qmd_core::kernels::instruction_set();
+    match choice {
+        DeviceChoice::Gpu => format!("CPU: {kernels} (GGUF models have no WebGPU kernels yet)"),
+        _ => format!("CPU: {kernels}"),
+    }
+}
+
 pub struct BrowserEmbedder {
-    encoder: SentenceEncoder,
+    embedder: TextEmbedder,
     pub info: EmbedderInfo,
     pub device: String,
 }
@@ -32,17 +69,26 @@ pub struct LoadedModel {
 }
 
 impl BrowserEmbedder {
-    /// Loads `id`'s files (an object of repository path → `Uint8Array`) on
-    /// the device `device` asks for (`auto`, `gpu` or `cpu`).
+    /// Loads `id`'s files (an object of repository path → `Uint8Array`,
+    /// or `model.gguf` alone) on the device `device` asks for (`auto`,
+    /// `gpu` or `cpu`).
     pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserEmbedder> {
-        let files = ModelFiles::read_with(|name| {
-            let value =
-                Reflect::get(files, &name.into()).map_err(|_| Error::invalid("model files must be an object"))?;
-            Ok((!value.is_undefined() && !value.is_null()).then(|| Uint8Array::new(&value).to_vec()))
-        })?;
-        let device = device_for(DeviceChoice::parse(device)?).await?;
+        let files = PageFiles(files);
+        let choice = DeviceChoice::parse(device)?;
+        if let Some(bytes) = files.gguf()? {
+            let encoder = GgufEncoder::load(id, Arc::new(bytes))?;
+            let info = encoder.describe(id);
+            let embedder = TextEmbedder::Gguf(Box::new(encoder));
+            return Ok(BrowserEmbedder { embedder, info, device: gguf_device(choice) });
+        }
+        let files = files.safetensors()?;
+        let device = device_for(choice).await?;
         let encoder = SentenceEncoder::load(files, &device.device)?;
-        Ok(BrowserEmbedder { info: encoder.describe(id), encoder, device: device.description })
+        Ok(BrowserEmbedder {
+            info: encoder.describe(id),
+            embedder: TextEmbedder::SafeTensors(Box::new(encoder)),
+            device: device.description,
+        })
     }
 
     pub fn describe(&self) -> LoadedModel {
@@ -55,7 +101,51 @@ impl BrowserEmbedder {
     }
 
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        self.encoder.embed_counted_async(texts).await
+        self.embedder.embed_counted_async(texts).await
+    }
+}
+
+/// The reranker of the page's `query`, as the CLI's: a cross-encoder or a
+/// GGUF ranking model such as Qwen3-Reranker.
+pub struct BrowserReranker {
+    reranker: TextReranker,
+    pub model: String,
+    pub device: String,
+}
+
+/// What the page shows about a loaded reranker.
+#[derive(Serialize)]
+pub struct LoadedReranker {
+    pub model: String,
+    pub device: String,
+}
+
+impl BrowserReranker {
+    /// As [`BrowserEmbedder::load`].
+    pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserReranker> {
+        let files = PageFiles(files);
+        let choice = DeviceChoice::parse(device)?;
+        let model = id.to_string();
+        if let Some(bytes) = files.gguf()? {
+            let ranker = GgufRanker::load(id, Arc::new(bytes))?;
+            let reranker = TextReranker::Gguf(Box::new(ranker));
+            return Ok(BrowserReranker { reranker, model, device: gguf_device(choice) });
+        }
+        let files = files.safetensors()?;
+        let device = device_for(choice).await?;
+        let encoder = CrossEncoder::load(files, &device.device)?;
+        let reranker = TextReranker::SafeTensors(Box::new(encoder));
+        Ok(BrowserReranker { reranker, model, device: device.description })
+    }
+
+    pub fn describe(&self) -> LoadedReranker {
+        LoadedReranker { model: self.model.clone(), device: self.device.clone() }
+    }
+
+    /// Relevance of each document to the query, in [0, 1], input order.
+    pub async fn score(&self, query: &str, documents: &[String]) -> Result<Vec<f32>> {
+        let documents: Vec<&str> = documents.iter().map(String::as_str).collect();
+        self.reranker.score_async(query, &documents).await
     }
 }
 

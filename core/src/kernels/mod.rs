@@ -4,7 +4,8 @@
 //! in their file's blocks; nothing is dequantized at load.
 //!
 //! One module per instruction set: [`scalar`] (any CPU; the reference the
-//! others are tested against), [`x86`] (AVX2, AVX-512 VNNI). The widest
+//! others are tested against), [`x86`] (AVX2, AVX-512 VNNI), `wasm`
+//! (simd128, chosen when the browser build is compiled with it). The widest
 //! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have the
 //! portable integer kernel only so far (activations as Q8_0 and Q8_1, as
 //! llama.cpp quantizes them for those types).
@@ -16,6 +17,8 @@
 mod activations;
 pub(crate) mod float;
 mod scalar;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -145,7 +148,14 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     if let Some(kernel) = x86::q8_0_kernel() {
         return kernel;
     }
-    (scalar::q8_0_matmul, "portable code")
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        (wasm::q8_0_matmul, "WebAssembly SIMD")
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        (scalar::q8_0_matmul, "portable code")
+    }
 }
 
 /// What the quantized products run on here (`AVX-512 VNNI`, `AVX2`,

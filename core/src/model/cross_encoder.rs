@@ -4,11 +4,12 @@
 
 use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::Device;
 use burn::tensor::activation::sigmoid;
+use burn::tensor::{Device, Tensor};
+use tokenizers::Encoding;
 
 use super::ModelFiles;
-use super::batch::{PassPlan, rows, token_batch};
+use super::batch::{PassPlan, rows, rows_async, token_batch};
 use super::bert::{Bert, Pooler};
 use super::config::BertConfig;
 use super::load::load_safetensors;
@@ -50,13 +51,28 @@ impl CrossEncoder {
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
         let encodings = self.tokenizer.encode_pairs(query, documents)?;
-        let scores = PassPlan::for_encodings(&encodings, &self.device).run(|pass| {
-            let members: Vec<_> = pass.iter().map(|&i| &encodings[i]).collect();
-            let tokens = token_batch(&members, &self.device);
-            let hidden = self.model.bert.forward(&tokens);
-            let logits = self.model.classifier.forward(self.model.pooler.forward(hidden));
-            rows(sigmoid(logits))
-        })?;
+        let scores =
+            PassPlan::for_encodings(&encodings, &self.device).run(|pass| rows(self.probabilities(pass, &encodings)))?;
         Ok(scores.into_iter().map(|row| row[0]).collect())
+    }
+
+    /// [`score`](Self::score) with asynchronous readback: the only way to
+    /// read a WebGPU buffer in a browser.
+    pub async fn score_async(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        let encodings = self.tokenizer.encode_pairs(query, documents)?;
+        let plan = PassPlan::for_encodings(&encodings, &self.device);
+        let mut outputs = Vec::with_capacity(plan.passes().len());
+        for pass in plan.passes() {
+            outputs.push(rows_async(self.probabilities(pass, &encodings)).await?);
+        }
+        Ok(plan.scatter(outputs).into_iter().map(|row| row[0]).collect())
+    }
+
+    /// The relevance probability of each pair in `pass`, one per row.
+    fn probabilities(&self, pass: &[usize], encodings: &[Encoding]) -> Tensor<2> {
+        let members: Vec<_> = pass.iter().map(|&i| &encodings[i]).collect();
+        let tokens = token_batch(&members, &self.device);
+        let hidden = self.model.bert.forward(&tokens);
+        sigmoid(self.model.classifier.forward(self.model.pooler.forward(hidden)))
     }
 }

@@ -41,6 +41,16 @@ impl TextEmbedder {
         }
     }
 
+    /// [`embed_counted`](Self::embed_counted) with asynchronous readback
+    /// on burn's devices (the only way to read WebGPU in a browser); GGUF
+    /// models compute on the CPU kernels as they are called.
+    pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        match self {
+            TextEmbedder::SafeTensors(e) => e.embed_counted_async(texts).await,
+            TextEmbedder::Gguf(e) => e.embed_counted(texts),
+        }
+    }
+
     /// Unit vectors only.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         match self {

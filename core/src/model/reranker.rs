@@ -18,4 +18,13 @@ impl TextReranker {
             TextReranker::Gguf(r) => r.score(query, documents),
         }
     }
+
+    /// [`score`](Self::score) with asynchronous readback on burn's
+    /// devices, as [`super::TextEmbedder::embed_counted_async`].
+    pub async fn score_async(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        match self {
+            TextReranker::SafeTensors(r) => r.score_async(query, documents).await,
+            TextReranker::Gguf(r) => r.score(query, documents),
+        }
+    }
 }

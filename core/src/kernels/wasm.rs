@@ -1,0 +1,73 @@
+//! WebAssembly SIMD (simd128) kernels, for the browser: every browser
+//! since 2021 runs simd128, and the web build turns it on
+//! (`.cargo/config.toml`). There are no 8-bit dot products in simd128, so
+//! each 16-byte half of a block is widened to 16 bits and multiplied
+//! pairwise into 32-bit lanes (`i32x4.dot_i16x8_s`).
+//!
+//! Four weight rows share each activation load. Each block's integer
+//! sums are reduced exactly and scaled in the scalar kernel's order, so
+//! the results equal [`super::scalar::q8_0_matmul`]'s bit for bit.
+
+use core::arch::wasm32::*;
+
+use super::{QMatrix, QuantizedRows};
+use crate::gguf::GgmlType;
+
+const BLOCK_BYTES: usize = 34;
+
+/// A block's 32 values as four 8-lane 16-bit vectors.
+#[inline(always)]
+fn widen(values: *const u8) -> [v128; 4] {
+    // SAFETY (callers): `values` points at 32 readable bytes.
+    let (low, high) = unsafe { (v128_load(values as *const v128), v128_load(values.add(16) as *const v128)) };
+    [
+        i16x8_extend_low_i8x16(low),
+        i16x8_extend_high_i8x16(low),
+        i16x8_extend_low_i8x16(high),
+        i16x8_extend_high_i8x16(high),
+    ]
+}
+
+#[inline(always)]
+fn block_dot(x: &[v128; 4], w: &[v128; 4]) -> v128 {
+    let a = i32x4_add(i32x4_dot_i16x8(x[0], w[0]), i32x4_dot_i16x8(x[1], w[1]));
+    let b = i32x4_add(i32x4_dot_i16x8(x[2], w[2]), i32x4_dot_i16x8(x[3], w[3]));
+    i32x4_add(a, b)
+}
+
+/// The four lanes' sums of each of `a`, `b`, `c`, `d`, as `[Σa, Σb, Σc, Σd]`.
+#[inline(always)]
+fn sum4(a: v128, b: v128, c: v128, d: v128) -> v128 {
+    let ab = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(a, b), i32x4_shuffle::<2, 6, 3, 7>(a, b));
+    let cd = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(c, d), i32x4_shuffle::<2, 6, 3, 7>(c, d));
+    i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(ab, cd), i32x4_shuffle::<2, 3, 6, 7>(ab, cd))
+}
+
+pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    debug_assert_eq!(w.kind, GgmlType::Q8_0);
+    let blocks = w.cols / 32;
+    let full = w.rows / 4 * 4;
+    for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
+        let (values, scales) = x.row(r);
+        for c in (0..full).step_by(4) {
+            let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
+            let mut sums = f32x4_splat(0.0);
+            for b in 0..blocks {
+                let xv = widen(values[b * 32..][..32].as_ptr() as *const u8);
+                let dot = |row: &[u8]| block_dot(&xv, &widen(row[b * BLOCK_BYTES + 2..][..32].as_ptr()));
+                let ints = sum4(dot(weights[0]), dot(weights[1]), dot(weights[2]), dot(weights[3]));
+                let dx = scales[b];
+                let scale = |row: &[u8]| dx * crate::gguf::half_at(row, b * BLOCK_BYTES);
+                let scale = f32x4(scale(weights[0]), scale(weights[1]), scale(weights[2]), scale(weights[3]));
+                // Integer sums below 2^24 convert exactly; then the scalar
+                // kernel's multiply and add, lane by lane.
+                sums = f32x4_add(sums, f32x4_mul(f32x4_convert_i32x4(ints), scale));
+            }
+            // SAFETY: `c + 3 < full <= out.len()`.
+            unsafe { v128_store(out[c..c + 4].as_mut_ptr() as *mut v128, sums) };
+        }
+        for (c, y) in out.iter_mut().enumerate().skip(full) {
+            *y = super::scalar::dot_q8_0(values, scales, w.row(c));
+        }
+    }
+}

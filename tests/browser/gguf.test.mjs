@@ -1,0 +1,150 @@
+// qmd's own model formats in the browser: an EmbeddingGemma-shaped and a
+// Qwen3-Reranker-shaped GGUF file (random weights, F32 and Q8_0, made by
+// tests/models/make_gguf.py) configured as the CLI's models, served by
+// `qmd web` and run in the page on the CPU (WebAssembly SIMD kernels).
+// Embeddings and rank scores are checked against llama.cpp itself
+// (node-llama-cpp, qmd 2.8.3's runtime) on the same files, with the native
+// tests' tolerances; the second load comes from the OPFS cache; and the
+// app's reranked `query` gives the CLI's `qmd query` top 3.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import {
+  addStagedFolder, cli, cosine, evalDir, evalQueries, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder,
+  targetDir, writeFolder,
+} from './harness.mjs';
+
+const fixtures = execFileSync(path.join(targetDir, 'release/qmd-gguf-fixtures'), { encoding: 'utf8' }).trim();
+const llamaRefDir = execFileSync('bash', [path.join(repoRoot, 'scripts/llama-ref.sh')], { encoding: 'utf8' }).trim();
+const docs = readFolder(path.join(evalDir, 'docs'));
+const queries = evalQueries().map((q) => q.query);
+// Paragraphs of the eval docs (cut to fit llama.cpp's 512-token context) and the queries.
+const paragraphs = Object.values(docs)
+  .flatMap((d) => d.split('\n\n'))
+  .filter((p) => p.trim().length > 20)
+  .map((p) => p.slice(0, 1200));
+const texts = [...queries.slice(0, 8), ...paragraphs.slice(0, 40)];
+
+/** llama.cpp's answer for `command` on `model` (tests/models/llama_ref.mjs). */
+function llama(command, model, input) {
+  const out = execFileSync('node', [path.join(repoRoot, 'tests/models/llama_ref.mjs'), command, model], {
+    input: JSON.stringify(input),
+    env: { ...process.env, LLAMA_REF_DIR: llamaRefDir },
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
+  return JSON.parse(out);
+}
+
+// Per type: the files, the tolerances of the native tests (tests/tests/gguf.rs).
+const KINDS = {
+  f32: { minCosine: 0.9999, maxRankDifference: 1e-3 },
+  q8_0: { minCosine: 0.9995, maxRankDifference: 1e-2 },
+};
+const files = (kind) => ({
+  embed: path.join(fixtures, `gemma-${kind}.gguf`),
+  rerank: path.join(fixtures, `qwen3-reranker-${kind}.gguf`),
+});
+
+const servers = {};
+const envs = {};
+let browser;
+
+before(async () => {
+  for (const kind of Object.keys(KINDS)) {
+    const { embed, rerank } = files(kind);
+    const { env } = isolatedEnv({ QMD_EMBED_MODEL: embed, QMD_RERANK_MODEL: rerank });
+    envs[kind] = env;
+    servers[kind] = await serveApp(env);
+  }
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  for (const server of Object.values(servers)) server.stop();
+});
+
+/** Opens the app served for `kind` and loads its models; what loading reported. */
+async function loadModels(kind) {
+  const { page } = browser;
+  await page.goto(`${servers[kind].url}?device=auto`);
+  await page.evaluate(() => window.qmd.ready);
+  const embedder = await page.evaluate(() => window.qmd.loadModel());
+  const reranker = await page.evaluate(() => window.qmd.reranker());
+  return { embedder, reranker };
+}
+
+for (const [kind, { minCosine, maxRankDifference }] of Object.entries(KINDS)) {
+  test(`${kind}: GGUF embeddings and rank scores in the page match llama.cpp`, async () => {
+    const { embed, rerank } = files(kind);
+    const { embedder, reranker } = await loadModels(kind);
+    assert.equal(embedder.model, embed);
+    // GGUF models run on the CPU kernels, whatever the adapter.
+    assert.match(embedder.device, /^CPU: WebAssembly SIMD/);
+    assert.equal(embedder.cached, false, 'the first load downloads');
+    assert.ok(reranker, 'the configured reranker is loaded with the model');
+    assert.equal(reranker.model, rerank);
+    assert.match(reranker.device, /^CPU: WebAssembly SIMD/);
+    assert.match(await browser.page.locator('#model-status').textContent(), /reranks with qwen3-reranker/);
+
+    const reference = llama('embed', embed, texts);
+    const vectors = await browser.page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), texts);
+    assert.equal(vectors.length, texts.length);
+    assert.equal(vectors[0].length, reference.embeddings[0].length);
+    const worst = Math.min(...vectors.map((v, i) => cosine(v, reference.embeddings[i])));
+    console.log(`${kind}: page embeddings vs llama.cpp, worst cosine ${worst.toFixed(7)} over ${texts.length} texts`);
+    assert.ok(worst >= minCosine, `worst cosine ${worst} < ${minCosine}`);
+
+    const differences = [];
+    const spread = [];
+    for (const query of queries.slice(0, 4)) {
+      const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
+      const theirs = llama('rank', rerank, { query, documents }).scores;
+      const ours = [...(await browser.page.evaluate(({ q, d }) => window.qmd.rerankTexts(q, d), { q: query, d: documents }))];
+      assert.equal(ours.length, documents.length);
+      ours.forEach((s, i) => differences.push(Math.abs(s - theirs[i])));
+      spread.push(...theirs);
+    }
+    assert.ok(Math.max(...spread) - Math.min(...spread) > 0.1, 'the scores spread out, so the comparison means something');
+    const worstRank = Math.max(...differences);
+    console.log(`${kind}: page rank scores vs llama.cpp, worst difference ${worstRank.toExponential(1)} over ${differences.length} pairs`);
+    assert.ok(worstRank <= maxRankDifference, `worst rank difference ${worstRank} > ${maxRankDifference}`);
+  });
+}
+
+// F32, where the page's vectors equal the CLI's (cosine 1.0000000): with
+// Q8_0's last-bit differences, random weights' near-tied vector ranks can
+// swap, and the fused position the blend weighs with them.
+test('f32: a new visit loads both models from the OPFS cache; the reranked query gives the CLI query top 3', async () => {
+  const { page } = browser;
+  await page.goto(`${servers.f32.url}?device=auto`);
+  await page.evaluate(() => window.qmd.ready);
+  // Cached models load by themselves on start.
+  await page.waitForFunction(() => window.qmd.reranker() !== null);
+  const loaded = await page.evaluate(() => window.qmd.loadModel());
+  assert.equal(loaded.cached, true);
+
+  await stageFolder(page, 'eval-docs', docs);
+  await addStagedFolder(page, 'eval-docs', 'eval');
+  const run = await page.evaluate(() => window.qmd.embed());
+  assert.equal(run.state, 'done');
+
+  const env = envs.f32;
+  cli(env, ['collection', 'add', writeFolder(path.join(env.HOME, 'eval-docs'), docs), '--name', 'eval']);
+  cli(env, ['embed']);
+  for (const query of queries.slice(0, 6)) {
+    const web = await page.evaluate((q) => window.qmd.hybrid(q), query);
+    // (The fallback expansion's note aside: no generation model here either.)
+    assert.deepEqual(web.notes.filter((n) => !/query-expansion/.test(n)), [], `no step was skipped for ${query}`);
+    assert.ok(web.hits.every((h) => typeof h.rerank_score === 'number'), `the page reranked ${query}`);
+    const fromCli = cli(env, ['query', query, '--json', '-n', '3']);
+    const top = (hits) => hits.slice(0, 3).map((h) => [h.docid.replace(/^#?/, '#'), h.score]);
+    const ours = top(web.hits.map((h) => h.hit));
+    const theirs = top(fromCli);
+    assert.deepEqual(ours.map(([d]) => d), theirs.map(([d]) => d), `query ${JSON.stringify(query)}: ${JSON.stringify({ ours, theirs })}`);
+    ours.forEach(([, s], i) => assert.ok(Math.abs(s - theirs[i][1]) < 0.02, `scores of ${query}: ${s} vs ${theirs[i][1]}`));
+  }
+});
