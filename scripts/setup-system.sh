@@ -2,9 +2,14 @@
 # Debian packages the tests need, installed once: Mesa's Vulkan drivers
 # (lavapipe, a software Vulkan device, so the wgpu model tests run where
 # there is no GPU) and Chromium for the browser tests (WebGPU on its
-# SwiftShader). Skips the install when they are already there.
+# SwiftShader). `setup-system.sh cross-arm` adds what scripts/test-arm.sh
+# needs instead: an AArch64 linker and C library, and qemu-user to run the
+# tests. Skips the install when they are already there.
 set -euo pipefail
 packages=(mesa-vulkan-drivers libvulkan1 chromium)
+if [ "${1:-}" = cross-arm ]; then
+    packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

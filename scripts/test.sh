@@ -28,6 +28,8 @@ fi
 cargo build --release --locked -p qmd
 bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
 cargo test --release --locked --workspace
+# The AArch64 kernels, cross-compiled and run under qemu-user.
+bash scripts/test-arm.sh
 # Bounded fuzzing pass over the parsers and index readers (scripts/fuzz.sh).
 bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
 # The MCP server through the official Python MCP SDK (stdio and HTTP).

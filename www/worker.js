@@ -171,6 +171,10 @@ const methods = {
   },
   rerankTexts: ({ query, documents }) => index.rerankTexts(query, documents),
   embedTexts: ({ texts }) => index.embedTexts(texts),
+  // `embed`'s bulk path (shares on the helper Workers when the model runs
+  // on the CPU) on texts as given: {vectors, tokens}, for the browser bench.
+  embedShared: ({ texts }) =>
+    helpers?.workers > 1 ? helpers.embed(texts, (t) => index.embedShare(t)) : index.embedShare(texts),
   async embed({ force, collection, maxDocsPerBatch }) {
     if (embedRun) throw new Error('an embedding run is already going on');
     // Registered before the first await, so a cancel that comes while the

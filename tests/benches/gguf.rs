@@ -17,40 +17,22 @@
 //! by its own tokens) and 16 tldr pages as they are; llama.cpp ranks the
 //! same with qmd's ranking contexts (4,096 tokens, `rankAll`).
 //! `BENCH_OURS_ONLY=1` skips llama.cpp (to profile this project's side).
+//! `BENCH_PYTORCH=1` adds PyTorch fp32 (sentence-transformers, every core;
+//! `tests/models/torch_bench.py` in the venv `scripts/torch-env.sh` makes,
+//! about 7 GB) on the MiniLM texts, with its worst cosine against ours.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use qmd_core::model::{GgufEncoder, GgufRanker};
-use qmd_tests::bench::{markdown_files, tldr_corpus_dir};
+use qmd_tests::bench::{markdown_files, tldr_corpus_dir, tldr_embedding_texts};
 use qmd_tests::gguf::fixtures;
-use qmd_tests::models::{NativeEmbedder, test_model_dir};
+use qmd_tests::models::{NativeEmbedder, cosine, script_path, test_model_dir};
 
 const TEXTS: usize = 400;
 const WORD_PIECES: usize = 254;
 const GEMMA_TEXTS: usize = 100;
 const GEMMA_TOKENS: usize = 256;
-
-fn texts(embedder: &NativeEmbedder) -> Vec<String> {
-    let root = tldr_corpus_dir();
-    let mut pages: Vec<(String, Vec<u8>)> =
-        markdown_files(&root).into_iter().filter(|(path, _)| path.contains("pages/common/")).collect();
-    assert!(pages.len() >= TEXTS, "tldr corpus missing at {}: run scripts/bench-gguf.sh", root.display());
-    pages.sort();
-    let tokenizer = embedder.encoder.tokenizer();
-    pages
-        .into_iter()
-        .take(TEXTS)
-        .map(|(_, bytes)| {
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            let encoding = tokenizer.encode_counted(&[&text]).unwrap().remove(0).0;
-            // Offsets of the word pieces between [CLS] and [SEP].
-            let offsets = encoding.get_offsets();
-            let cut = offsets.get(WORD_PIECES).map_or(text.len(), |o| o.1);
-            text[..cut.min(text.len())].to_string()
-        })
-        .collect()
-}
 
 /// The longest prefix of each text (at a char boundary) that the encoder
 /// turns into at most `GEMMA_TOKENS` tokens, BOS and EOS included.
@@ -94,7 +76,7 @@ fn main() {
 
 fn embed() {
     let safetensors = NativeEmbedder::load(&test_model_dir());
-    TEXT_SET.set(texts(&safetensors)).unwrap();
+    TEXT_SET.set(tldr_embedding_texts(safetensors.encoder.tokenizer(), TEXTS, WORD_PIECES)).unwrap();
     let texts = TEXT_SET.get().unwrap();
     let f = fixtures();
     let mut rows: Vec<(String, f64)> = Vec::new();
@@ -112,6 +94,18 @@ fn embed() {
     ));
     rows.push(("this project, GGUF F32".into(), ours("minilm-f32.gguf")));
     rows.push(("this project, GGUF Q8_0".into(), ours("minilm-q8_0.gguf")));
+    if std::env::var_os("BENCH_PYTORCH").is_some() {
+        let (rate, vectors, version) = pytorch(texts);
+        let q8 = GgufEncoder::load("q8", Arc::new(std::fs::read(f.file("minilm-q8_0.gguf")).unwrap())).unwrap();
+        let worst = |ours: Vec<Vec<f32>>| ours.iter().zip(&vectors).map(|(a, b)| cosine(a, b)).fold(1.0, f64::min);
+        let f32_worst =
+            worst(safetensors.encoder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>()).unwrap());
+        let q8_worst = worst(q8.embed_counted(texts).unwrap().into_iter().map(|e| e.vector).collect());
+        println!(
+            "PyTorch {version} vs this project: worst cosine {f32_worst:.5} (safetensors), {q8_worst:.5} (GGUF Q8_0)"
+        );
+        rows.push((format!("PyTorch {version} fp32 (sentence-transformers, batches of 32)"), rate));
+    }
     for file in ["minilm-f32.gguf", "minilm-q8_0.gguf"] {
         let answer = f.llama("bench-embed", &f.file(file), &serde_json::json!(texts));
         for (layout, result) in answer["layouts"].as_object().unwrap() {
@@ -150,6 +144,27 @@ fn embed() {
         println!("| {name} | {rate:.2} | {:.2}× |", rows[0].1 / rate.max(f64::MIN_POSITIVE));
     }
     println!("\nthis project / llama.cpp's best layout: {:.2}×", rows[0].1 / best_llama);
+}
+
+/// PyTorch fp32 on `texts` through sentence-transformers: texts/s, its
+/// unit vectors and torch's version.
+fn pytorch(texts: &[String]) -> (f64, Vec<Vec<f32>>, String) {
+    use std::io::Write;
+    let python = script_path("torch-env.sh").join("bin/python");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/torch_bench.py");
+    let mut child = std::process::Command::new(python)
+        .arg(script)
+        .arg(test_model_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run torch_bench.py");
+    child.stdin.take().unwrap().write_all(serde_json::to_string(texts).unwrap().as_bytes()).unwrap();
+    let out = child.wait_with_output().expect("torch_bench.py");
+    assert!(out.status.success(), "torch_bench.py failed");
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("torch_bench.py prints JSON");
+    let vectors = serde_json::from_value(answer["embeddings"].clone()).unwrap();
+    (answer["texts_per_s"].as_f64().unwrap(), vectors, answer["torch"].as_str().unwrap_or("?").to_string())
 }
 
 const RANK_QUERY: &str = "how do I list the files in a directory sorted by size";

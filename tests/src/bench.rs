@@ -31,6 +31,34 @@ pub fn markdown_files(root: &Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// The embedding benchmarks' texts: the first `count` English tldr pages
+/// (by path), each cut after its `word_pieces`-th word piece of `tokenizer`
+/// (MiniLM's: 254 fills its 256-token window with [CLS] and [SEP]), so
+/// every runtime embeds the same tokens whatever its own window.
+pub fn tldr_embedding_texts(
+    tokenizer: &qmd_core::model::TextTokenizer,
+    count: usize,
+    word_pieces: usize,
+) -> Vec<String> {
+    let root = tldr_corpus_dir();
+    let mut pages: Vec<(String, Vec<u8>)> =
+        markdown_files(&root).into_iter().filter(|(path, _)| path.contains("pages/common/")).collect();
+    assert!(pages.len() >= count, "tldr corpus missing at {}: run scripts/bench-corpus.sh", root.display());
+    pages.sort();
+    pages
+        .into_iter()
+        .take(count)
+        .map(|(_, bytes)| {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let encoding = tokenizer.encode_counted(&[&text]).unwrap().remove(0).0;
+            // Offsets of the word pieces between [CLS] and [SEP].
+            let offsets = encoding.get_offsets();
+            let cut = offsets.get(word_pieces).map_or(text.len(), |o| o.1);
+            text[..cut.min(text.len())].to_string()
+        })
+        .collect()
+}
+
 /// The `qmd` binary: `$QMD_BIN`, else `qmd` next to the `deps` folder the
 /// running test or bench executable was built into (the same target
 /// directory). May not exist yet.

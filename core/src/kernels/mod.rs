@@ -4,7 +4,8 @@
 //! in their file's blocks; nothing is dequantized at load.
 //!
 //! One module per instruction set: [`scalar`] (any CPU; the reference the
-//! others are tested against), [`x86`] (AVX2, AVX-512 VNNI), `wasm`
+//! others are tested against), [`x86`] (AVX2, AVX-512 VNNI), `arm`
+//! (NEON, with `sdot` where the CPU has it), `wasm`
 //! (simd128, chosen when the browser build is compiled with it). The widest
 //! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have the
 //! portable integer kernel only so far (activations as Q8_0 and Q8_1, as
@@ -15,6 +16,8 @@
 //! f32 by `gemm`.
 
 mod activations;
+#[cfg(target_arch = "aarch64")]
+mod arm;
 pub(crate) mod float;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -148,11 +151,15 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     if let Some(kernel) = x86::q8_0_kernel() {
         return kernel;
     }
+    #[cfg(target_arch = "aarch64")]
+    {
+        arm::q8_0_kernel()
+    }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
         (wasm::q8_0_matmul, "WebAssembly SIMD")
     }
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    #[cfg(not(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128"))))]
     {
         (scalar::q8_0_matmul, "portable code")
     }

@@ -16,8 +16,12 @@ pub fn dot_q8_0(x: &[i8], x_scales: &[f32], w: &[u8]) -> f32 {
     sum
 }
 
-// The browser's simd128 kernel replaces it there (tests still compare).
-#[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128", not(test)), allow(dead_code))]
+// The SIMD kernels of AArch64 and the browser replace it there (tests
+// still compare).
+#[cfg_attr(
+    all(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")), not(test)),
+    allow(dead_code)
+)]
 pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix, out: &mut [f32]) {
     debug_assert_eq!(w.kind, GgmlType::Q8_0);
     for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {

@@ -47,6 +47,22 @@ fn q8_0_kernels_match_the_scalar_reference() {
                 assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        {
+            let mut kernels = vec![("neon", arm::neon_matmul as Q8Kernel)];
+            let dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
+            // scripts/test-arm.sh runs these under an emulated CPU that has it.
+            assert!(dotprod || std::env::var_os("QMD_EXPECT_DOTPROD").is_none(), "this CPU lacks dotprod");
+            if dotprod {
+                kernels.push(("dotprod", arm::dotprod_matmul as Q8Kernel));
+            }
+            for (name, kernel) in kernels {
+                let mut got = vec![0f32; m * n];
+                kernel(&x, 0..m, &w, &mut got);
+                // Bit for bit: the same integer sums, scaled in the same order.
+                assert_eq!(got, expected, "{name} {m}×{n}×{k}");
+            }
+        }
         #[cfg(target_arch = "x86_64")]
         for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
             let runs = match name {
