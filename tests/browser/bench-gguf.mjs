@@ -5,7 +5,7 @@
 //     safetensors repository, served by `qmd web`;
 //   - wllama 3.8.1 (llama.cpp compiled to wasm, threads through
 //     SharedArrayBuffer on a cross-origin-isolated page) on the same GGUF
-//     file, a text per call and all texts in one call.
+//     file, a text per call.
 // Same texts everywhere (tldr pages cut at 254 word pieces, from
 // `qmd-bench-texts`); each side's worst cosine against the native engine's
 // f32 vectors shows they computed the same thing. Markdown on stdout.
@@ -77,7 +77,7 @@ window.ready = true;
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-/** wllama on the GGUF file, `threads` threads: texts/s one text a call, and all in one call. */
+/** wllama on the GGUF file, `threads` threads: texts/s, a text per call. */
 async function wllama(browser) {
   const server = await referenceServer();
   try {
@@ -93,29 +93,28 @@ async function wllama(browser) {
       });
       window.wllama = wllama;
     }, threads);
-    const rows = [];
-    for (const [label, batched] of [['a text per call', false], ['all texts in one call', true]]) {
-      const result = await page.evaluate(
-        async ({ texts, batched }) => {
-          const embed = async (t) => {
-            if (batched) return (await window.wllama.createEmbedding({ input: t })).data.map((d) => d.embedding);
-            const out = [];
-            for (const text of t) out.push((await window.wllama.createEmbedding({ input: text })).data[0].embedding);
-            return out;
-          };
-          await embed(texts.slice(0, 4));
-          const start = performance.now();
-          const vectors = await embed(texts);
-          return { ms: performance.now() - start, vectors };
-        },
-        { texts, batched },
-      );
-      rows.push({
-        label: `wllama 3.8.1, Q8_0 GGUF, ${threads} threads${isolated ? '' : ' (not isolated: 1 thread)'}, ${label}`,
+    console.error(`bench-gguf: wllama loaded (cross-origin isolated: ${isolated})`);
+    phase('wllama, a text per call');
+    // A text per call, as wllama's examples do: an array input in one
+    // call crashed the page (8 texts) or ran past 10 minutes (200).
+    const result = await page.evaluate(async (texts) => {
+      const embed = async (t) => {
+        const out = [];
+        for (const text of t) out.push((await window.wllama.createEmbedding({ input: text })).data[0].embedding);
+        return out;
+      };
+      await embed(texts.slice(0, 4));
+      const start = performance.now();
+      const vectors = await embed(texts);
+      return { ms: performance.now() - start, vectors };
+    }, texts);
+    const rows = [
+      {
+        label: `wllama 3.8.1, Q8_0 GGUF, ${threads} threads${isolated ? '' : ' (not isolated: 1 thread)'}, a text per call`,
         rate: texts.length / (result.ms / 1000),
         worst: worstCosine(result.vectors),
-      });
-    }
+      },
+    ];
     return rows;
   } finally {
     server.close();
@@ -134,8 +133,10 @@ try {
 } finally {
   await browser.close();
 }
-const version = execFileSync('/usr/bin/chromium', ['--version'], { encoding: 'utf8' }).trim();
-console.log(`${texts.length} tldr pages cut at 254 word pieces, ${version}, headless, CPU only\n`);
+const version = execFileSync('/usr/bin/chromium', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+console.log('# GGUF embedding in the browser (`scripts/bench-web-gguf.sh`)\n');
+console.log(`${new Date().toISOString().slice(0, 10)}, one run: MiniLM (all-MiniLM-L6-v2) on the CPU in each runtime, ` +
+  `${texts.length} tldr pages cut at 254 word pieces, ${version}, headless.\n`);
 console.log('| runtime, in the page | texts/s | worst cosine vs native f32 | this project Q8_0 = |');
 console.log('|---|---:|---:|---:|');
 for (const { label, rate, worst } of rows) {

@@ -4,9 +4,10 @@
 //! each 16-byte half of a block is widened to 16 bits and multiplied
 //! pairwise into 32-bit lanes (`i32x4.dot_i16x8_s`).
 //!
-//! Four weight rows share each activation load. Each block's integer
-//! sums are reduced exactly and scaled in the scalar kernel's order, so
-//! the results equal [`super::scalar::q8_0_matmul`]'s bit for bit.
+//! Four weight rows, widened and their scales converted once, share each
+//! activation load. Each block's integer sums are reduced exactly and
+//! scaled in the scalar kernel's order, so the results equal
+//! [`super::scalar::q8_0_matmul`]'s bit for bit.
 
 use core::arch::wasm32::*;
 
@@ -47,25 +48,39 @@ pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix,
     debug_assert_eq!(w.kind, GgmlType::Q8_0);
     let blocks = w.cols / 32;
     let full = w.rows / 4 * 4;
-    for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
-        let (values, scales) = x.row(r);
-        for c in (0..full).step_by(4) {
-            let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
+    // Four weight rows at a time, prepared once for every activation row:
+    // values widened to 16 bits, scales converted from f16 (in software
+    // here: there is no f16 conversion instruction in simd128).
+    let mut wide = vec![i16x8_splat(0); 4 * 4 * blocks];
+    let mut weight_scales = vec![f32x4_splat(0.0); blocks];
+    for c in (0..full).step_by(4) {
+        let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
+        for b in 0..blocks {
+            for (j, row) in weights.iter().enumerate() {
+                let lanes = widen(row[b * BLOCK_BYTES + 2..][..32].as_ptr());
+                wide[(b * 4 + j) * 4..][..4].copy_from_slice(&lanes);
+            }
+            let scale = |j: usize| crate::gguf::half_at(weights[j], b * BLOCK_BYTES);
+            weight_scales[b] = f32x4(scale(0), scale(1), scale(2), scale(3));
+        }
+        for (r, out) in rows.clone().zip(out.chunks_exact_mut(w.rows)) {
+            let (values, scales) = x.row(r);
             let mut sums = f32x4_splat(0.0);
             for b in 0..blocks {
                 let xv = widen(values[b * 32..][..32].as_ptr() as *const u8);
-                let dot = |row: &[u8]| block_dot(&xv, &widen(row[b * BLOCK_BYTES + 2..][..32].as_ptr()));
-                let ints = sum4(dot(weights[0]), dot(weights[1]), dot(weights[2]), dot(weights[3]));
-                let dx = scales[b];
-                let scale = |row: &[u8]| dx * crate::gguf::half_at(row, b * BLOCK_BYTES);
-                let scale = f32x4(scale(weights[0]), scale(weights[1]), scale(weights[2]), scale(weights[3]));
+                let dot = |j: usize| block_dot(&xv, wide[(b * 4 + j) * 4..][..4].try_into().expect("four vectors"));
+                let ints = sum4(dot(0), dot(1), dot(2), dot(3));
                 // Integer sums below 2^24 convert exactly; then the scalar
-                // kernel's multiply and add, lane by lane.
+                // kernel's `dx · dw`, multiply and add, lane by lane.
+                let scale = f32x4_mul(f32x4_splat(scales[b]), weight_scales[b]);
                 sums = f32x4_add(sums, f32x4_mul(f32x4_convert_i32x4(ints), scale));
             }
             // SAFETY: `c + 3 < full <= out.len()`.
             unsafe { v128_store(out[c..c + 4].as_mut_ptr() as *mut v128, sums) };
         }
+    }
+    for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
+        let (values, scales) = x.row(r);
         for (c, y) in out.iter_mut().enumerate().skip(full) {
             *y = super::scalar::dot_q8_0(values, scales, w.row(c));
         }
