@@ -4,7 +4,7 @@
 # prints tables. `scripts/bench-gguf.sh rerank` (or `embed`) runs one part.
 # Needs the tldr corpus (scripts/bench-corpus.sh), the test model, node and
 # the llama.cpp reference (scripts/llama-ref.sh, installed on first use).
-# BENCH_PYTORCH=1 adds PyTorch fp32 (scripts/torch-env.sh: about 7 GB, once).
+# BENCH_PYTORCH=1 adds PyTorch fp32 (scripts/python-env.sh torch: about 7 GB, once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"

@@ -8,6 +8,11 @@
 # The venv lives at ${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}. A stamp file in it
 # records the pinned versions; when it matches, the script does nothing else.
 # Changing a pin below rebuilds the venv from scratch. Progress goes to stderr.
+#
+# `scripts/python-env.sh torch` makes the PyTorch reference's venv instead
+# (${QMD_TORCH_ENV:-$HOME/.cache/qmd/torch-env}), for the embedding bench's
+# PyTorch row (`BENCH_PYTORCH=1 scripts/bench-gguf.sh`) only: torch from
+# PyPI brings its CUDA wheels (about 7 GB installed) but runs on the CPU.
 set -euo pipefail
 
 # The official MCP Python SDK, 1.x line: it speaks the 2025-era initialize
@@ -25,9 +30,29 @@ PYYAML_VERSION=6.0.3
 # SentencePiece trains the GGUF test models' vocabularies (make_gguf.py gemma).
 SENTENCEPIECE_VERSION=0.2.3
 
-env_dir="${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}"
+# The PyTorch reference (tests/models/torch_bench.py).
+TORCH_VERSION=2.9.1
+TRANSFORMERS_VERSION=4.57.3
+SENTENCE_TRANSFORMERS_VERSION=5.2.0
+
+if [ "${1:-}" = torch ]; then
+    env_dir="${QMD_TORCH_ENV:-$HOME/.cache/qmd/torch-env}"
+    want="torch==$TORCH_VERSION transformers==$TRANSFORMERS_VERSION sentence-transformers==$SENTENCE_TRANSFORMERS_VERSION"
+    imports='import torch, transformers, sentence_transformers'
+else
+    env_dir="${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}"
+    want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION pyyaml==$PYYAML_VERSION sentencepiece==$SENTENCEPIECE_VERSION"
+    # The names the tests import must exist in these versions.
+    imports='
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+import anyio, pytest
+import numpy, safetensors.numpy, tokenizers, yaml, sentencepiece
+'
+fi
 stamp="$env_dir/.qmd-py-env-stamp"
-want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION pyyaml==$PYYAML_VERSION sentencepiece==$SENTENCEPIECE_VERSION"
 
 if [[ -x "$env_dir/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     echo "$env_dir"
@@ -53,14 +78,6 @@ if ! "$python" -m venv --clear "$env_dir" >&2; then
 fi
 "$env_dir/bin/python" -m pip install --quiet --disable-pip-version-check \
     $want >&2
-# The names the tests import must exist in this SDK version.
-"$env_dir/bin/python" -c '
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import McpError
-import anyio, pytest
-import numpy, safetensors.numpy, tokenizers, yaml, sentencepiece
-' >&2
+"$env_dir/bin/python" -c "$imports" >&2
 printf '%s\n' "$want" >"$stamp"
 echo "$env_dir"

@@ -18,7 +18,7 @@
 //! same with qmd's ranking contexts (4,096 tokens, `rankAll`).
 //! `BENCH_OURS_ONLY=1` skips llama.cpp (to profile this project's side).
 //! `BENCH_PYTORCH=1` adds PyTorch fp32 (sentence-transformers, every core;
-//! `tests/models/torch_bench.py` in the venv `scripts/torch-env.sh` makes,
+//! `tests/models/torch_bench.py` in the venv `scripts/python-env.sh torch` makes,
 //! about 7 GB) on the MiniLM texts, with its worst cosine against ours.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use std::time::Instant;
 use qmd_core::model::{GgufEncoder, GgufRanker};
 use qmd_tests::bench::{markdown_files, tldr_corpus_dir, tldr_embedding_texts};
 use qmd_tests::gguf::fixtures;
-use qmd_tests::models::{NativeEmbedder, cosine, script_path, test_model_dir};
+use qmd_tests::models::{NativeEmbedder, cosine, script_path_with, test_model_dir};
 
 const TEXTS: usize = 400;
 const WORD_PIECES: usize = 254;
@@ -150,7 +150,7 @@ fn embed() {
 /// unit vectors and torch's version.
 fn pytorch(texts: &[String]) -> (f64, Vec<Vec<f32>>, String) {
     use std::io::Write;
-    let python = script_path("torch-env.sh").join("bin/python");
+    let python = script_path_with("python-env.sh", &["torch"]).join("bin/python");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/torch_bench.py");
     let mut child = std::process::Command::new(python)
         .arg(script)
