@@ -11,6 +11,9 @@ import init, { QmdIndex } from './pkg/qmd_web.js';
 import { modelFiles } from './model-cache.js';
 import { HelperPool } from './helpers.js';
 
+/** Memory the helper Workers' model copies may take together. */
+const HELPER_MODEL_BYTES = 1.5e9;
+
 let index = null;
 let queue = Promise.resolve();
 let embedRun = null;
@@ -158,7 +161,13 @@ const methods = {
     const [choice, reason] = await resolveDevice(device ?? 'auto');
     const loaded = await index.loadEmbedder(id, files.files, choice);
     helpers?.stop();
-    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files.files) : null;
+    // Each helper holds its own copy of the model: with a large GGUF file
+    // (EmbeddingGemma, 330 MB) fewer helpers, so the copies stay within
+    // HELPER_MODEL_BYTES.
+    const modelBytes = Object.values(files.files).reduce((sum, bytes) => sum + bytes.length, 0);
+    const copies = Math.max(1, Math.floor(HELPER_MODEL_BYTES / Math.max(1, modelBytes)));
+    const cores = Math.min(navigator.hardwareConcurrency || 1, copies);
+    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files.files, cores) : null;
     const workers = helpers?.workers ?? 1;
     return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached, workers };
   },
