@@ -115,10 +115,20 @@ fn wordpiece_matches_the_models_tokenizer() {
 
 #[test]
 fn a_semantic_rebuild_reuses_the_models_embedded_vocabulary() {
+    rebuild_reuses_the_embedded_vocabulary(&test_model_dir());
+}
+
+/// The same with a GGUF embedding model (MiniLM as Q8_0): the cache is
+/// keyed on the model's one file.
+#[test]
+fn a_semantic_rebuild_with_a_gguf_model_reuses_its_embedded_vocabulary() {
+    rebuild_reuses_the_embedded_vocabulary(&qmd_tests::gguf::fixtures().file("minilm-q8_0.gguf"));
+}
+
+fn rebuild_reuses_the_embedded_vocabulary(model: &std::path::Path) {
     let env = Env::new();
     env.write("site/a.html", "<main><h1>Install</h1>Run the installer on macOS.</main>");
     env.write("site/b.html", "<main><h1>Archive</h1>Extract the archive.</main>");
-    let model = test_model_dir();
     let build = |out: &str| {
         let args = [
             "site",

@@ -167,7 +167,7 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
     }
     eprintln!("Distilling a static model from {} …", sources.embed.id);
     let models = Models::new(&sources);
-    let (vocab, token_vectors) = vocabulary::embedded(&sources.embed.dir, &models)?;
+    let (vocab, token_vectors) = vocabulary::embedded(&sources.embed, &models)?;
     Ok(SemanticInput {
         vocab,
         token_vectors,

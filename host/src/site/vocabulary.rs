@@ -10,16 +10,16 @@ use qmd_core::document::to_hex;
 use sha2::{Digest, Sha256};
 
 use crate::models::pull::sha256_file;
-use crate::models::{Models, REQUIRED_FILES};
+use crate::models::{ModelSource, Models, REQUIRED_FILES};
 
 const MAGIC: &[u8] = b"QMDVOCC1";
 
 /// Tokens in id order and each token's vector.
 pub type Embedded = (Vec<String>, Vec<Vec<f32>>);
 
-/// The vocabulary of the model in `dir`, embedded by `models`.
-pub fn embedded(dir: &Path, models: &Models) -> Result<Embedded> {
-    let cache = cache_file(dir);
+/// The vocabulary of the embedding model `source`, embedded by `models`.
+pub fn embedded(source: &ModelSource, models: &Models) -> Result<Embedded> {
+    let cache = cache_file(source);
     if let Some(hit) = cache.as_deref().and_then(read) {
         eprintln!("  {} tokens embedded (cached)", hit.0.len());
         return Ok(hit);
@@ -36,11 +36,16 @@ pub fn embedded(dir: &Path, models: &Models) -> Result<Embedded> {
     Ok(fresh)
 }
 
-/// `site/vocab-<hash of the model's files>.bin`; none if a file is unreadable.
-fn cache_file(dir: &Path) -> Option<PathBuf> {
+/// `site/vocab-<hash of the model's files>.bin` (a GGUF model's one file,
+/// or a repository's required files); none if a file is unreadable.
+fn cache_file(source: &ModelSource) -> Option<PathBuf> {
+    let files: Vec<PathBuf> = match &source.gguf {
+        Some(gguf) => vec![gguf.path.clone()],
+        None => REQUIRED_FILES.iter().map(|name| source.dir.join(name)).collect(),
+    };
     let mut hash = Sha256::new();
-    for name in REQUIRED_FILES {
-        hash.update(sha256_file(&dir.join(name)).ok()?);
+    for file in files {
+        hash.update(sha256_file(&file).ok()?);
     }
     let key = to_hex(&hash.finalize()[..16]);
     Some(crate::paths::cache_dir().join("site").join(format!("vocab-{key}.bin")))
