@@ -10,8 +10,8 @@ use std::sync::Arc;
 use js_sys::{Object, Reflect, Uint8Array};
 use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{
-    CrossEncoder, DeviceChoice, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder,
-    TextReranker,
+    CrossEncoder, Device, DeviceChoice, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder,
+    TextEmbedder, TextReranker,
 };
 use qmd_core::{Error, Result};
 use serde::Serialize;
@@ -44,6 +44,26 @@ impl PageFiles<'_> {
     }
 }
 
+/// A model from the page's files (repository path → `Uint8Array`, or
+/// `model.gguf` alone) and where it runs, for the status line: a GGUF file
+/// by `gguf` on the CPU kernels, a safetensors repository by `burn` on the
+/// device `device` asks for (`auto`, `gpu` or `cpu`).
+async fn load_model<T>(
+    files: &Object,
+    device: &str,
+    gguf: impl FnOnce(Vec<u8>) -> Result<T>,
+    burn: impl FnOnce(ModelFiles, &Device) -> Result<T>,
+) -> Result<(T, String)> {
+    let files = PageFiles(files);
+    let choice = DeviceChoice::parse(device)?;
+    if let Some(bytes) = files.gguf()? {
+        return Ok((gguf(bytes)?, gguf_device(choice)));
+    }
+    let files = files.safetensors()?;
+    let device = device_for(choice).await?;
+    Ok((burn(files, &device.device)?, device.description))
+}
+
 /// Where GGUF models run in the page, and why, for the status line.
 fn gguf_device(choice: DeviceChoice) -> String {
     let kernels = qmd_core::kernels::instruction_set();
@@ -69,26 +89,16 @@ pub struct LoadedModel {
 }
 
 impl BrowserEmbedder {
-    /// Loads `id`'s files (an object of repository path → `Uint8Array`,
-    /// or `model.gguf` alone) on the device `device` asks for (`auto`,
-    /// `gpu` or `cpu`).
+    /// Loads `id` from the page's files (see [`load_model`]).
     pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserEmbedder> {
-        let files = PageFiles(files);
-        let choice = DeviceChoice::parse(device)?;
-        if let Some(bytes) = files.gguf()? {
-            let encoder = GgufEncoder::load(id, Arc::new(bytes))?;
-            let info = encoder.describe(id);
-            let embedder = TextEmbedder::Gguf(Box::new(encoder));
-            return Ok(BrowserEmbedder { embedder, info, device: gguf_device(choice) });
-        }
-        let files = files.safetensors()?;
-        let device = device_for(choice).await?;
-        let encoder = SentenceEncoder::load(files, &device.device)?;
-        Ok(BrowserEmbedder {
-            info: encoder.describe(id),
-            embedder: TextEmbedder::SafeTensors(Box::new(encoder)),
-            device: device.description,
-        })
+        let (embedder, device) = load_model(
+            files,
+            device,
+            |bytes| Ok(TextEmbedder::Gguf(Box::new(GgufEncoder::load(id, Arc::new(bytes))?))),
+            |files, device| Ok(TextEmbedder::SafeTensors(Box::new(SentenceEncoder::load(files, device)?))),
+        )
+        .await?;
+        Ok(BrowserEmbedder { info: embedder.describe(id), embedder, device })
     }
 
     pub fn describe(&self) -> LoadedModel {
@@ -123,19 +133,14 @@ pub struct LoadedReranker {
 impl BrowserReranker {
     /// As [`BrowserEmbedder::load`].
     pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserReranker> {
-        let files = PageFiles(files);
-        let choice = DeviceChoice::parse(device)?;
-        let model = id.to_string();
-        if let Some(bytes) = files.gguf()? {
-            let ranker = GgufRanker::load(id, Arc::new(bytes))?;
-            let reranker = TextReranker::Gguf(Box::new(ranker));
-            return Ok(BrowserReranker { reranker, model, device: gguf_device(choice) });
-        }
-        let files = files.safetensors()?;
-        let device = device_for(choice).await?;
-        let encoder = CrossEncoder::load(files, &device.device)?;
-        let reranker = TextReranker::SafeTensors(Box::new(encoder));
-        Ok(BrowserReranker { reranker, model, device: device.description })
+        let (reranker, device) = load_model(
+            files,
+            device,
+            |bytes| Ok(TextReranker::Gguf(Box::new(GgufRanker::load(id, Arc::new(bytes))?))),
+            |files, device| Ok(TextReranker::SafeTensors(Box::new(CrossEncoder::load(files, device)?))),
+        )
+        .await?;
+        Ok(BrowserReranker { reranker, model: id.to_string(), device })
     }
 
     pub fn describe(&self) -> LoadedReranker {
