@@ -35,6 +35,8 @@ pub mod document;
 mod engine;
 mod error;
 pub mod gguf;
+#[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+pub mod gpu;
 pub mod index;
 pub mod inference;
 #[cfg(feature = "models")]

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use qmd_core::arch::{Decoder, ModelBytes};
 use qmd_core::gguf::{BpeTokenizer, GgmlType, GgufFile, Value, dequantize};
-use qmd_core::model::{GgufEncoder, GgufRanker};
+use qmd_core::model::{GgufEncoder, GgufRanker, ModelDevice};
 use qmd_tests::gguf::fixtures;
-use qmd_tests::models::cosine;
+use qmd_tests::models::{cosine, gpu_device};
 
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -133,11 +133,17 @@ fn texts() -> Vec<String> {
     texts
 }
 
-/// Our tokens and vectors against llama.cpp's on the same GGUF file.
+/// Our tokens and vectors against llama.cpp's on the same GGUF file, on
+/// the CPU.
 fn compare_with_llama(file: &str, min_cosine: f64) {
+    compare_with_llama_on(file, min_cosine, &ModelDevice::cpu());
+}
+
+/// The same on `device` (its GPU kernels when it has one).
+fn compare_with_llama_on(file: &str, min_cosine: f64, device: &ModelDevice) -> f64 {
     let f = fixtures();
     let path = f.file(file);
-    let encoder = GgufEncoder::load(file, Arc::new(read(&path))).unwrap();
+    let encoder = GgufEncoder::load_on(file, Arc::new(read(&path)), device).unwrap();
     let texts = texts();
     let reference = f.llama("embed", &path, &serde_json::json!(texts));
     let ours = encoder.embed_counted(&texts).unwrap();
@@ -149,8 +155,9 @@ fn compare_with_llama(file: &str, min_cosine: f64) {
         let theirs: Vec<f32> = serde_json::from_value(reference["embeddings"][i].clone()).unwrap();
         worst = worst.min(cosine(&ours[i].vector, &theirs));
     }
-    eprintln!("{file}: worst cosine vs llama.cpp over {} texts: {worst:.7}", texts.len());
-    assert!(worst >= min_cosine, "{file}: worst cosine {worst} < {min_cosine}");
+    eprintln!("{file} on {device:?}: worst cosine vs llama.cpp over {} texts: {worst:.7}", texts.len());
+    assert!(worst >= min_cosine, "{file} on {device:?}: worst cosine {worst} < {min_cosine}");
+    worst
 }
 
 #[test]
@@ -266,9 +273,13 @@ fn rank_inputs() -> Vec<(String, Vec<String>)> {
 /// every (query, document) of [`rank_inputs`], in order; the tokens each
 /// side evaluates must be the same.
 fn rank_scores(file: &str) -> (Vec<f32>, Vec<f32>) {
+    rank_scores_on(file, &ModelDevice::cpu())
+}
+
+fn rank_scores_on(file: &str, device: &ModelDevice) -> (Vec<f32>, Vec<f32>) {
     let f = fixtures();
     let path = f.file(file);
-    let ranker = GgufRanker::load(file, Arc::new(read(&path))).unwrap();
+    let ranker = GgufRanker::load_on(file, Arc::new(read(&path)), device).unwrap();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for (query, documents) in rank_inputs() {
         let reference = f.llama("rank", &path, &serde_json::json!({"query": query, "documents": documents}));
@@ -324,6 +335,31 @@ fn qwen3_reranker_q8_0_gguf_matches_llama_cpp() {
     assert!(mean <= shift, "mean difference {mean} exceeds llama.cpp's own F32 → Q8_0 shift {shift}");
 }
 
+/// The same files on the GPU kernels (wgpu; Mesa's lavapipe where the
+/// machine has no GPU). The GPU multiplies f32 activations by the
+/// dequantized weights instead of quantizing the activations to Q8_0 as
+/// llama.cpp's CPU path does, so its Q8_0 results sit within the same
+/// quantization noise of llama.cpp's, and F32 ones match closely.
+#[test]
+fn gguf_models_on_wgpu_match_llama_cpp() {
+    let device = gpu_device();
+    assert!(device.gpu.is_some(), "a wgpu device for the GGUF kernels");
+    for (file, min_cosine) in [
+        ("minilm-f32.gguf", 0.9999),
+        ("minilm-q8_0.gguf", 0.999),
+        ("gemma-f32.gguf", 0.9999),
+        ("gemma-q8_0.gguf", 0.999),
+    ] {
+        compare_with_llama_on(file, min_cosine, device);
+    }
+    for (file, max_difference) in [("qwen3-reranker-f32.gguf", 1e-3), ("qwen3-reranker-q8_0.gguf", 1e-2)] {
+        let (ours, theirs) = rank_scores_on(file, device);
+        let (worst, mean) = differences(&ours, &theirs);
+        eprintln!("{file} on {device:?}: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}");
+        assert!(worst <= max_difference, "{file}: worst difference {worst}");
+    }
+}
+
 const SMOLLM2_PROMPTS: [&str; 3] = [
     "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
     "<|im_start|>user\nList three uses of a search index.<|im_end|>\n<|im_start|>assistant\n",
@@ -355,14 +391,14 @@ fn compare_smollm2(path: &Path) -> f32 {
         let theirs: Vec<u32> = serde_json::from_value(reference["prompt"].clone()).unwrap();
         assert_eq!(tokens, theirs, "prompt tokens of {prompt:?}");
         let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
-        let probabilities = softmax(&model.logits(&model.last_states(std::slice::from_ref(&tokens)).unwrap()));
+        let probabilities = softmax(&model.logits(&model.last_states(&qmd_core::arch::Cpu, std::slice::from_ref(&tokens)).unwrap()));
         for &(id, p) in &first {
             worst = worst.max((probabilities[id as usize] - p).abs());
         }
         let generated: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
         let mut sequence = tokens.clone();
         for (step, &expected) in generated.iter().enumerate() {
-            let logits = model.logits(&model.last_states(std::slice::from_ref(&sequence)).unwrap());
+            let logits = model.logits(&model.last_states(&qmd_core::arch::Cpu, std::slice::from_ref(&sequence)).unwrap());
             let next = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
             assert_eq!(
                 next,

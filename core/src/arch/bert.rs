@@ -2,11 +2,11 @@
 //! llama.cpp runs them (`build_bert`): token + type + position
 //! embeddings, post-norm encoder layers, the model's pooling.
 
+use super::backend::Backend;
 use super::ops::{self, AttentionShape, Window};
-use super::weights::{Matrix, ModelBytes, Weights};
+use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
-use crate::kernels::{matmul, matmul_each_biased};
 
 /// How token states become one vector (`bert.pooling_type`, llama.cpp's
 /// numbers: 1 mean, 2 CLS).
@@ -30,19 +30,19 @@ pub struct BertShape {
 
 struct Layer {
     q: Matrix,
-    q_bias: Vec<f32>,
+    q_bias: Vector,
     k: Matrix,
-    k_bias: Vec<f32>,
+    k_bias: Vector,
     v: Matrix,
-    v_bias: Vec<f32>,
+    v_bias: Vector,
     out: Matrix,
-    out_bias: Vec<f32>,
-    attention_norm: (Vec<f32>, Vec<f32>),
+    out_bias: Vector,
+    attention_norm: (Vector, Vector),
     up: Matrix,
-    up_bias: Vec<f32>,
+    up_bias: Vector,
     down: Matrix,
-    down_bias: Vec<f32>,
-    output_norm: (Vec<f32>, Vec<f32>),
+    down_bias: Vector,
+    output_norm: (Vector, Vector),
 }
 
 pub struct Bert {
@@ -53,7 +53,7 @@ pub struct Bert {
     /// Type 0's embedding (every text is one segment).
     token_type: Vec<f32>,
     positions: Matrix,
-    embedding_norm: (Vec<f32>, Vec<f32>),
+    embedding_norm: (Vector, Vector),
     layers: Vec<Layer>,
 }
 
@@ -93,7 +93,7 @@ impl Bert {
         }
         let weights = Weights::new(file, bytes);
         let vocab = file.tensor("token_embd.weight").map_or(0, |t| t.rows().1);
-        let norm = |name: &str| -> Result<(Vec<f32>, Vec<f32>)> {
+        let norm = |name: &str| -> Result<(Vector, Vector)> {
             Ok((weights.vector(&format!("{name}.weight"), w)?, weights.vector(&format!("{name}.bias"), w)?))
         };
         let mut layers = Vec::with_capacity(shape.layers);
@@ -141,48 +141,47 @@ impl Bert {
     }
 
     /// One unit vector per sequence of token ids (special tokens
-    /// included, at most [`BertShape::context`] each).
-    pub fn embed(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// included, at most [`BertShape::context`] each), computed on `b`.
+    pub fn embed<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > self.shape.context) {
             return Err(Error::invalid(format!("a sequence of {len} tokens (1 to {} fit)", self.shape.context)));
         }
-        let x = self.encode(sequences, &lengths)?;
-        let mut pooled = match self.shape.pooling {
-            Pooling::Mean => ops::mean_pool(&x, &lengths, self.shape.width),
-            Pooling::Cls => ops::first_token(&x, &lengths, self.shape.width),
+        let x = self.encode(b, sequences, &lengths)?;
+        let pooled = match self.shape.pooling {
+            Pooling::Mean => b.mean_rows(&x, &lengths, self.shape.width),
+            Pooling::Cls => b.first_rows(&x, &lengths, self.shape.width),
         };
+        drop(x);
+        let pooled = b.read(pooled)?;
+        let mut pooled: Vec<Vec<f32>> = pooled.chunks_exact(self.shape.width).map(<[f32]>::to_vec).collect();
         pooled.iter_mut().for_each(|v| ops::l2_normalize(v));
         Ok(pooled)
     }
 
     /// The last layer's token states, `[Σ lengths × width]`.
-    fn encode(&self, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<Vec<f32>> {
-        let w = self.shape.width;
-        let x = self.embeddings(sequences)?;
-        let mut x = x;
-        let tokens = x.len() / w;
-        let project = |input: &[f32], m: &Matrix, bias: &[f32], outputs: usize| {
-            let mut out = vec![0f32; tokens * outputs];
-            matmul(input, &self.weights.view(m), Some(bias), &mut out);
-            out
-        };
+    fn encode<B: Backend>(&self, b: &B, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<B::Tensor> {
+        let eps = self.shape.eps;
+        let w = &self.weights;
+        let mut x = b.upload(self.embeddings(sequences)?);
         for layer in &self.layers {
-            let view = |m: &Matrix| self.weights.view(m);
-            let (q, k, v) = (view(&layer.q), view(&layer.k), view(&layer.v));
-            let [q, k, v] = matmul_each_biased(
+            let [q, k, v] = b.matmul_each(
+                w,
                 &x,
-                [(&q, Some(&layer.q_bias[..])), (&k, Some(&layer.k_bias[..])), (&v, Some(&layer.v_bias[..]))],
+                [(&layer.q, Some(&layer.q_bias)), (&layer.k, Some(&layer.k_bias)), (&layer.v, Some(&layer.v_bias))],
             );
-            let attended = ops::attention(&q, &k, &v, lengths, self.attention);
-            let attended = project(&attended, &layer.out, &layer.out_bias, w);
-            ops::add(&mut x, &attended);
-            ops::layer_norm(&mut x, w, &layer.attention_norm.0, &layer.attention_norm.1, self.shape.eps);
-            let mut hidden = project(&x, &layer.up, &layer.up_bias, self.shape.ffn);
-            ops::gelu(&mut hidden);
-            let out = project(&hidden, &layer.down, &layer.down_bias, w);
-            ops::add(&mut x, &out);
-            ops::layer_norm(&mut x, w, &layer.output_norm.0, &layer.output_norm.1, self.shape.eps);
+            let attended = b.attention(&q, &k, &v, lengths, self.attention);
+            drop((q, k, v));
+            let attended = b.project(w, &attended, &layer.out, Some(&layer.out_bias));
+            b.add(&mut x, &attended);
+            drop(attended);
+            b.layer_norm(&mut x, &layer.attention_norm.0, &layer.attention_norm.1, eps);
+            let mut hidden = b.project(w, &x, &layer.up, Some(&layer.up_bias));
+            b.gelu(&mut hidden);
+            let out = b.project(w, &hidden, &layer.down, Some(&layer.down_bias));
+            drop(hidden);
+            b.add(&mut x, &out);
+            b.layer_norm(&mut x, &layer.output_norm.0, &layer.output_norm.1, eps);
         }
         Ok(x)
     }
@@ -208,7 +207,8 @@ impl Bert {
                 ops::add(row, &self.token_type);
             }
         }
-        ops::layer_norm(&mut x, w, &self.embedding_norm.0, &self.embedding_norm.1, self.shape.eps);
+        let (weight, bias) = &self.embedding_norm;
+        ops::layer_norm(&mut x, w, weight.values(), bias.values(), self.shape.eps);
         Ok(x)
     }
 }

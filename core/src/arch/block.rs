@@ -4,11 +4,11 @@
 //! projection; an RMS norm and a gated feed-forward. Gemma also norms
 //! each sub-block's output before adding it back (its post-norms).
 
+use super::backend::Backend;
 use super::ops::{self, AttentionShape, Rope};
-use super::weights::{Matrix, Weights};
+use super::weights::{Matrix, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Value};
-use crate::kernels::{matmul, matmul_each};
 
 /// The block's sizes, from the file's `<arch>.*` metadata.
 #[derive(Clone, Debug)]
@@ -107,18 +107,18 @@ pub enum Activation {
 
 /// One block's weights, checked against the shape at load.
 pub struct Block {
-    attention_norm: Vec<f32>,
+    attention_norm: Vector,
     q: Matrix,
     k: Matrix,
     v: Matrix,
-    qk_norms: Option<(Vec<f32>, Vec<f32>)>,
+    qk_norms: Option<(Vector, Vector)>,
     out: Matrix,
-    attention_post_norm: Option<Vec<f32>>,
-    ffn_norm: Vec<f32>,
+    attention_post_norm: Option<Vector>,
+    ffn_norm: Vector,
     gate: Matrix,
     up: Matrix,
     down: Matrix,
-    ffn_post_norm: Option<Vec<f32>>,
+    ffn_post_norm: Option<Vector>,
     activation: Activation,
 }
 
@@ -163,58 +163,55 @@ impl Block {
     /// (`[Σ lengths × width]`), before it is added back: all rows, or
     /// each sequence's last row when `last_only` (the rest are not read
     /// again).
-    pub fn attention(
+    pub fn attention<B: Backend>(
         &self,
+        b: &B,
         weights: &Weights,
-        x: &[f32],
+        x: &B::Tensor,
         s: &BlockShape,
         run: &AttentionRun,
         last_only: bool,
-    ) -> Vec<f32> {
-        let view = |m: &Matrix| weights.view(m);
-        let mut h = x.to_vec();
-        ops::rms_norm(&mut h, &self.attention_norm, s.eps);
-        let [mut q, mut k, v] = matmul_each(&h, [&view(&self.q), &view(&self.k), &view(&self.v)]);
+    ) -> B::Tensor {
+        let mut h = b.copy(x);
+        b.rms_norm(&mut h, &self.attention_norm, s.eps);
+        let [mut q, mut k, mut v] = b.matmul_each(weights, &h, [(&self.q, None), (&self.k, None), (&self.v, None)]);
+        drop(h);
         if let Some((q_norm, k_norm)) = &self.qk_norms {
-            ops::rms_norm(&mut q, q_norm, s.eps);
-            ops::rms_norm(&mut k, k_norm, s.eps);
+            b.rms_norm(&mut q, q_norm, s.eps);
+            b.rms_norm(&mut k, k_norm, s.eps);
         }
-        ops::rope(&mut q, run.lengths, s.head_dim, run.rope_base, run.rope);
-        ops::rope(&mut k, run.lengths, s.head_dim, run.rope_base, run.rope);
-        let (k, v) = if run.f16_keys_values { (ops::round_to_f16(k), ops::round_to_f16(v)) } else { (k, v) };
-        let mut attended = ops::attention(&q, &k, &v, run.lengths, run.attention);
+        b.rope(&mut q, run.lengths, s.head_dim, run.rope_base, run.rope);
+        b.rope(&mut k, run.lengths, s.head_dim, run.rope_base, run.rope);
+        if run.f16_keys_values {
+            b.round_to_f16(&mut k);
+            b.round_to_f16(&mut v);
+        }
+        let mut attended = b.attention(&q, &k, &v, run.lengths, run.attention);
         if last_only {
-            attended = ops::last_rows(&attended, run.lengths);
+            attended = b.last_rows(&attended, run.lengths, s.heads * s.head_dim);
         }
-        let mut out = project(weights, &attended, &self.out);
+        let mut out = b.project(weights, &attended, &self.out, None);
         if let Some(norm) = &self.attention_post_norm {
-            ops::rms_norm(&mut out, norm, s.eps);
+            b.rms_norm(&mut out, norm, s.eps);
         }
         out
     }
 
     /// The feed-forward sub-block's output for `x`, before it is added back.
-    pub fn feed_forward(&self, weights: &Weights, x: &[f32], s: &BlockShape) -> Vec<f32> {
-        let view = |m: &Matrix| weights.view(m);
-        let mut h = x.to_vec();
-        ops::rms_norm(&mut h, &self.ffn_norm, s.eps);
-        let [mut gate, up] = matmul_each(&h, [&view(&self.gate), &view(&self.up)]);
+    pub fn feed_forward<B: Backend>(&self, b: &B, weights: &Weights, x: &B::Tensor, s: &BlockShape) -> B::Tensor {
+        let mut h = b.copy(x);
+        b.rms_norm(&mut h, &self.ffn_norm, s.eps);
+        let [mut gate, up] = b.matmul_each(weights, &h, [(&self.gate, None), (&self.up, None)]);
+        drop(h);
         match self.activation {
-            Activation::Gelu => ops::gelu_gate(&mut gate, &up),
-            Activation::Silu => ops::silu_gate(&mut gate, &up),
+            Activation::Gelu => b.gelu_gate(&mut gate, &up),
+            Activation::Silu => b.silu_gate(&mut gate, &up),
         }
-        let mut out = project(weights, &gate, &self.down);
+        drop(up);
+        let mut out = b.project(weights, &gate, &self.down, None);
         if let Some(norm) = &self.ffn_post_norm {
-            ops::rms_norm(&mut out, norm, s.eps);
+            b.rms_norm(&mut out, norm, s.eps);
         }
         out
     }
-}
-
-/// `input · mᵀ`.
-fn project(weights: &Weights, input: &[f32], m: &Matrix) -> Vec<f32> {
-    let view = weights.view(m);
-    let mut out = vec![0f32; input.len() / view.cols * view.rows];
-    matmul(input, &view, None, &mut out);
-    out
 }

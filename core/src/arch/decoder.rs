@@ -10,9 +10,10 @@
 //! the LM head (the token embeddings where the file has no `output`) and
 //! a ranking head read.
 
+use super::backend::Backend;
 use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape};
 use super::ops::{self, Rope, Window};
-use super::weights::{Matrix, ModelBytes, Weights};
+use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::kernels::matmul;
@@ -36,7 +37,7 @@ pub struct Decoder {
     weights: Weights,
     tokens: Matrix,
     layers: Vec<Block>,
-    output_norm: Vec<f32>,
+    output_norm: Vector,
     /// The LM head: `output.weight`, or the token embeddings when tied.
     output: Matrix,
 }
@@ -92,9 +93,9 @@ impl Decoder {
     }
 
     /// The final-normed state of each sequence's last token,
-    /// `[sequences × width]`. Each sequence is a whole prompt (at most
-    /// the trained context), its positions counted from 0.
-    pub fn last_states(&self, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
+    /// `[sequences × width]`, computed on `b`. Each sequence is a whole
+    /// prompt (at most the trained context), its positions counted from 0.
+    pub fn last_states<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
         let s = &self.shape.block;
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > s.context) {
@@ -111,21 +112,22 @@ impl Decoder {
             // Keys and values as llama.cpp's cache holds them: f16.
             f16_keys_values: true,
         };
-        let mut x = ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?;
+        let mut x = b.upload(ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?);
         for (i, layer) in self.layers.iter().enumerate() {
             // Only the last tokens are read after the last layer's
             // attention: its projection and feed-forward run on those rows.
             let last = i + 1 == self.layers.len();
-            let attended = layer.attention(&self.weights, &x, s, &run, last);
+            let attended = layer.attention(b, &self.weights, &x, s, &run, last);
             if last {
-                x = ops::last_rows(&x, &lengths);
+                x = b.last_rows(&x, &lengths, s.width);
             }
-            ops::add(&mut x, &attended);
-            let fed = layer.feed_forward(&self.weights, &x, s);
-            ops::add(&mut x, &fed);
+            b.add(&mut x, &attended);
+            drop(attended);
+            let fed = layer.feed_forward(b, &self.weights, &x, s);
+            b.add(&mut x, &fed);
         }
-        ops::rms_norm(&mut x, &self.output_norm, s.eps);
-        Ok(x)
+        b.rms_norm(&mut x, &self.output_norm, s.eps);
+        b.read(x)
     }
 
     /// The LM head's logits over the vocabulary for each state.

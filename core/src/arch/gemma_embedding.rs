@@ -7,12 +7,12 @@
 //! the sixth the whole text. Mean pooling, then the sentence-transformers
 //! dense projections when the file carries them (`dense_2`, `dense_3`).
 
+use super::backend::Backend;
 use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape};
 use super::ops::{self, Rope, Window};
-use super::weights::{Matrix, ModelBytes, Weights};
+use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Value};
-use crate::kernels::matmul;
 
 const ARCH: &str = "gemma-embedding";
 
@@ -34,7 +34,7 @@ pub struct GemmaEmbedding {
     weights: Weights,
     tokens: Matrix,
     layers: Vec<Block>,
-    output_norm: Vec<f32>,
+    output_norm: Vector,
     /// `dense_2` then `dense_3`, applied to the pooled vector.
     dense: Vec<Matrix>,
 }
@@ -94,32 +94,32 @@ impl GemmaEmbedding {
     }
 
     /// One unit vector per sequence of token ids (special tokens
-    /// included, at most the trained context each).
-    pub fn embed(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// included, at most the trained context each), computed on `b`.
+    pub fn embed<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         let context = self.shape.block.context;
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > context) {
             return Err(Error::invalid(format!("a sequence of {len} tokens (1 to {context} fit)")));
         }
-        let x = self.encode(sequences, &lengths)?;
-        let mut pooled = ops::mean_pool(&x, &lengths, self.shape.block.width).concat();
+        let x = self.encode(b, sequences, &lengths)?;
+        let mut pooled = b.mean_rows(&x, &lengths, self.shape.block.width);
+        drop(x);
         for matrix in &self.dense {
-            let view = self.weights.view(matrix);
-            let mut out = vec![0f32; sequences.len() * view.rows];
-            matmul(&pooled, &view, None, &mut out);
-            pooled = out;
+            pooled = b.project(&self.weights, &pooled, matrix, None);
         }
+        let pooled = b.read(pooled)?;
         let mut pooled: Vec<Vec<f32>> = pooled.chunks_exact(self.shape.output_width).map(<[f32]>::to_vec).collect();
         pooled.iter_mut().for_each(|v| ops::l2_normalize(v));
         Ok(pooled)
     }
 
     /// The normalised last layer's token states, `[Σ lengths × width]`.
-    fn encode(&self, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<Vec<f32>> {
+    fn encode<B: Backend>(&self, b: &B, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<B::Tensor> {
         let s = &self.shape.block;
         // Token embeddings scaled by √width.
         let mut x = ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?;
         ops::scale(&mut x, (s.width as f32).sqrt());
+        let mut x = b.upload(x);
         for (i, layer) in self.layers.iter().enumerate() {
             let window = self.window(i);
             let run = AttentionRun {
@@ -129,12 +129,13 @@ impl GemmaEmbedding {
                 rope_base: if window == Window::Full { self.shape.rope_base } else { self.shape.rope_base_windowed },
                 f16_keys_values: false,
             };
-            let attended = layer.attention(&self.weights, &x, s, &run, false);
-            ops::add(&mut x, &attended);
-            let fed = layer.feed_forward(&self.weights, &x, s);
-            ops::add(&mut x, &fed);
+            let attended = layer.attention(b, &self.weights, &x, s, &run, false);
+            b.add(&mut x, &attended);
+            drop(attended);
+            let fed = layer.feed_forward(b, &self.weights, &x, s);
+            b.add(&mut x, &fed);
         }
-        ops::rms_norm(&mut x, &self.output_norm, s.eps);
+        b.rms_norm(&mut x, &self.output_norm, s.eps);
         Ok(x)
     }
 }

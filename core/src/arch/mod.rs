@@ -5,15 +5,17 @@
 //! Gemma's and the decoders' attention block is [`block`]; the shared
 //! operations (norms, activations, attention, pooling) are in [`ops`].
 
+pub mod backend;
 pub mod bert;
 pub mod block;
 pub mod decoder;
 pub mod gemma_embedding;
-mod ops;
+pub(crate) mod ops;
 mod weights;
 
 pub use decoder::Decoder;
-pub use weights::{Matrix, ModelBytes, Weights};
+pub use backend::{Backend, Cpu};
+pub use weights::{Matrix, ModelBytes, Vector, Weights};
 
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
@@ -64,11 +66,11 @@ impl Encoder {
         }
     }
 
-    /// One unit vector per sequence of token ids.
-    pub fn embed(&self, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// One unit vector per sequence of token ids, computed on `b`.
+    pub fn embed<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         match self {
-            Encoder::Bert(m) => m.embed(sequences),
-            Encoder::Gemma(m) => m.embed(sequences),
+            Encoder::Bert(m) => m.embed(b, sequences),
+            Encoder::Gemma(m) => m.embed(b, sequences),
         }
     }
 }

@@ -83,6 +83,22 @@ pub fn last_rows(x: &[f32], lengths: &[usize]) -> Vec<f32> {
     out
 }
 
+/// `(cos, sin)` of each position below `positions` and each pair of a
+/// head, shared by every head and sequence.
+pub fn rope_table(positions: usize, head_dim: usize, base: f32) -> Vec<(f32, f32)> {
+    let half = head_dim / 2;
+    let theta_scale = base.powf(-2.0 / head_dim as f32);
+    let mut table = vec![(0f32, 0f32); positions * half];
+    for (p, row) in table.chunks_exact_mut(half.max(1)).enumerate() {
+        let mut theta = p as f32;
+        for entry in row {
+            *entry = (theta.cos(), theta.sin());
+            theta *= theta_scale;
+        }
+    }
+    table
+}
+
 /// Which dimensions of a head rotate together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rope {
@@ -99,17 +115,8 @@ pub enum Rope {
 /// multiplication), so they match it to the last bit.
 pub fn rope(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
     let half = head_dim / 2;
-    let theta_scale = base.powf(-2.0 / head_dim as f32);
     let longest = lengths.iter().copied().max().unwrap_or(0);
-    // (cos, sin) per position and pair, shared by every head and sequence.
-    let mut table = vec![(0f32, 0f32); longest * half];
-    for (p, row) in table.chunks_exact_mut(half.max(1)).enumerate() {
-        let mut theta = p as f32;
-        for entry in row {
-            *entry = (theta.cos(), theta.sin());
-            theta *= theta_scale;
-        }
-    }
+    let table = rope_table(longest, head_dim, base);
     let rotate = |a: &mut f32, b: &mut f32, (cos, sin): (f32, f32)| {
         let (x0, x1) = (*a, *b);
         *a = x0 * cos - x1 * sin;
@@ -336,34 +343,29 @@ fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: Attent
     }
 }
 
-/// The mean of each sequence's token states.
-pub fn mean_pool(x: &[f32], lengths: &[usize], width: usize) -> Vec<Vec<f32>> {
+/// The mean of each sequence's token states, `[sequences × width]`.
+pub fn mean_pool(x: &[f32], lengths: &[usize], width: usize) -> Vec<f32> {
+    let mut out = vec![0f32; lengths.len() * width];
     let mut at = 0;
-    lengths
-        .iter()
-        .map(|&len| {
-            let mut sum = vec![0f32; width];
-            for row in x[at * width..(at + len) * width].chunks_exact(width) {
-                add(&mut sum, row);
-            }
-            at += len;
-            sum.iter_mut().for_each(|v| *v /= len.max(1) as f32);
-            sum
-        })
-        .collect()
+    for (&len, sum) in lengths.iter().zip(out.chunks_exact_mut(width)) {
+        for row in x[at * width..(at + len) * width].chunks_exact(width) {
+            add(sum, row);
+        }
+        at += len;
+        sum.iter_mut().for_each(|v| *v /= len.max(1) as f32);
+    }
+    out
 }
 
 /// The first token's state of each sequence (CLS pooling).
-pub fn first_token(x: &[f32], lengths: &[usize], width: usize) -> Vec<Vec<f32>> {
+pub fn first_token(x: &[f32], lengths: &[usize], width: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(lengths.len() * width);
     let mut at = 0;
-    lengths
-        .iter()
-        .map(|&len| {
-            let row = x[at * width..(at + 1) * width].to_vec();
-            at += len;
-            row
-        })
-        .collect()
+    for &len in lengths {
+        out.extend_from_slice(&x[at * width..(at + 1) * width]);
+        at += len;
+    }
+    out
 }
 
 pub fn l2_normalize(v: &mut [f32]) {

@@ -23,6 +23,38 @@ pub struct Weights {
 #[derive(Clone)]
 pub struct Matrix(TensorInfo);
 
+/// A vector tensor's values, with its name (a GPU keeps its own copy of
+/// each, found by name).
+pub struct Vector {
+    name: String,
+    values: Vec<f32>,
+}
+
+impl Vector {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn values(&self) -> &[f32] {
+        &self.values
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+impl Matrix {
+    /// The tensor's name in the file.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+}
+
 impl Weights {
     pub fn new(file: &GgufFile, bytes: ModelBytes) -> Weights {
         let tensors = file.tensors.iter().map(|t| (t.name.clone(), t.clone())).collect();
@@ -52,11 +84,11 @@ impl Weights {
 
     /// A vector of `len` values (norm weights, biases), as floats: small,
     /// so copied out.
-    pub fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
+    pub fn vector(&self, name: &str, len: usize) -> Result<Vector> {
         let tensor = self.find(name, &[len])?;
-        let mut out = vec![0f32; len];
-        dequantize(tensor.kind, &self.bytes()[tensor.range.clone()], &mut out);
-        Ok(out)
+        let mut values = vec![0f32; len];
+        dequantize(tensor.kind, &self.bytes()[tensor.range.clone()], &mut values);
+        Ok(Vector { name: name.to_string(), values })
     }
 
     pub fn view(&self, matrix: &Matrix) -> QMatrix<'_> {

@@ -172,4 +172,4 @@ pub fn instruction_set() -> &'static str {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,7 +1,7 @@
 use super::*;
 
 /// A xorshift64 stream: reproducible test bytes without a crate.
-fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     let mut state = seed;
     move || {
         state ^= state << 13;

@@ -29,17 +29,31 @@ impl DeviceChoice {
 }
 
 /// A device models can run on, and how to name it to the user.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ModelDevice {
     pub device: Device,
     /// e.g. "CPU (burn flex)" or "GPU: NVIDIA H200 (Vulkan, discrete)".
     pub description: String,
+    /// The same GPU for GGUF models' own kernels ([`crate::gpu`]).
+    #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+    pub gpu: Option<std::sync::Arc<crate::gpu::GpuContext>>,
+}
+
+impl std::fmt::Debug for ModelDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.description)
+    }
 }
 
 impl ModelDevice {
     /// burn's CPU backend.
     pub fn cpu() -> ModelDevice {
-        ModelDevice { device: Device::flex(), description: "CPU (burn flex)".into() }
+        ModelDevice {
+            device: Device::flex(),
+            description: "CPU (burn flex)".into(),
+            #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+            gpu: None,
+        }
     }
 
     /// The device for `choice`, acquiring a wgpu adapter where one is
@@ -103,6 +117,7 @@ mod wgpu {
     use burn::tensor::{Device, DeviceKind};
 
     use super::ModelDevice;
+    use crate::gpu::GpuContext;
 
     /// Initialises burn's wgpu runtime on an adapter of `kind`.
     pub fn acquire(kind: DeviceKind) -> Result<ModelDevice, String> {
@@ -116,7 +131,8 @@ mod wgpu {
             DeviceType::Other => "other",
         };
         let description = format!("GPU: {} ({:?}, {kind})", info.name, info.backend);
-        Ok(ModelDevice { device, description })
+        let gpu = GpuContext::new(setup.device.clone(), setup.queue.clone());
+        Ok(ModelDevice { device, description, gpu: Some(std::sync::Arc::new(gpu)) })
     }
 }
 

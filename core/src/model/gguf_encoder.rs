@@ -3,29 +3,34 @@
 //! surface as [`super::SentenceEncoder`], so the host and the browser
 //! pick one or the other by the model's file.
 
+use super::gguf_device::GgufDevice;
 use super::tokenize::TextTokenizer;
+use super::ModelDevice;
 use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
 use crate::gguf::GgufFile;
 use crate::inference::{EmbedderInfo, Embedding};
 
-/// Tokens per forward pass: activations for 8,192 tokens of a 768-wide
-/// model with a 3,072-wide FFN are about 150 MB.
-const PASS_TOKENS: usize = 8192;
-
 pub struct GgufEncoder {
     model: Encoder,
     tokenizer: TextTokenizer,
+    device: GgufDevice,
 }
 
 impl GgufEncoder {
-    /// Loads from the file's bytes; `name` is how errors call the file.
+    /// Loads from the file's bytes, to run on the CPU; `name` is how
+    /// errors call the file.
     pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufEncoder> {
+        Self::load_on(name, bytes, &ModelDevice::cpu())
+    }
+
+    /// Loads to run on `device`'s GPU when it has one.
+    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<GgufEncoder> {
         super::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         let model = Encoder::load(&file, bytes.clone())?;
         let tokenizer = TextTokenizer::from_gguf(&file, model.context())?;
-        Ok(GgufEncoder { model, tokenizer })
+        Ok(GgufEncoder { model, tokenizer, device: GgufDevice::on(device) })
     }
 
     pub fn dimension(&self) -> usize {
@@ -57,8 +62,8 @@ impl GgufEncoder {
         for (i, (encoding, _)) in encoded.iter().enumerate() {
             pass_tokens += encoding.len();
             pass.push(encoding.get_ids().to_vec());
-            if pass_tokens >= PASS_TOKENS || i + 1 == encoded.len() {
-                out.extend(self.model.embed(&std::mem::take(&mut pass))?);
+            if pass_tokens >= self.device.pass_tokens() || i + 1 == encoded.len() {
+                out.extend(self.device.embed(&self.model, &std::mem::take(&mut pass))?);
                 pass_tokens = 0;
             }
         }

@@ -14,6 +14,8 @@
 //! `unshift`).
 
 use super::parallel;
+use super::ModelDevice;
+use super::gguf_device::GgufDevice;
 use crate::arch::{Decoder, Matrix, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile, Value};
@@ -36,6 +38,7 @@ pub struct GgufRanker {
     tokenizer: BpeTokenizer,
     template: Vec<Part>,
     head: Matrix,
+    device: GgufDevice,
 }
 
 /// The template cut at its placeholders.
@@ -46,8 +49,14 @@ enum Part {
 }
 
 impl GgufRanker {
-    /// Loads from the file's bytes; `name` is how errors call the file.
+    /// Loads from the file's bytes, to run on the CPU; `name` is how
+    /// errors call the file.
     pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufRanker> {
+        Self::load_on(name, bytes, &ModelDevice::cpu())
+    }
+
+    /// Loads to run on `device`'s GPU when it has one.
+    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<GgufRanker> {
         super::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         let model = Decoder::load(&file, bytes.clone())?;
@@ -65,7 +74,7 @@ impl GgufRanker {
             .ok_or_else(|| Error::invalid(format!("{name}: no rank template (tokenizer.chat_template.rerank)")))?;
         let template = parse_template(template, &tokenizer)
             .ok_or_else(|| Error::invalid(format!("{name}: the rank template lacks {{query}} or {{document}}")))?;
-        Ok(GgufRanker { model, tokenizer, template, head })
+        Ok(GgufRanker { model, tokenizer, template, head, device: GgufDevice::on(device) })
     }
 
     /// Relevance of each document to the query, in [0, 1], input order.
@@ -84,7 +93,7 @@ impl GgufRanker {
             }
             pass_tokens += input.len();
             pass.push(input);
-            if pass_tokens >= PASS_TOKENS || i + 1 == documents.len() {
+            if pass_tokens >= PASS_TOKENS.max(self.device.pass_tokens() / 4) || i + 1 == documents.len() {
                 scores.extend(self.score_pass(&std::mem::take(&mut pass))?);
                 pass_tokens = 0;
             }
@@ -106,7 +115,7 @@ impl GgufRanker {
     }
 
     fn score_pass(&self, inputs: &[Vec<u32>]) -> Result<Vec<f32>> {
-        let states = self.model.last_states(inputs)?;
+        let states = self.device.last_states(&self.model, inputs)?;
         let head = self.model.weights().view(&self.head);
         let mut logits = vec![0f32; inputs.len() * head.rows];
         matmul(&states, &head, None, &mut logits);

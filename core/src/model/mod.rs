@@ -14,6 +14,7 @@ pub mod config;
 mod cross_encoder;
 mod dense;
 mod device;
+mod gguf_device;
 mod embedder;
 mod encoder;
 mod gguf_encoder;

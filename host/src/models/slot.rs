@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use qmd_core::model::{
-    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
+    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder,
+    TextReranker,
 };
 
 use super::{ModelSource, device};
@@ -15,8 +16,9 @@ use super::{ModelSource, device};
 /// Models that load from a repository's files or a GGUF file.
 pub trait Loadable: Sized {
     fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self>;
-    /// From a GGUF file's bytes; `name` is how errors call it.
-    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self>;
+    /// From a GGUF file's bytes, on `device`'s GPU when it has one; `name`
+    /// is how errors call it.
+    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes, device: &ModelDevice) -> qmd_core::Result<Self>;
 }
 
 impl Loadable for TextEmbedder {
@@ -24,8 +26,8 @@ impl Loadable for TextEmbedder {
         SentenceEncoder::load(files, device).map(|e| TextEmbedder::SafeTensors(Box::new(e)))
     }
 
-    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self> {
-        GgufEncoder::load(name, bytes).map(|e| TextEmbedder::Gguf(Box::new(e)))
+    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes, device: &ModelDevice) -> qmd_core::Result<Self> {
+        GgufEncoder::load_on(name, bytes, device).map(|e| TextEmbedder::Gguf(Box::new(e)))
     }
 }
 
@@ -34,8 +36,8 @@ impl Loadable for TextReranker {
         CrossEncoder::load(files, device).map(|r| TextReranker::SafeTensors(Box::new(r)))
     }
 
-    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes) -> qmd_core::Result<Self> {
-        GgufRanker::load(name, bytes).map(|r| TextReranker::Gguf(Box::new(r)))
+    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes, device: &ModelDevice) -> qmd_core::Result<Self> {
+        GgufRanker::load_on(name, bytes, device).map(|r| TextReranker::Gguf(Box::new(r)))
     }
 }
 
@@ -78,7 +80,7 @@ impl<T: Loadable> Slot<T> {
             |e: qmd_core::Error| format!("{} model {}: {}", self.source.role.label(), self.source.id, e.message);
         if let Some(gguf) = &self.source.gguf {
             let name = gguf.path.display().to_string();
-            return T::load_gguf(&name, map_file(&gguf.path)?).map_err(failed);
+            return T::load_gguf(&name, map_file(&gguf.path)?, device()?).map_err(failed);
         }
         let dir = &self.source.dir;
         let files = ModelFiles::read_with(|name| match std::fs::read(dir.join(name)) {

@@ -1,0 +1,187 @@
+//! One wgpu device and queue (burn's, shared), the compute pipelines of
+//! `shaders/`, and the command encoder operations are recorded into.
+
+use std::sync::Mutex;
+
+use super::wgpu;
+use wgpu::util::DeviceExt;
+
+use crate::error::{Error, Result};
+
+/// The shaders, one pipeline each.
+#[derive(Clone, Copy)]
+pub enum Kernel {
+    Matmul,
+    Norm,
+    Elementwise,
+    Rope,
+    Attention,
+    Rows,
+}
+
+const KERNELS: [(Kernel, &str, &str); 6] = [
+    (Kernel::Matmul, "matmul", include_str!("shaders/matmul.wgsl")),
+    (Kernel::Norm, "norm", include_str!("shaders/norm.wgsl")),
+    (Kernel::Elementwise, "elementwise", include_str!("shaders/elementwise.wgsl")),
+    (Kernel::Rope, "rope", include_str!("shaders/rope.wgsl")),
+    (Kernel::Attention, "attention", include_str!("shaders/attention.wgsl")),
+    (Kernel::Rows, "rows", include_str!("shaders/rows.wgsl")),
+];
+
+/// Dispatches recorded before the encoder is submitted without waiting:
+/// the GPU starts on them, and the buffers they free are reclaimed
+/// (a whole forward pass in one submission held every intermediate).
+const DISPATCHES_PER_SUBMIT: usize = 64;
+
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pipelines: Vec<wgpu::ComputePipeline>,
+    /// Bound where a kernel's optional input is absent.
+    empty: wgpu::Buffer,
+    pending: Mutex<Pending>,
+}
+
+struct Pending {
+    encoder: Option<wgpu::CommandEncoder>,
+    dispatches: usize,
+}
+
+impl GpuContext {
+    pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> GpuContext {
+        let pipelines = KERNELS
+            .iter()
+            .map(|(_, label, source)| {
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(label),
+                    source: wgpu::ShaderSource::Wgsl((*source).into()),
+                });
+                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(label),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+            })
+            .collect();
+        let empty = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("empty"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        GpuContext { device, queue, pipelines, empty, pending: Mutex::new(Pending { encoder: None, dispatches: 0 }) }
+    }
+
+    pub fn empty(&self) -> &wgpu::Buffer {
+        &self.empty
+    }
+
+    /// A buffer holding `data` (activations, weights, indices).
+    pub fn buffer_with<T: bytemuck::Pod>(&self, label: &str, data: &[T]) -> wgpu::Buffer {
+        let contents: &[u8] = bytemuck::cast_slice(data);
+        // Bindings cannot be empty.
+        let contents = if contents.is_empty() { &[0u8; 4][..] } else { contents };
+        self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        })
+    }
+
+    /// An uninitialised buffer of `floats` f32 values.
+    pub fn buffer(&self, label: &str, floats: usize) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (floats.max(1) * 4) as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Records `kernel` over `buffers` (bindings 1, 2, …; binding 0 is
+    /// `params`) on `groups` workgroups.
+    pub fn dispatch(&self, kernel: Kernel, params: &[u32], buffers: &[&wgpu::Buffer], groups: (u32, u32)) {
+        let pipeline = &self.pipelines[kernel as usize];
+        let mut padded = params.to_vec();
+        padded.resize(params.len().next_multiple_of(4).max(4), 0);
+        let uniform = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("params"),
+            contents: bytemuck::cast_slice(&padded),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
+        entries.extend(
+            buffers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() }),
+        );
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let encoder = pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        {
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(groups.0, groups.1, 1);
+        }
+        pending.dispatches += 1;
+        if pending.dispatches >= DISPATCHES_PER_SUBMIT {
+            let encoder = pending.encoder.take().expect("an encoder was just used");
+            pending.dispatches = 0;
+            self.queue.submit([encoder.finish()]);
+        }
+    }
+
+    /// Records a copy of `floats` values from `from` to `to`.
+    pub fn copy(&self, from: &wgpu::Buffer, to: &wgpu::Buffer, floats: usize) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let encoder = pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        encoder.copy_buffer_to_buffer(from, 0, to, 0, (floats * 4) as u64);
+    }
+
+    /// Runs what was recorded and returns `buffer`'s first `floats` values.
+    pub fn read(&self, buffer: &wgpu::Buffer, floats: usize) -> Result<Vec<f32>> {
+        let size = (floats * 4) as u64;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read"),
+            size: size.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.dispatches = 0;
+            pending.encoder.take().unwrap_or_else(|| self.device.create_command_encoder(&Default::default()))
+        };
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+        self.queue.submit([encoder.finish()]);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |result| {
+            let _ = sender.send(result);
+        });
+        let failed = |e: String| Error::io(format!("reading the GPU's result: {e}"));
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| failed(e.to_string()))?;
+        receiver.recv().map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))?;
+        let view = staging.get_mapped_range(..).map_err(|e| failed(e.to_string()))?;
+        let values = bytemuck::cast_slice::<u8, f32>(&view[..size as usize]).to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(values)
+    }
+}
+
+/// Workgroups for `count` items of `per_group` each, spread over two
+/// dimensions (a dimension holds at most 65,535).
+pub fn groups_for(count: usize, per_group: usize) -> (u32, u32) {
+    let groups = count.div_ceil(per_group).max(1);
+    let x = groups.min(65_535);
+    (x as u32, groups.div_ceil(x) as u32)
+}

@@ -1,0 +1,56 @@
+// Element-wise maps in place over `count` values: x += y, GELU (ggml's
+// tanh form), GELU or SiLU gates (x = act(x) · y), rounding to f16.
+
+struct Params {
+    count: u32,
+    // 0 add, 1 gelu, 2 gelu gate, 3 silu gate, 4 round to f16
+    op: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> y: array<f32>;
+
+fn gelu(v: f32) -> f32 {
+    let t = 0.7978846 * v * (1.0 + 0.044715 * v * v);
+    // tanh(t) = 1 − 2 / (e^{2t} + 1), which saturates instead of
+    // overflowing for large |t|.
+    return 0.5 * v * (2.0 - 2.0 / (exp(2.0 * t) + 1.0));
+}
+
+// The nearest f16 (ties to even), as an f32. WGSL's pack2x16float leaves
+// the rounding to the implementation.
+fn round_to_f16(v: f32) -> f32 {
+    let bits = bitcast<u32>(v);
+    let exponent = (bits >> 23u) & 0xffu;
+    if exponent == 255u {
+        return v;
+    }
+    if exponent < 113u {
+        // f16 subnormals: multiples of 2^-24 (round() ties to even).
+        return round(v * 16777216.0) / 16777216.0;
+    }
+    let lsb = (bits >> 13u) & 1u;
+    let rounded = bitcast<f32>((bits + 0xfffu + lsb) & 0xffffe000u);
+    if abs(rounded) > 65504.0 {
+        // Past f16's largest finite value: infinity, as the cast gives.
+        return bitcast<f32>((bits & 0x80000000u) | 0x7f800000u);
+    }
+    return rounded;
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = id.y * groups.x * 256u + id.x;
+    if i >= p.count {
+        return;
+    }
+    let v = x[i];
+    switch p.op {
+        case 0u: { x[i] = v + y[i]; }
+        case 1u: { x[i] = gelu(v); }
+        case 2u: { x[i] = gelu(v) * y[i]; }
+        case 3u: { x[i] = v / (1.0 + exp(-v)) * y[i]; }
+        default: { x[i] = round_to_f16(v); }
+    }
+}
