@@ -114,7 +114,14 @@ impl Backend for Cpu {
         *x = ops::round_to_f16(std::mem::take(x));
     }
 
-    fn attention(&self, q: &Vec<f32>, k: &Vec<f32>, v: &Vec<f32>, lengths: &[usize], shape: AttentionShape) -> Vec<f32> {
+    fn attention(
+        &self,
+        q: &Vec<f32>,
+        k: &Vec<f32>,
+        v: &Vec<f32>,
+        lengths: &[usize],
+        shape: AttentionShape,
+    ) -> Vec<f32> {
         ops::attention(q, k, v, lengths, shape)
     }
 

@@ -13,8 +13,8 @@ pub mod gemma_embedding;
 pub(crate) mod ops;
 mod weights;
 
-pub use decoder::Decoder;
 pub use backend::{Backend, Cpu};
+pub use decoder::Decoder;
 pub use weights::{Matrix, ModelBytes, Vector, Weights};
 
 use crate::error::{Error, Result};

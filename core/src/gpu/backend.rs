@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::wgpu;
 use super::context::{GpuContext, Kernel, groups_for};
 use super::layout::{self, Format};
+use super::wgpu;
 use crate::arch::ops::{AttentionShape, Rope, Window, rope_table};
 use crate::arch::{Backend, Matrix, Vector, Weights};
 use crate::error::Result;
@@ -60,7 +60,10 @@ impl Gpu {
 
     fn vector(&self, v: &Vector) -> Arc<wgpu::Buffer> {
         let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
-        cache.entry(v.name().to_string()).or_insert_with(|| Arc::new(self.context.buffer_with(v.name(), v.values()))).clone()
+        cache
+            .entry(v.name().to_string())
+            .or_insert_with(|| Arc::new(self.context.buffer_with(v.name(), v.values())))
+            .clone()
     }
 
     fn tensor(&self, label: &str, len: usize) -> GpuTensor {

@@ -3,9 +3,9 @@
 //! surface as [`super::SentenceEncoder`], so the host and the browser
 //! pick one or the other by the model's file.
 
+use super::ModelDevice;
 use super::gguf_device::GgufDevice;
 use super::tokenize::TextTokenizer;
-use super::ModelDevice;
 use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
 use crate::gguf::GgufFile;

@@ -13,9 +13,9 @@
 //! adds one, and an EOS the vocabulary adds goes in front too (its
 //! `unshift`).
 
-use super::parallel;
 use super::ModelDevice;
 use super::gguf_device::GgufDevice;
+use super::parallel;
 use crate::arch::{Decoder, Matrix, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile, Value};

@@ -7,8 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use qmd_core::model::{
-    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder,
-    TextReranker,
+    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
 };
 
 use super::{ModelSource, device};
