@@ -2,7 +2,7 @@
 `BENCH_PYTORCH=1 scripts/bench-gguf.sh`): sentence-transformers' own path over
 the same model folder and texts, on the CPU with every core.
 
-    python torch_bench.py MODEL_DIR < texts.json
+    python torch_bench.py MODEL_DIR [DEVICE] < texts.json
         -> {"texts": n, "seconds": s, "texts_per_s": r, "threads": t,
             "torch": version, "embeddings": [[f...] per text]}
 
@@ -21,12 +21,13 @@ from sentence_transformers import SentenceTransformer
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: torch_bench.py MODEL_DIR < texts.json")
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: torch_bench.py MODEL_DIR [DEVICE] < texts.json")
     texts = json.load(sys.stdin)
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
-    model = SentenceTransformer(sys.argv[1], device="cpu")
+    device = sys.argv[2] if len(sys.argv) == 3 else "cpu"
+    model = SentenceTransformer(sys.argv[1], device=device)
     with torch.inference_mode():
         model.encode(texts[:16], batch_size=32)
         start = time.perf_counter()
