@@ -16,7 +16,8 @@
 #                                    $OUT/gpu-gguf-results.md
 #
 # `run` works on a machine without a GPU too (Mesa's lavapipe), slowly; set
-# BENCH_TEXTS to fewer texts.
+# BENCH_TEXTS to fewer texts. BENCH_MODELS picks the shaped models (default
+# "gemma qwen3-reranker"); BENCH_SKIP_TORCH=1 leaves PyTorch out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=.gpu-gguf
@@ -65,7 +66,7 @@ run)
         echo
         echo '```'
         "$work/bench" embed "$pack/minilm-q8_0.gguf" "$work/texts.json"
-        for model in gemma qwen3-reranker; do
+        for model in ${BENCH_MODELS:-gemma qwen3-reranker}; do
             if PYTHONPATH="$pack/gguf-py" python3 tests/models/make_gguf.py "$model" tests/fixtures/qmd-eval/docs \
                 "$work/$model.gguf" --type q8_0 --size full >"$work/$model.log" 2>&1; then
                 if [[ $model == gemma ]]; then
@@ -78,7 +79,7 @@ run)
             fi
         done
         cp -r "$pack/model" "$work/minilm"
-        if python3 -c 'import torch, transformers, sentence_transformers' 2>/dev/null; then
+        if [[ -z "${BENCH_SKIP_TORCH:-}" ]] && python3 -c "import torch, transformers, sentence_transformers" 2>/dev/null; then
             python3 -c '
 import sys, torch
 from transformers import BertConfig, BertModel

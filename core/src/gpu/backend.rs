@@ -202,10 +202,12 @@ impl Backend for Gpu {
     ) -> GpuTensor {
         let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
         assert!(head_dim <= 256, "the attention kernel keeps at most 256 dimensions a head");
-        let tokens: usize = lengths.iter().sum();
-        assert!(tokens <= 65_535, "{tokens} tokens in one GPU attention dispatch (65,535 fit)");
-        let per_token: Vec<[u32; 2]> =
-            spans(lengths).into_iter().flat_map(|span| std::iter::repeat_n(span, span[1] as usize)).collect();
+        // Blocks of up to 8 queries, none across sequences.
+        let blocks: Vec<[u32; 4]> = spans(lengths)
+            .into_iter()
+            .flat_map(|[start, len]| (0..len).step_by(8).map(move |first| [start, len, first, (len - first).min(8)]))
+            .collect();
+        assert!(blocks.len() <= 65_535, "{} query blocks in one GPU attention dispatch (65,535 fit)", blocks.len());
         let (window, half) = match window {
             Window::Full => (0, 0),
             Window::Symmetric(half) => (1, half as u32),
@@ -220,13 +222,14 @@ impl Backend for Gpu {
             window,
             half,
         ];
-        let spans = self.context.buffer_with("spans", &per_token);
+        let count = blocks.len() as u32;
+        let blocks = self.context.buffer_with("blocks", &blocks);
         let out = self.tensor("attention", q.len);
         self.context.dispatch(
             Kernel::Attention,
             &params,
-            &[&q.buffer, &k.buffer, &v.buffer, &spans, &out.buffer],
-            (heads as u32, tokens as u32),
+            &[&q.buffer, &k.buffer, &v.buffer, &blocks, &out.buffer],
+            (heads as u32, count),
         );
         out
     }

@@ -1,8 +1,11 @@
-// Self-attention of packed sequences, one workgroup per (query token,
-// head): the query's keys are scored 64 at a time into workgroup memory
-// and folded into a running softmax (the running maximum rescales what
-// was summed before it), so no score matrix is ever stored. Each thread
-// keeps up to 4 of the head's output dimensions (head_dim ≤ 256).
+// Self-attention of packed sequences. A workgroup takes one head and a
+// block of up to 8 consecutive queries of one sequence: each key and
+// value row it reads serves all 8 (one query per workgroup read every key
+// once per query, and that traffic was most of a pass). Keys are scored
+// 64 at a time into workgroup memory and folded into a running softmax
+// per query (the running maximum rescales what was summed before it), so
+// no score matrix is ever stored. Each thread keeps up to 4 of the head's
+// output dimensions for each query (head_dim ≤ 256).
 
 struct Params {
     q_width: u32,
@@ -21,109 +24,137 @@ struct Params {
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 @group(0) @binding(2) var<storage, read> k: array<f32>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
-// Per token: its sequence's first token and the sequence's length.
-@group(0) @binding(4) var<storage, read> spans: array<vec2<u32>>;
+// Per block: the sequence's first token, its length, the block's first
+// position in it and its number of queries.
+@group(0) @binding(4) var<storage, read> blocks: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const THREADS: u32 = 64u;
+const QUERIES: u32 = 8u;
+const LOW: f32 = -3.4e38;
 
-var<workgroup> query: array<f32, 256>;
-var<workgroup> weights: array<f32, 64>;
-var<workgroup> partial: array<f32, 64>;
-var<workgroup> keys: vec2<u32>;
+var<workgroup> query: array<f32, 2048>; // QUERIES × head_dim
+var<workgroup> scores: array<f32, 512>; // QUERIES × THREADS keys
+var<workgroup> rescale: array<f32, 8>;
+var<workgroup> block_keys: vec2<u32>;
 
-fn reduce_max(index: u32, value: f32) -> f32 {
-    partial[index] = value;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if index < stride {
-            partial[index] = max(partial[index], partial[index + stride]);
-        }
-        workgroupBarrier();
+// The keys position `i` of a `len`-token sequence sees.
+fn window(i: u32, len: u32) -> vec2<u32> {
+    if p.window == 1u {
+        return vec2<u32>(select(0u, i - p.half, i > p.half), min(i + p.half + 1u, len));
     }
-    let result = partial[0];
-    workgroupBarrier();
-    return result;
-}
-
-fn reduce_sum(index: u32, value: f32) -> f32 {
-    partial[index] = value;
-    workgroupBarrier();
-    for (var stride = THREADS / 2u; stride > 0u; stride /= 2u) {
-        if index < stride {
-            partial[index] += partial[index + stride];
-        }
-        workgroupBarrier();
+    if p.window == 2u {
+        return vec2<u32>(0u, i + 1u);
     }
-    let result = partial[0];
-    workgroupBarrier();
-    return result;
+    return vec2<u32>(0u, len);
 }
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) index: u32) {
     let head = group.x;
-    let token = group.y;
+    let block = blocks[group.y];
+    let start = block.x;
+    let len = block.y;
+    let first = block.z;
+    let count = block.w;
     let kv_column = (head / p.group) * p.head_dim;
     if index == 0u {
-        let span = spans[token];
-        let position = token - span.x;
-        var first = 0u;
-        var end = span.y;
-        if p.window == 1u {
-            first = select(0u, position - p.half, position > p.half);
-            end = min(position + p.half + 1u, span.y);
-        } else if p.window == 2u {
-            end = position + 1u;
-        }
-        keys = vec2<u32>(span.x + first, span.x + end);
+        // Windows only move forward with the query.
+        block_keys = vec2<u32>(window(first, len).x, window(first + count - 1u, len).y);
     }
-    for (var d = index; d < p.head_dim; d += THREADS) {
-        query[d] = q[token * p.q_width + head * p.head_dim + d];
+    for (var e = index; e < QUERIES * p.head_dim; e += THREADS) {
+        let i = e / p.head_dim;
+        var value = 0.0;
+        if i < count {
+            value = q[(start + first + i) * p.q_width + head * p.head_dim + e % p.head_dim];
+        }
+        query[e] = value;
     }
     // Uniform for the barriers in the loop below.
-    let range = workgroupUniformLoad(&keys);
+    let keys = workgroupUniformLoad(&block_keys);
 
-    var running_max = -3.4e38;
+    // Thread i < QUERIES keeps query i's running maximum and sum.
+    var running_max = LOW;
     var running_sum = 0.0;
-    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-    for (var tile = range.x; tile < range.y; tile += THREADS) {
+    var acc: array<f32, 32>; // [query][dimension slot]
+    for (var tile = keys.x; tile < keys.y; tile += THREADS) {
         let key = tile + index;
-        var score = -3.4e38;
-        if key < range.y {
-            var dot = 0.0;
-            let row = key * p.kv_width + kv_column;
+        var dots: array<f32, 8>;
+        if key < keys.y {
+            let row = (start + key) * p.kv_width + kv_column;
             for (var d = 0u; d < p.head_dim; d++) {
-                dot = fma(query[d], k[row + d], dot);
+                let kd = k[row + d];
+                for (var i = 0u; i < QUERIES; i++) {
+                    dots[i] = fma(query[i * p.head_dim + d], kd, dots[i]);
+                }
             }
-            score = dot * p.scale;
         }
-        let new_max = max(running_max, reduce_max(index, score));
-        var weight = 0.0;
-        if key < range.y {
-            weight = exp(score - new_max);
+        for (var i = 0u; i < QUERIES; i++) {
+            let seen = window(first + i, len);
+            var score = LOW;
+            if key < keys.y && i < count && key >= seen.x && key < seen.y {
+                score = dots[i] * p.scale;
+            }
+            scores[i * THREADS + index] = score;
         }
-        weights[index] = weight;
-        let correction = exp(running_max - new_max);
-        running_sum = running_sum * correction + reduce_sum(index, weight);
-        running_max = new_max;
-        let count = min(THREADS, range.y - tile);
+        workgroupBarrier();
+        let in_tile = min(THREADS, keys.y - tile);
+        if index < QUERIES {
+            var tile_max = LOW;
+            for (var t = 0u; t < in_tile; t++) {
+                tile_max = max(tile_max, scores[index * THREADS + t]);
+            }
+            let new_max = max(running_max, tile_max);
+            var sum = 0.0;
+            for (var t = 0u; t < in_tile; t++) {
+                let s = scores[index * THREADS + t];
+                var w = 0.0;
+                if s > LOW {
+                    w = exp(s - new_max);
+                }
+                scores[index * THREADS + t] = w;
+                sum += w;
+            }
+            var correction = 0.0;
+            if running_max > LOW {
+                correction = exp(running_max - new_max);
+            }
+            rescale[index] = correction;
+            running_sum = running_sum * correction + sum;
+            running_max = new_max;
+        }
+        workgroupBarrier();
         for (var j = 0u; j < 4u; j++) {
             let d = index + j * THREADS;
             if d < p.head_dim {
-                var value = acc[j] * correction;
-                for (var t = 0u; t < count; t++) {
-                    value = fma(weights[t], v[(tile + t) * p.kv_width + kv_column + d], value);
+                var values: array<f32, 8>;
+                for (var i = 0u; i < QUERIES; i++) {
+                    values[i] = acc[i * 4u + j] * rescale[i];
                 }
-                acc[j] = value;
+                for (var t = 0u; t < in_tile; t++) {
+                    let vd = v[(start + tile + t) * p.kv_width + kv_column + d];
+                    for (var i = 0u; i < QUERIES; i++) {
+                        values[i] = fma(scores[i * THREADS + t], vd, values[i]);
+                    }
+                }
+                for (var i = 0u; i < QUERIES; i++) {
+                    acc[i * 4u + j] = values[i];
+                }
             }
         }
         workgroupBarrier();
     }
-    for (var j = 0u; j < 4u; j++) {
-        let d = index + j * THREADS;
-        if d < p.head_dim {
-            out[token * p.q_width + head * p.head_dim + d] = acc[j] / running_sum;
+    // Each query's sum, from the thread that kept it.
+    if index < QUERIES {
+        rescale[index] = running_sum;
+    }
+    workgroupBarrier();
+    for (var i = 0u; i < count; i++) {
+        for (var j = 0u; j < 4u; j++) {
+            let d = index + j * THREADS;
+            if d < p.head_dim {
+                out[(start + first + i) * p.q_width + head * p.head_dim + d] = acc[i * 4u + j] / rescale[i];
+            }
         }
     }
 }
