@@ -92,7 +92,7 @@ impl GgmlType {
     }
 
     /// Values per block.
-    pub fn block_values(self) -> usize {
+    pub const fn block_values(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
             GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1 => 32,
@@ -101,7 +101,7 @@ impl GgmlType {
     }
 
     /// Bytes per block.
-    pub fn block_bytes(self) -> usize {
+    pub const fn block_bytes(self) -> usize {
         match self {
             GgmlType::F32 => 4,
             GgmlType::F16 | GgmlType::BF16 => 2,

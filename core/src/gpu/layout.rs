@@ -7,7 +7,7 @@
 
 use half::f16;
 
-use crate::gguf::{GgmlType, dequantize};
+use crate::gguf::{GgmlType, dequantize, half_at};
 use crate::kernels::QMatrix;
 
 /// The shader's weight formats (`Params.format`).
@@ -26,10 +26,6 @@ pub struct PackedMatrix {
     /// Per block of 32 values: its scale (Q8_0, Q4_0), or its scale and
     /// minimum (Q4_1); empty for float formats.
     pub scales: Vec<f32>,
-}
-
-fn f16_at(bytes: &[u8], at: usize) -> f32 {
-    f16::from_le_bytes([bytes[at], bytes[at + 1]]).to_f32()
 }
 
 /// 32 nibbles of a Q4 block (`qs[j]` holds value j low, j + 16 high) as
@@ -51,7 +47,7 @@ pub fn pack(m: &QMatrix) -> PackedMatrix {
         GgmlType::F16 => PackedMatrix { format: Format::F16, values: words(data), scales: Vec::new() },
         GgmlType::Q8_0 => {
             let blocks = data.chunks_exact(m.kind.block_bytes());
-            let scales = blocks.clone().map(|b| f16_at(b, 0)).collect();
+            let scales = blocks.clone().map(|b| half_at(b, 0)).collect();
             let values = blocks.flat_map(|b| words(&b[2..])).collect();
             PackedMatrix { format: Format::Q8_0, values, scales }
         }
@@ -59,7 +55,7 @@ pub fn pack(m: &QMatrix) -> PackedMatrix {
             let mut values = Vec::with_capacity(data.len() / 18 * 4);
             let mut scales = Vec::with_capacity(data.len() / 18);
             for block in data.chunks_exact(m.kind.block_bytes()) {
-                scales.push(f16_at(block, 0));
+                scales.push(half_at(block, 0));
                 nibble_words(&block[2..], &mut values);
             }
             PackedMatrix { format: Format::Q4_0, values, scales }
@@ -68,7 +64,7 @@ pub fn pack(m: &QMatrix) -> PackedMatrix {
             let mut values = Vec::with_capacity(data.len() / 20 * 4);
             let mut scales = Vec::with_capacity(data.len() / 20 * 2);
             for block in data.chunks_exact(m.kind.block_bytes()) {
-                scales.extend([f16_at(block, 0), f16_at(block, 2)]);
+                scales.extend([half_at(block, 0), half_at(block, 2)]);
                 nibble_words(&block[4..], &mut values);
             }
             PackedMatrix { format: Format::Q4_1, values, scales }

@@ -10,10 +10,8 @@
 use core::arch::aarch64::*;
 use std::ops::Range;
 
-use super::{Q8Kernel, QMatrix, QuantizedRows};
+use super::{Q8_0_BLOCK_BYTES, Q8Kernel, QMatrix, QuantizedRows};
 use crate::gguf::GgmlType;
-
-const BLOCK_BYTES: usize = 34;
 
 /// The widest kernel this CPU runs.
 pub fn q8_0_kernel() -> (Q8Kernel, &'static str) {
@@ -103,12 +101,12 @@ unsafe fn tiles(
             let mut sums = unsafe { vdupq_n_f32(0.0) };
             for b in 0..blocks {
                 let xb = values[b * 32..][..32].as_ptr();
-                let lanes = |row: &[u8]| dot(xb, row[b * BLOCK_BYTES + 2..][..32].as_ptr() as *const i8);
+                let lanes = |row: &[u8]| dot(xb, row[b * Q8_0_BLOCK_BYTES + 2..][..32].as_ptr() as *const i8);
                 let (l0, l1, l2, l3) = (lanes(weights[0]), lanes(weights[1]), lanes(weights[2]), lanes(weights[3]));
                 // [Σl0, Σl1, Σl2, Σl3], exact (below 2^24, so exact as f32 too).
                 let ints = unsafe { vpaddq_s32(vpaddq_s32(l0, l1), vpaddq_s32(l2, l3)) };
                 let dx = scales[b];
-                let scale = |row: &[u8]| dx * crate::gguf::half_at(row, b * BLOCK_BYTES);
+                let scale = |row: &[u8]| dx * crate::gguf::half_at(row, b * Q8_0_BLOCK_BYTES);
                 let scale = [scale(weights[0]), scale(weights[1]), scale(weights[2]), scale(weights[3])];
                 // SAFETY: four floats.
                 let scale = unsafe { vld1q_f32(scale.as_ptr()) };

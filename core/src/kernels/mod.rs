@@ -63,6 +63,9 @@ impl<'a> QMatrix<'a> {
     }
 }
 
+/// Bytes of a Q8_0 block: an f16 scale, then 32 signed bytes.
+const Q8_0_BLOCK_BYTES: usize = GgmlType::Q8_0.block_bytes();
+
 /// Rows of activations computed per task: enough to amortise reading the
 /// weights once per task, few enough that both cores get work.
 const TASK_ROWS: usize = 64;

@@ -11,10 +11,8 @@
 
 use core::arch::wasm32::*;
 
-use super::{QMatrix, QuantizedRows};
+use super::{Q8_0_BLOCK_BYTES, QMatrix, QuantizedRows};
 use crate::gguf::GgmlType;
-
-const BLOCK_BYTES: usize = 34;
 
 /// A block's 32 values as four 8-lane 16-bit vectors.
 #[inline(always)]
@@ -57,10 +55,10 @@ pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix,
         let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
         for b in 0..blocks {
             for (j, row) in weights.iter().enumerate() {
-                let lanes = widen(row[b * BLOCK_BYTES + 2..][..32].as_ptr());
+                let lanes = widen(row[b * Q8_0_BLOCK_BYTES + 2..][..32].as_ptr());
                 wide[(b * 4 + j) * 4..][..4].copy_from_slice(&lanes);
             }
-            let scale = |j: usize| crate::gguf::half_at(weights[j], b * BLOCK_BYTES);
+            let scale = |j: usize| crate::gguf::half_at(weights[j], b * Q8_0_BLOCK_BYTES);
             weight_scales[b] = f32x4(scale(0), scale(1), scale(2), scale(3));
         }
         for (r, out) in rows.clone().zip(out.chunks_exact_mut(w.rows)) {

@@ -21,7 +21,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::{Q8Kernel, QMatrix, QuantizedRows};
+use super::{Q8_0_BLOCK_BYTES, Q8Kernel, QMatrix, QuantizedRows};
 
 /// The widest kernel this CPU runs, and its instruction set's name.
 pub fn q8_0_kernel() -> Option<(Q8Kernel, &'static str)> {
@@ -121,8 +121,8 @@ impl Panel {
         self.scales.fill(0.0);
         for j in 0..columns.1 {
             let row = w.row(columns.0 + j);
-            for (b, block) in row.chunks_exact(34).enumerate() {
-                self.scales[b * PANEL + j] = half::f16::from_le_bytes([block[0], block[1]]).to_f32();
+            for (b, block) in row.chunks_exact(Q8_0_BLOCK_BYTES).enumerate() {
+                self.scales[b * PANEL + j] = crate::gguf::half_at(block, 0);
                 for (g, four) in block[2..].chunks_exact(4).enumerate() {
                     let at = ((b * 8 + g) * PANEL + j) * 4;
                     for (dst, src) in self.quants[at..at + 4].iter_mut().zip(four) {
@@ -253,7 +253,7 @@ fn avx2_tile(x: &QuantizedRows, rows: Span, w: &QMatrix, columns: Span, out: &mu
             dx[i] = _mm256_set1_ps(xr[i].1[b]);
         }
         for j in 0..RN {
-            let block = &wr[j][34 * b..34 * b + 34];
+            let block = &wr[j][Q8_0_BLOCK_BYTES * b..][..Q8_0_BLOCK_BYTES];
             // SAFETY: as above.
             let wv = unsafe { _mm256_loadu_si256(block.as_ptr().add(2).cast()) };
             let dw = block_scale(block);
