@@ -14,6 +14,31 @@ use crate::arch::ops::{AttentionShape, Rope, Window, rope_table};
 use crate::arch::{Backend, Matrix, Vector, Weights};
 use crate::error::Result;
 
+/// Outputs a workgroup of `shaders/matmul.wgsl` computes on each side.
+const MATMUL_TILE: usize = 64;
+
+/// Queries a workgroup of `shaders/attention.wgsl` takes (its `QUERIES`).
+const QUERY_BLOCK: usize = 8;
+
+/// `shaders/elementwise.wgsl`'s maps (`Params.op`).
+#[derive(Clone, Copy)]
+enum Map {
+    Add = 0,
+    Gelu = 1,
+    GeluGate = 2,
+    SiluGate = 3,
+    RoundToF16 = 4,
+}
+
+/// `shaders/rows.wgsl`'s operations (`Params.op`).
+#[derive(Clone, Copy)]
+enum RowsOp {
+    /// The mean of each span's rows.
+    Mean = 0,
+    /// The row each span starts at.
+    First = 1,
+}
+
 /// Activations on the GPU: `len` f32 values.
 pub struct GpuTensor {
     buffer: wgpu::Buffer,
@@ -70,9 +95,10 @@ impl Gpu {
         GpuTensor { buffer: self.context.buffer(label, len), len }
     }
 
-    fn elementwise(&self, op: u32, x: &mut GpuTensor, y: Option<&GpuTensor>) {
+    fn elementwise(&self, map: Map, x: &mut GpuTensor, y: Option<&GpuTensor>) {
         let y = y.map_or(self.context.empty(), |y| &y.buffer);
-        self.context.dispatch(Kernel::Elementwise, &[x.len as u32, op], &[&x.buffer, y], groups_for(x.len, 256));
+        let params = [x.len as u32, map as u32];
+        self.context.dispatch(Kernel::Elementwise, &params, &[&x.buffer, y], groups_for(x.len, 256));
     }
 
     fn norm(&self, x: &mut GpuTensor, weight: &Vector, bias: Option<&Vector>, eps: f32) {
@@ -90,17 +116,12 @@ impl Gpu {
         );
     }
 
-    /// One row per sequence: the row at `spans[s].0` (op 1) or the mean
-    /// of `spans[s].1` rows from there (op 0).
-    fn rows(&self, x: &GpuTensor, spans: &[[u32; 2]], width: usize, op: u32) -> GpuTensor {
+    /// One row per span (first row, length) of `x`'s rows.
+    fn rows(&self, x: &GpuTensor, spans: &[[u32; 2]], width: usize, op: RowsOp) -> GpuTensor {
         let out = self.tensor("rows", spans.len() * width);
+        let params = [spans.len() as u32, width as u32, op as u32];
         let spans = self.context.buffer_with("spans", spans);
-        self.context.dispatch(
-            Kernel::Rows,
-            &[(out.len / width.max(1)) as u32, width as u32, op],
-            &[&x.buffer, &spans, &out.buffer],
-            groups_for(out.len, 256),
-        );
+        self.context.dispatch(Kernel::Rows, &params, &[&x.buffer, &spans, &out.buffer], groups_for(out.len, 256));
         out
     }
 }
@@ -152,7 +173,7 @@ impl Backend for Gpu {
                 Kernel::Matmul,
                 &params,
                 &[&x.buffer, &w.values, &w.scales, bias_buffer, &out.buffer],
-                (w.rows.div_ceil(64) as u32, rows.div_ceil(64) as u32),
+                (w.rows.div_ceil(MATMUL_TILE) as u32, rows.div_ceil(MATMUL_TILE) as u32),
             );
             out
         })
@@ -167,7 +188,7 @@ impl Backend for Gpu {
     }
 
     fn add(&self, x: &mut GpuTensor, y: &GpuTensor) {
-        self.elementwise(0, x, Some(y));
+        self.elementwise(Map::Add, x, Some(y));
     }
 
     fn rope(&self, x: &mut GpuTensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
@@ -189,7 +210,7 @@ impl Backend for Gpu {
     }
 
     fn round_to_f16(&self, x: &mut GpuTensor) {
-        self.elementwise(4, x, None);
+        self.elementwise(Map::RoundToF16, x, None);
     }
 
     fn attention(
@@ -202,10 +223,13 @@ impl Backend for Gpu {
     ) -> GpuTensor {
         let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
         assert!(head_dim <= 256, "the attention kernel keeps at most 256 dimensions a head");
-        // Blocks of up to 8 queries, none across sequences.
+        // Blocks of up to QUERY_BLOCK queries, none across sequences.
+        let block = QUERY_BLOCK as u32;
         let blocks: Vec<[u32; 4]> = spans(lengths)
             .into_iter()
-            .flat_map(|[start, len]| (0..len).step_by(8).map(move |first| [start, len, first, (len - first).min(8)]))
+            .flat_map(|[start, len]| {
+                (0..len).step_by(QUERY_BLOCK).map(move |first| [start, len, first, (len - first).min(block)])
+            })
             .collect();
         assert!(blocks.len() <= 65_535, "{} query blocks in one GPU attention dispatch (65,535 fit)", blocks.len());
         let (window, half) = match window {
@@ -235,27 +259,27 @@ impl Backend for Gpu {
     }
 
     fn gelu(&self, x: &mut GpuTensor) {
-        self.elementwise(1, x, None);
+        self.elementwise(Map::Gelu, x, None);
     }
 
     fn gelu_gate(&self, gate: &mut GpuTensor, up: &GpuTensor) {
-        self.elementwise(2, gate, Some(up));
+        self.elementwise(Map::GeluGate, gate, Some(up));
     }
 
     fn silu_gate(&self, gate: &mut GpuTensor, up: &GpuTensor) {
-        self.elementwise(3, gate, Some(up));
+        self.elementwise(Map::SiluGate, gate, Some(up));
     }
 
     fn last_rows(&self, x: &GpuTensor, lengths: &[usize], width: usize) -> GpuTensor {
         let last: Vec<[u32; 2]> = spans(lengths).into_iter().map(|[first, len]| [first + len - 1, 1]).collect();
-        self.rows(x, &last, width, 1)
+        self.rows(x, &last, width, RowsOp::First)
     }
 
     fn first_rows(&self, x: &GpuTensor, lengths: &[usize], width: usize) -> GpuTensor {
-        self.rows(x, &spans(lengths), width, 1)
+        self.rows(x, &spans(lengths), width, RowsOp::First)
     }
 
     fn mean_rows(&self, x: &GpuTensor, lengths: &[usize], width: usize) -> GpuTensor {
-        self.rows(x, &spans(lengths), width, 0)
+        self.rows(x, &spans(lengths), width, RowsOp::Mean)
     }
 }

@@ -19,24 +19,33 @@ pub enum Kernel {
     Rows,
 }
 
-const KERNELS: [(Kernel, &str, &str); 6] = [
-    (Kernel::Matmul, "matmul", include_str!("shaders/matmul.wgsl")),
-    (Kernel::Norm, "norm", include_str!("shaders/norm.wgsl")),
-    (Kernel::Elementwise, "elementwise", include_str!("shaders/elementwise.wgsl")),
-    (Kernel::Rope, "rope", include_str!("shaders/rope.wgsl")),
-    (Kernel::Attention, "attention", include_str!("shaders/attention.wgsl")),
-    (Kernel::Rows, "rows", include_str!("shaders/rows.wgsl")),
-];
+impl Kernel {
+    const ALL: [Kernel; 6] =
+        [Kernel::Matmul, Kernel::Norm, Kernel::Elementwise, Kernel::Rope, Kernel::Attention, Kernel::Rows];
 
-/// Dispatches recorded before the encoder is submitted without waiting:
+    /// Its name and WGSL source.
+    fn source(self) -> (&'static str, &'static str) {
+        match self {
+            Kernel::Matmul => ("matmul", include_str!("shaders/matmul.wgsl")),
+            Kernel::Norm => ("norm", include_str!("shaders/norm.wgsl")),
+            Kernel::Elementwise => ("elementwise", include_str!("shaders/elementwise.wgsl")),
+            Kernel::Rope => ("rope", include_str!("shaders/rope.wgsl")),
+            Kernel::Attention => ("attention", include_str!("shaders/attention.wgsl")),
+            Kernel::Rows => ("rows", include_str!("shaders/rows.wgsl")),
+        }
+    }
+}
+
+/// Commands recorded before the encoder is submitted without waiting:
 /// the GPU starts on them, and the buffers they free are reclaimed
 /// (a whole forward pass in one submission held every intermediate).
-const DISPATCHES_PER_SUBMIT: usize = 64;
+const COMMANDS_PER_SUBMIT: usize = 64;
 
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
-    pipelines: Vec<wgpu::ComputePipeline>,
+    /// Each kernel's pipeline and bind group layout, in `Kernel::ALL`'s order.
+    pipelines: Vec<(wgpu::ComputePipeline, wgpu::BindGroupLayout)>,
     /// Bound where a kernel's optional input is absent.
     empty: wgpu::Buffer,
     pending: Mutex<Pending>,
@@ -44,26 +53,29 @@ pub struct GpuContext {
 
 struct Pending {
     encoder: Option<wgpu::CommandEncoder>,
-    dispatches: usize,
+    commands: usize,
 }
 
 impl GpuContext {
     pub fn new(device: wgpu::Device, queue: wgpu::Queue) -> GpuContext {
-        let pipelines = KERNELS
+        let pipelines = Kernel::ALL
             .iter()
-            .map(|(_, label, source)| {
+            .map(|kernel| {
+                let (label, source) = kernel.source();
                 let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(label),
-                    source: wgpu::ShaderSource::Wgsl((*source).into()),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
                 });
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(label),
                     layout: None,
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: Default::default(),
                     cache: None,
-                })
+                });
+                let layout = pipeline.get_bind_group_layout(0);
+                (pipeline, layout)
             })
             .collect();
         let empty = device.create_buffer(&wgpu::BufferDescriptor {
@@ -72,7 +84,7 @@ impl GpuContext {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        GpuContext { device, queue, pipelines, empty, pending: Mutex::new(Pending { encoder: None, dispatches: 0 }) }
+        GpuContext { device, queue, pipelines, empty, pending: Mutex::new(Pending { encoder: None, commands: 0 }) }
     }
 
     pub fn empty(&self) -> &wgpu::Buffer {
@@ -104,7 +116,7 @@ impl GpuContext {
     /// Records `kernel` over `buffers` (bindings 1, 2, …; binding 0 is
     /// `params`) on `groups` workgroups.
     pub fn dispatch(&self, kernel: Kernel, params: &[u32], buffers: &[&wgpu::Buffer], groups: (u32, u32)) {
-        let pipeline = &self.pipelines[kernel as usize];
+        let (pipeline, layout) = &self.pipelines[kernel as usize];
         let mut padded = params.to_vec();
         padded.resize(params.len().next_multiple_of(4).max(4), 0);
         let uniform = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -119,32 +131,32 @@ impl GpuContext {
                 .enumerate()
                 .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() }),
         );
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let encoder = pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
-        {
+        let bind_group =
+            self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout, entries: &entries });
+        self.record(|encoder| {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(groups.0, groups.1, 1);
-        }
-        pending.dispatches += 1;
-        if pending.dispatches >= DISPATCHES_PER_SUBMIT {
-            let encoder = pending.encoder.take().expect("an encoder was just used");
-            pending.dispatches = 0;
-            self.queue.submit([encoder.finish()]);
-        }
+        });
     }
 
     /// Records a copy of `floats` values from `from` to `to`.
     pub fn copy(&self, from: &wgpu::Buffer, to: &wgpu::Buffer, floats: usize) {
+        self.record(|encoder| encoder.copy_buffer_to_buffer(from, 0, to, 0, (floats * 4) as u64));
+    }
+
+    /// Records a command into the pending encoder, submitting it every
+    /// [`COMMANDS_PER_SUBMIT`] commands.
+    fn record(&self, command: impl FnOnce(&mut wgpu::CommandEncoder)) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        let encoder = pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
-        encoder.copy_buffer_to_buffer(from, 0, to, 0, (floats * 4) as u64);
+        command(pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default())));
+        pending.commands += 1;
+        if pending.commands >= COMMANDS_PER_SUBMIT {
+            let encoder = pending.encoder.take().expect("an encoder was just used");
+            pending.commands = 0;
+            self.queue.submit([encoder.finish()]);
+        }
     }
 
     /// Runs what was recorded and returns `buffer`'s first `floats` values.
@@ -158,7 +170,7 @@ impl GpuContext {
         });
         let mut encoder = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            pending.dispatches = 0;
+            pending.commands = 0;
             pending.encoder.take().unwrap_or_else(|| self.device.create_command_encoder(&Default::default()))
         };
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);

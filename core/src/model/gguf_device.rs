@@ -22,14 +22,16 @@ impl GgufDevice {
         GgufDevice::Cpu
     }
 
-    /// Tokens per forward pass: on the CPU, activations for 8,192 tokens
-    /// of a 768-wide model with a 3,072-wide FFN are about 150 MB; a GPU
-    /// is kept busier by larger passes.
-    pub fn pass_tokens(&self) -> usize {
+    /// Tokens per forward pass: `cpu` on the CPU, `gpu` on a GPU (which
+    /// larger passes keep busier).
+    pub fn pass_tokens(&self, cpu: usize, gpu: usize) -> usize {
         match self {
-            GgufDevice::Cpu => 8192,
+            GgufDevice::Cpu => {
+                let _ = gpu;
+                cpu
+            }
             #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
-            GgufDevice::Gpu(_) => 32_768,
+            GgufDevice::Gpu(_) => gpu,
         }
     }
 

@@ -33,6 +33,9 @@ const TEMPLATE_ALLOWANCE: usize = 512;
 /// than 4,096 and 10% faster than 1,024.
 const PASS_TOKENS: usize = 2048;
 
+/// Tokens per forward pass on a GPU.
+const GPU_PASS_TOKENS: usize = 8192;
+
 pub struct GgufRanker {
     model: Decoder,
     tokenizer: BpeTokenizer,
@@ -93,7 +96,7 @@ impl GgufRanker {
             }
             pass_tokens += input.len();
             pass.push(input);
-            if pass_tokens >= PASS_TOKENS.max(self.device.pass_tokens() / 4) || i + 1 == documents.len() {
+            if pass_tokens >= self.device.pass_tokens(PASS_TOKENS, GPU_PASS_TOKENS) || i + 1 == documents.len() {
                 scores.extend(self.score_pass(&std::mem::take(&mut pass))?);
                 pass_tokens = 0;
             }

@@ -5,13 +5,13 @@
 struct Params {
     sequences: u32,
     width: u32,
-    // 0 mean, 1 the row at `row[s]`
+    // 0 the mean of each span's rows, 1 the row each span starts at
     op: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-// Per sequence: its first row and its length (mean), or the row to take.
+// Per output row: a span of x's rows (first row, length).
 @group(0) @binding(2) var<storage, read> spans: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
