@@ -7,13 +7,7 @@
 #   BENCH_THREADS  wllama's threads (default 2, this machine's cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
-bash scripts/setup-system.sh
-cargo build --release --locked -p qmd -p qmd-tests --bins
-bash scripts/build-web.sh
-BENCH_CORPUS="$(bash scripts/bench-corpus.sh)"
-export BENCH_CORPUS
-(cd tests/browser && npm ci --no-audit --no-fund --silent)
+source scripts/web-bench-prepare.sh
 (cd tests/browser/reference && npm ci --no-audit --no-fund --silent)
 texts="$(mktemp)"
 trap 'rm -f "$texts"' EXIT

@@ -7,12 +7,7 @@
 #   BENCH_QUERY_RUNS   runs of each query set (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
-bash scripts/setup-system.sh
-cargo build --release --locked -p qmd -p qmd-tests --bins
-bash scripts/build-web.sh
-corpus="$(bash scripts/bench-corpus.sh)"
-(cd tests/browser && npm ci --no-audit --no-fund --silent)
+source scripts/web-bench-prepare.sh
 mkdir -p bench
-node tests/browser/bench.mjs "$corpus" | tee bench/web-results.md.partial
+node tests/browser/bench.mjs "$BENCH_CORPUS" | tee bench/web-results.md.partial
 mv bench/web-results.md.partial bench/web-results.md

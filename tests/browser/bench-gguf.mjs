@@ -11,10 +11,12 @@
 // f32 vectors shows they computed the same thing. Markdown on stdout.
 
 import fs from 'node:fs';
-import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { cosine, isolatedEnv, launch, nativeEmbeddings, serveApp, targetDir, testModelDir } from './harness.mjs';
+import {
+  cosine, isolatedEnv, launch, nativeEmbeddings, serveApp, serveStatic, targetDir, testModelDir,
+} from './harness.mjs';
 
 const texts = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const threads = Number(process.env.BENCH_THREADS ?? 2);
@@ -49,32 +51,23 @@ async function ours(browser, label, model) {
   }
 }
 
-/** A cross-origin-isolated static server for the wllama page. */
+/** A cross-origin-isolated static server for the wllama page: a folder
+ * holding the page and links to wllama's files and the GGUF file. */
 function referenceServer() {
-  const page = `<!doctype html><script type="module">
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'qmd-wllama-'));
+  fs.writeFileSync(path.join(root, 'index.html'), `<!doctype html><script type="module">
 import { Wllama } from './wllama/esm/index.js';
 window.Wllama = Wllama;
 window.ready = true;
-</script>`;
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    const headers = {
-      'Cross-Origin-Opener-Policy': 'same-origin',
-      'Cross-Origin-Embedder-Policy': 'require-corp',
-      'Cross-Origin-Resource-Policy': 'same-origin',
-    };
-    let file = null;
-    let type = 'application/octet-stream';
-    if (url.pathname === '/') return res.writeHead(200, { ...headers, 'content-type': 'text/html' }).end(page);
-    if (url.pathname === '/model.gguf') file = gguf;
-    if (url.pathname.startsWith('/wllama/')) file = path.join(wllamaDir, url.pathname.slice('/wllama/'.length));
-    if (!file || !file.startsWith(wllamaDir) && file !== gguf || !fs.existsSync(file)) return res.writeHead(404).end();
-    if (file.endsWith('.js')) type = 'text/javascript';
-    if (file.endsWith('.wasm')) type = 'application/wasm';
-    res.writeHead(200, { ...headers, 'content-type': type });
-    fs.createReadStream(file).pipe(res);
+</script>`);
+  fs.symlinkSync(wllamaDir, path.join(root, 'wllama'));
+  fs.symlinkSync(gguf, path.join(root, 'model.gguf'));
+  process.on('exit', () => fs.rmSync(root, { recursive: true, force: true }));
+  return serveStatic(root, {
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp',
+    'Cross-Origin-Resource-Policy': 'same-origin',
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
 /** wllama on the GGUF file, `threads` threads: texts/s, a text per call. */

@@ -34,18 +34,25 @@ export function isolatedEnv(extra = {}) {
 }
 
 /** `qmd web` on an ephemeral loopback port; resolves once it listens. */
-const STATIC_TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.json': 'application/json' };
+const STATIC_TYPES = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+};
 
-/** A static file server on loopback: what any CDN does, nothing more. */
-export function serveStatic(root) {
+/** A static file server on loopback: what any CDN does, nothing more;
+ * `headers` go on every response (e.g. cross-origin isolation). Files
+ * are streamed, so a model of hundreds of MB is not read whole first. */
+export function serveStatic(root, headers = {}) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     let file = path.join(root, decodeURIComponent(url.pathname));
     if (!file.startsWith(root)) return res.writeHead(403).end();
     if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
     if (!fs.existsSync(file)) return res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': STATIC_TYPES[path.extname(file)] ?? 'application/octet-stream' });
-    res.end(fs.readFileSync(file));
+    res.writeHead(200, { ...headers, 'content-type': STATIC_TYPES[path.extname(file)] ?? 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
