@@ -109,7 +109,8 @@ async fn config(State(state): State<Arc<WebState>>) -> Response {
 }
 
 /// Where the page fetches `model` from: this server's `route` when the
-/// files are here, Hugging Face when they are not and can be downloaded,
+/// files are here, the hub `qmd pull` downloads from (Hugging Face, or
+/// `$HF_ENDPOINT`) when they are not and can be downloaded,
 /// null (no such model in the page) otherwise.
 fn page_source(model: &ModelSource, route: &str) -> serde_json::Value {
     match &model.gguf {
@@ -120,7 +121,7 @@ fn page_source(model: &ModelSource, route: &str) -> serde_json::Value {
         },
         None if model.is_present() => json!({"id": model.id, "url": route}),
         None if model.remote => {
-            json!({"id": model.id, "url": format!("https://huggingface.co/{}/resolve/main/", model.id)})
+            json!({"id": model.id, "url": format!("{}/{}/resolve/main/", crate::models::pull::endpoint(), model.id)})
         }
         None => serde_json::Value::Null,
     }

@@ -333,7 +333,8 @@ impl QmdIndex {
     }
 
     /// The reranker's relevance of each document to `query`, in [0, 1]
-    /// (no template or chunking added), for checks against other
+    /// (the documents as given: no chunking; a GGUF ranker fills its rank
+    /// template as the CLI's does), for checks against other
     /// implementations.
     #[wasm_bindgen(js_name = rerankTexts)]
     pub fn rerank_texts(&self, query: String, documents: Vec<String>) -> Promise {
