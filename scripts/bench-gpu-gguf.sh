@@ -17,7 +17,11 @@
 #
 # `run` works on a machine without a GPU too (Mesa's lavapipe), slowly; set
 # BENCH_TEXTS to fewer texts. BENCH_MODELS picks the shaped models (default
-# "gemma qwen3-reranker"); BENCH_SKIP_TORCH=1 leaves PyTorch out.
+# "gemma qwen3-reranker"); BENCH_SKIP_TORCH=1 leaves PyTorch out;
+# BENCH_PROFILE=1 runs each model once more on the GPU alone with
+# QMD_GPU_PROFILE set (each kernel's seconds); BENCH_BASELINE=FILE.xz
+# runs another build of qmd-gguf-bench (say, the last commit's) on the GPU
+# over the same texts first, for a before/after ratio from one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pack=.gpu-gguf
@@ -61,18 +65,32 @@ run)
         "$pack/texts.json" "$count" "$work/texts.json"
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); json.dump(t[:max(1,int(sys.argv[2])//20)], open(sys.argv[3],"w"))' \
         "$pack/texts.json" "$count" "$work/rank.json"
+    if [[ -n "${BENCH_BASELINE:-}" ]]; then
+        xz -dc "$BENCH_BASELINE" >"$work/baseline" && chmod +x "$work/baseline"
+    fi
+    # bench embed|rank MODEL TEXTS: this build on both sides, then the
+    # baseline and the profile where asked for.
+    bench() {
+        if [[ -x "$work/baseline" ]]; then
+            BENCH_DEVICES=gpu "$work/baseline" "$@" | sed 's/^{/{"build": "baseline", /'
+        fi
+        "$work/bench" "$@"
+        if [[ -n "${BENCH_PROFILE:-}" ]]; then
+            BENCH_DEVICES=gpu QMD_GPU_PROFILE=1 "$work/bench" "$@" | sed 's/^{/{"build": "profiled", /'
+        fi
+    }
     {
         echo "# GGUF on the GPU: $(date -u +%F)"
         echo
         echo '```'
-        "$work/bench" embed "$pack/minilm-q8_0.gguf" "$work/texts.json"
+        bench embed "$pack/minilm-q8_0.gguf" "$work/texts.json"
         for model in ${BENCH_MODELS:-gemma qwen3-reranker}; do
             if PYTHONPATH="$pack/gguf-py" python3 tests/models/make_gguf.py "$model" tests/fixtures/qmd-eval/docs \
                 "$work/$model.gguf" --type q8_0 --size full >"$work/$model.log" 2>&1; then
                 if [[ $model == gemma ]]; then
-                    "$work/bench" embed "$work/$model.gguf" "$work/texts.json"
+                    bench embed "$work/$model.gguf" "$work/texts.json"
                 else
-                    "$work/bench" rank "$work/$model.gguf" "$work/rank.json"
+                    bench rank "$work/$model.gguf" "$work/rank.json"
                 fi
             else
                 echo "{\"model\": \"$model\", \"skipped\": \"make_gguf.py failed: $(tail -1 "$work/$model.log" | tr '"' "'")\"}"

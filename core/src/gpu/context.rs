@@ -1,7 +1,9 @@
 //! One wgpu device and queue (burn's, shared), the compute pipelines of
 //! `shaders/`, and the command encoder operations are recorded into.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::Instant;
 
 use super::wgpu;
 use wgpu::util::DeviceExt;
@@ -34,7 +36,27 @@ impl Kernel {
             Kernel::Rows => ("rows", include_str!("shaders/rows.wgsl")),
         }
     }
+
+    /// What a profile adds a dispatch's time to: the kernel, and for a
+    /// matrix product its weight's shape (`out×in`).
+    fn profile_key(self, params: &[u32]) -> String {
+        match self {
+            Kernel::Matmul => format!("matmul {}x{}", params[1], params[2]),
+            other => other.source().0.to_string(),
+        }
+    }
 }
+
+/// Seconds and dispatches per [`Kernel::profile_key`].
+pub type Profile = BTreeMap<String, (f64, u32)>;
+
+/// The runtime checks our kernels keep (see `GpuContext::new`).
+const TRUSTED: wgpu::ShaderRuntimeChecks = wgpu::ShaderRuntimeChecks {
+    bounds_checks: false,
+    force_loop_bounding: false,
+    int_div_checks: false,
+    ..wgpu::ShaderRuntimeChecks::checked()
+};
 
 /// Commands recorded before the encoder is submitted without waiting:
 /// the GPU starts on them, and the buffers they free are reclaimed
@@ -49,6 +71,9 @@ pub struct GpuContext {
     /// Bound where a kernel's optional input is absent.
     empty: wgpu::Buffer,
     pending: Mutex<Pending>,
+    /// With `QMD_GPU_PROFILE` set, each dispatch is run alone and timed
+    /// (slower overall; for finding the kernel that takes the time).
+    profile: Option<Mutex<Profile>>,
 }
 
 struct Pending {
@@ -62,10 +87,18 @@ impl GpuContext {
             .iter()
             .map(|kernel| {
                 let (label, source) = kernel.source();
-                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                let descriptor = wgpu::ShaderModuleDescriptor {
                     label: Some(label),
                     source: wgpu::ShaderSource::Wgsl(source.into()),
-                });
+                };
+                // SAFETY: these are our own kernels, not a page's: every
+                // loop is bounded by its parameters, no divisor is zero,
+                // and each kernel checks its indices itself. Buffer
+                // accesses stay bounded where the platform bounds them
+                // (Vulkan's robust buffer access); what is dropped is
+                // naga's per-access clamps and loop counters, which cost
+                // the inner loops most of their speed.
+                let module = unsafe { device.create_shader_module_trusted(descriptor, TRUSTED) };
                 let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(label),
                     layout: None,
@@ -84,7 +117,20 @@ impl GpuContext {
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: false,
         });
-        GpuContext { device, queue, pipelines, empty, pending: Mutex::new(Pending { encoder: None, commands: 0 }) }
+        let profile = std::env::var_os("QMD_GPU_PROFILE").map(|_| Mutex::default());
+        GpuContext {
+            device,
+            queue,
+            pipelines,
+            empty,
+            pending: Mutex::new(Pending { encoder: None, commands: 0 }),
+            profile,
+        }
+    }
+
+    /// The time each kernel took, where `QMD_GPU_PROFILE` is set.
+    pub fn profile(&self) -> Option<Profile> {
+        self.profile.as_ref().map(|p| p.lock().unwrap_or_else(|p| p.into_inner()).clone())
     }
 
     pub fn empty(&self) -> &wgpu::Buffer {
@@ -133,12 +179,46 @@ impl GpuContext {
         );
         let bind_group =
             self.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout, entries: &entries });
-        self.record(|encoder| {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(groups.0, groups.1, 1);
-        });
+        let Some(profile) = &self.profile else {
+            self.record(|encoder| Self::compute(encoder, pipeline, &bind_group, groups));
+            return;
+        };
+        // What was recorded before runs first, so the timing is this
+        // dispatch's alone (and its submission's).
+        self.submit_and_wait();
+        let start = Instant::now();
+        self.record(|encoder| Self::compute(encoder, pipeline, &bind_group, groups));
+        self.submit_and_wait();
+        let mut profile = profile.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = profile.entry(kernel.profile_key(params)).or_default();
+        entry.0 += start.elapsed().as_secs_f64();
+        entry.1 += 1;
+    }
+
+    fn compute(
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        bind_group: &wgpu::BindGroup,
+        groups: (u32, u32),
+    ) {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, bind_group, &[]);
+        pass.dispatch_workgroups(groups.0, groups.1, 1);
+    }
+
+    /// Submits what was recorded and waits until the GPU has run it.
+    fn submit_and_wait(&self) {
+        let encoder = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.commands = 0;
+            pending.encoder.take()
+        };
+        if let Some(encoder) = encoder {
+            self.queue.submit([encoder.finish()]);
+        }
+        // Profiling only: a device lost here shows in the next read.
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
     }
 
     /// Records a copy of `floats` values from `from` to `to`.

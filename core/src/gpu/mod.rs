@@ -14,4 +14,4 @@ mod context;
 pub mod layout;
 
 pub use backend::{Gpu, GpuTensor};
-pub use context::GpuContext;
+pub use context::{GpuContext, Profile};

@@ -3,6 +3,10 @@
 //! (wgpu), in one process over the same texts, and how far the GPU's
 //! results are from the CPU's. Prints one JSON object. What
 //! `scripts/bench-gpu-gguf.sh` runs on the GPU machine.
+//!
+//! `BENCH_DEVICES=gpu` (or `cpu`) runs one side only. With
+//! `QMD_GPU_PROFILE` set, the GPU runs each kernel alone and the object
+//! holds the seconds each kernel took (`gpu_profile`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -58,27 +62,51 @@ fn main() {
     let texts: Vec<String> =
         serde_json::from_slice(&std::fs::read(texts).expect("read the texts")).expect("a JSON array of strings");
     let bytes: ModelBytes = Arc::new(std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}")));
-    let gpu = ModelDevice::select(DeviceChoice::Gpu).unwrap_or_else(|e| panic!("{}", e.message));
-    let cpu = ModelDevice::cpu();
-    let (cpu_rate, cpu_out) = measure(&Model::load(task, path, bytes.clone(), &cpu), &texts);
-    let (gpu_rate, gpu_out) = measure(&Model::load(task, path, bytes, &gpu), &texts);
-    let agreement = match task.as_str() {
-        "embed" => {
-            json!({ "worst_cosine": cpu_out.iter().zip(&gpu_out).map(|(a, b)| qmd_tests::models::cosine(a, b)).fold(1.0, f64::min) })
-        }
-        _ => {
-            json!({ "worst_difference": cpu_out.iter().zip(&gpu_out).map(|(a, b)| (a[0] - b[0]).abs()).fold(0f32, f32::max) })
-        }
-    };
-    let report = json!({
+    let devices = std::env::var("BENCH_DEVICES").unwrap_or_else(|_| "cpu,gpu".into());
+    let mut report = json!({
         "task": task,
         "model": path,
         "texts": texts.len(),
-        "gpu": gpu.description,
         "cpu_threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
-        "cpu_per_s": cpu_rate,
-        "gpu_per_s": gpu_rate,
-        "gpu_vs_cpu": agreement,
     });
+    let mut outputs = Vec::new();
+    if devices.contains("cpu") {
+        let (rate, out) = measure(&Model::load(task, path, bytes.clone(), &ModelDevice::cpu()), &texts);
+        report["cpu_per_s"] = json!(rate);
+        outputs.push(out);
+    }
+    if devices.contains("gpu") {
+        let gpu = ModelDevice::select(DeviceChoice::Gpu).unwrap_or_else(|e| panic!("{}", e.message));
+        let (rate, out) = measure(&Model::load(task, path, bytes, &gpu), &texts);
+        report["gpu"] = json!(gpu.description);
+        report["gpu_per_s"] = json!(rate);
+        if let Some(profile) = gpu.gpu.as_ref().and_then(|g| g.profile()) {
+            report["gpu_profile"] = profile_json(&profile);
+        }
+        outputs.push(out);
+    }
+    if let [cpu_out, gpu_out] = &outputs[..] {
+        report["gpu_vs_cpu"] = match task.as_str() {
+            "embed" => {
+                json!({ "worst_cosine": cpu_out.iter().zip(gpu_out).map(|(a, b)| qmd_tests::models::cosine(a, b)).fold(1.0, f64::min) })
+            }
+            _ => {
+                json!({ "worst_difference": cpu_out.iter().zip(gpu_out).map(|(a, b)| (a[0] - b[0]).abs()).fold(0f32, f32::max) })
+            }
+        };
+    }
     println!("{report}");
+}
+
+/// Each kernel's seconds, dispatches and share of the total, the
+/// slowest first.
+fn profile_json(profile: &qmd_core::gpu::Profile) -> serde_json::Value {
+    let total: f64 = profile.values().map(|(seconds, _)| seconds).sum();
+    let mut rows: Vec<_> = profile.iter().collect();
+    rows.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
+    let rows: Vec<_> = rows
+        .into_iter()
+        .map(|(kernel, (seconds, count))| json!({ "kernel": kernel, "seconds": seconds, "dispatches": count, "share": seconds / total }))
+        .collect();
+    json!({ "total_seconds": total, "kernels": rows })
 }

@@ -5,7 +5,10 @@
 // stay quantized in GPU memory.
 //
 // A 16×16 workgroup computes a 64×64 tile of out, 4×4 values a thread,
-// walking k one 32-value block at a time.
+// walking k one 32-value block at a time. The tiles' rows are STRIDE
+// (33) values apart, not 32: the 16 threads of a row reading the same
+// k of 16 different weight rows then hit 16 different memory banks
+// rather than one (a 16-way conflict that serialised every read).
 
 struct Params {
     m: u32,
@@ -25,9 +28,10 @@ struct Params {
 
 const TILE: u32 = 64u;
 const BLOCK: u32 = 32u;
+const STRIDE: u32 = 33u;
 
-var<workgroup> x_tile: array<f32, 2048>; // TILE rows × BLOCK
-var<workgroup> w_tile: array<f32, 2048>; // TILE weight rows × BLOCK
+var<workgroup> x_tile: array<f32, 2112>; // TILE rows × STRIDE
+var<workgroup> w_tile: array<f32, 2112>; // TILE weight rows × STRIDE
 
 // Eight values of weight row `row`, block `block`, from value `first`.
 fn load_eight(row: u32, block: u32, first: u32, into: u32) {
@@ -92,11 +96,11 @@ fn main(
             if r < p.m {
                 value = x[r * p.k + block * BLOCK + e % BLOCK];
             }
-            x_tile[e] = value;
+            x_tile[(e / BLOCK) * STRIDE + e % BLOCK] = value;
         }
         let w_row = index / 4u;
         let first = (index % 4u) * 8u;
-        let into = w_row * BLOCK + first;
+        let into = w_row * STRIDE + first;
         if col0 + w_row < p.n {
             load_eight(col0 + w_row, block, first, into);
         } else {
@@ -109,8 +113,8 @@ fn main(
             var a: array<f32, 4>;
             var b: array<f32, 4>;
             for (var i = 0u; i < 4u; i++) {
-                a[i] = x_tile[(local.y + 16u * i) * BLOCK + kk];
-                b[i] = w_tile[(local.x + 16u * i) * BLOCK + kk];
+                a[i] = x_tile[(local.y + 16u * i) * STRIDE + kk];
+                b[i] = w_tile[(local.x + 16u * i) * STRIDE + kk];
             }
             for (var i = 0u; i < 4u; i++) {
                 for (var j = 0u; j < 4u; j++) {
