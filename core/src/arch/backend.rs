@@ -4,8 +4,8 @@
 //! the GPU backend (`crate::gpu`) records it as a compute dispatch and
 //! runs the whole pass when the result is read.
 //!
-//! Token embeddings are looked up on the CPU either way (a row per token
-//! out of a vocabulary-sized matrix) and uploaded.
+//! Token embeddings are looked up on the device too ([`Backend::lookup`]):
+//! a GPU gets the token ids, not a pass's first activations.
 
 use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
@@ -22,6 +22,9 @@ pub trait Backend {
     /// The tensor's values, after every operation recorded on it.
     fn read(&self, x: Self::Tensor) -> crate::Result<Vec<f32>>;
     fn copy(&self, x: &Self::Tensor) -> Self::Tensor;
+    /// Rows `ids` of `m` (an embedding table); an error names an id
+    /// outside it.
+    fn lookup(&self, weights: &Weights, m: &Matrix, ids: &[u32]) -> crate::Result<Self::Tensor>;
 
     /// `x · mᵀ + bias` for each of several matrices taking the same inputs.
     fn matmul_each<const N: usize>(
@@ -35,6 +38,10 @@ pub trait Backend {
     fn layer_norm(&self, x: &mut Self::Tensor, weight: &Vector, bias: &Vector, eps: f32);
     /// `x += y`.
     fn add(&self, x: &mut Self::Tensor, y: &Self::Tensor);
+    /// `row` added to each row of `x`.
+    fn add_row(&self, x: &mut Self::Tensor, row: &Vector);
+    /// `x *= factor`.
+    fn scale(&self, x: &mut Self::Tensor, factor: f32);
     fn rope(&self, x: &mut Self::Tensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope);
     /// Each value rounded to the nearest f16 (llama.cpp's KV cache).
     fn round_to_f16(&self, x: &mut Self::Tensor);
@@ -83,6 +90,10 @@ impl Backend for Cpu {
         x.clone()
     }
 
+    fn lookup(&self, weights: &Weights, m: &Matrix, ids: &[u32]) -> crate::Result<Vec<f32>> {
+        ops::lookup(&weights.view(m), ids)
+    }
+
     fn matmul_each<const N: usize>(
         &self,
         weights: &Weights,
@@ -104,6 +115,14 @@ impl Backend for Cpu {
 
     fn add(&self, x: &mut Vec<f32>, y: &Vec<f32>) {
         ops::add(x, y);
+    }
+
+    fn add_row(&self, x: &mut Vec<f32>, row: &Vector) {
+        x.chunks_exact_mut(row.len()).for_each(|r| ops::add(r, row.values()));
+    }
+
+    fn scale(&self, x: &mut Vec<f32>, factor: f32) {
+        ops::scale(x, factor);
     }
 
     fn rope(&self, x: &mut Vec<f32>, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {

@@ -51,7 +51,7 @@ pub struct Bert {
     weights: Weights,
     tokens: Matrix,
     /// Type 0's embedding (every text is one segment).
-    token_type: Vec<f32>,
+    token_type: Vector,
     positions: Matrix,
     embedding_norm: (Vector, Vector),
     layers: Vec<Layer>,
@@ -118,8 +118,9 @@ impl Bert {
         }
         let token_types =
             weights.matrix("token_types.weight", 2, w).or_else(|_| weights.matrix("token_types.weight", 1, w))?;
-        let mut token_type = vec![0f32; w];
-        weights.view(&token_types).dequantize_row(0, &mut token_type);
+        let mut type_zero = vec![0f32; w];
+        weights.view(&token_types).dequantize_row(0, &mut type_zero);
+        let token_type = Vector::new("token_types.weight[0]", type_zero);
         let head_dim = w / shape.heads;
         let attention = AttentionShape {
             heads: shape.heads,
@@ -163,7 +164,7 @@ impl Bert {
     fn encode<B: Backend>(&self, b: &B, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<B::Tensor> {
         let eps = self.shape.eps;
         let w = &self.weights;
-        let mut x = b.upload(self.embeddings(sequences)?);
+        let mut x = self.embeddings(b, sequences)?;
         for layer in &self.layers {
             let [q, k, v] = b.matmul_each(
                 w,
@@ -186,29 +187,14 @@ impl Bert {
         Ok(x)
     }
 
-    /// Token + type + position embeddings, normalised.
-    fn embeddings(&self, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
-        let w = self.shape.width;
-        let (tokens, positions) = (self.weights.view(&self.tokens), self.weights.view(&self.positions));
-        let total: usize = sequences.iter().map(Vec::len).sum();
-        let mut x = vec![0f32; total * w];
-        let mut position = vec![0f32; w];
-        let mut rows = x.chunks_exact_mut(w);
-        for sequence in sequences {
-            for (p, &id) in sequence.iter().enumerate() {
-                let row = rows.next().expect("one row per token");
-                let id = id as usize;
-                if id >= tokens.rows {
-                    return Err(Error::invalid(format!("token id {id} is outside the vocabulary of {}", tokens.rows)));
-                }
-                tokens.dequantize_row(id, row);
-                positions.dequantize_row(p, &mut position);
-                ops::add(row, &position);
-                ops::add(row, &self.token_type);
-            }
-        }
+    /// Token + position + type embeddings, normalised.
+    fn embeddings<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
+        let positions: Vec<u32> = sequences.iter().flat_map(|s| 0..s.len() as u32).collect();
+        let mut x = b.lookup(&self.weights, &self.tokens, &sequences.concat())?;
+        b.add(&mut x, &b.lookup(&self.weights, &self.positions, &positions)?);
+        b.add_row(&mut x, &self.token_type);
         let (weight, bias) = &self.embedding_norm;
-        ops::layer_norm(&mut x, w, weight.values(), bias.values(), self.shape.eps);
+        b.layer_norm(&mut x, weight, bias, self.shape.eps);
         Ok(x)
     }
 }

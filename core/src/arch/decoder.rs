@@ -12,7 +12,7 @@
 
 use super::backend::Backend;
 use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape};
-use super::ops::{self, Rope, Window};
+use super::ops::{Rope, Window};
 use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
@@ -112,7 +112,7 @@ impl Decoder {
             // Keys and values as llama.cpp's cache holds them: f16.
             f16_keys_values: true,
         };
-        let mut x = b.upload(ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?);
+        let mut x = b.lookup(&self.weights, &self.tokens, &sequences.concat())?;
         for (i, layer) in self.layers.iter().enumerate() {
             // Only the last tokens are read after the last layer's
             // attention: its projection and feed-forward run on those rows.

@@ -117,9 +117,8 @@ impl GemmaEmbedding {
     fn encode<B: Backend>(&self, b: &B, sequences: &[Vec<u32>], lengths: &[usize]) -> Result<B::Tensor> {
         let s = &self.shape.block;
         // Token embeddings scaled by √width.
-        let mut x = ops::embed_tokens(&self.weights.view(&self.tokens), sequences)?;
-        ops::scale(&mut x, (s.width as f32).sqrt());
-        let mut x = b.upload(x);
+        let mut x = b.lookup(&self.weights, &self.tokens, &sequences.concat())?;
+        b.scale(&mut x, (s.width as f32).sqrt());
         for (i, layer) in self.layers.iter().enumerate() {
             let window = self.window(i);
             let run = AttentionRun {

@@ -55,20 +55,23 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
     });
 }
 
-/// Each token's embedding row, `[Σ lengths × width]`, for sequences of
-/// token ids (an id outside the vocabulary is an error, not a panic).
-pub fn embed_tokens(tokens: &QMatrix, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
-    let width = tokens.cols;
-    let total: usize = sequences.iter().map(Vec::len).sum();
-    let mut x = vec![0f32; total * width];
-    for (row, &id) in x.chunks_exact_mut(width).zip(sequences.iter().flatten()) {
-        let id = id as usize;
-        if id >= tokens.rows {
-            return Err(Error::invalid(format!("token id {id} is outside the vocabulary of {}", tokens.rows)));
-        }
-        tokens.dequantize_row(id, row);
+/// Rows `ids` of `table` (an embedding table), `[ids × width]` (an id
+/// outside the table is an error, not a panic).
+pub fn lookup(table: &QMatrix, ids: &[u32]) -> Result<Vec<f32>> {
+    check_ids(ids, table.rows)?;
+    let mut x = vec![0f32; ids.len() * table.cols];
+    for (row, &id) in x.chunks_exact_mut(table.cols).zip(ids) {
+        table.dequantize_row(id as usize, row);
     }
     Ok(x)
+}
+
+/// An error naming the first of `ids` outside a table of `rows` rows.
+pub fn check_ids(ids: &[u32], rows: usize) -> Result<()> {
+    match ids.iter().find(|&&id| id as usize >= rows) {
+        Some(id) => Err(Error::invalid(format!("token id {id} is outside the vocabulary of {rows}"))),
+        None => Ok(()),
+    }
 }
 
 /// The rows of each sequence's last token, from `[Σ lengths × width]`.

@@ -31,6 +31,11 @@ pub struct Vector {
 }
 
 impl Vector {
+    /// A vector made from a tensor's values rather than read as one.
+    pub(crate) fn new(name: &str, values: Vec<f32>) -> Vector {
+        Vector { name: name.to_string(), values }
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

@@ -7,15 +7,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::context::{GpuContext, Kernel, groups_for};
+use super::context::{GpuContext, Kernel, PooledBuffer, groups_for};
 use super::layout::{self, Format};
 use super::wgpu;
-use crate::arch::ops::{AttentionShape, Rope, Window, rope_table};
+use crate::arch::ops::{AttentionShape, Rope, Window, check_ids, rope_table};
 use crate::arch::{Backend, Matrix, Vector, Weights};
 use crate::error::Result;
 
 /// Outputs a workgroup of `shaders/matmul.wgsl` computes on each side.
-const MATMUL_TILE: usize = 64;
+const MATMUL_TILE: usize = 128;
 
 /// Queries a workgroup of `shaders/attention.wgsl` takes (its `QUERIES`).
 const QUERY_BLOCK: usize = 8;
@@ -28,6 +28,8 @@ enum Map {
     GeluGate = 2,
     SiluGate = 3,
     RoundToF16 = 4,
+    Scale = 5,
+    AddRow = 6,
 }
 
 /// `shaders/rows.wgsl`'s operations (`Params.op`).
@@ -41,7 +43,7 @@ enum RowsOp {
 
 /// Activations on the GPU: `len` f32 values.
 pub struct GpuTensor {
-    buffer: wgpu::Buffer,
+    buffer: PooledBuffer,
     len: usize,
 }
 
@@ -91,14 +93,20 @@ impl Gpu {
             .clone()
     }
 
-    fn tensor(&self, label: &str, len: usize) -> GpuTensor {
-        GpuTensor { buffer: self.context.buffer(label, len), len }
+    fn tensor(&self, len: usize) -> GpuTensor {
+        GpuTensor { buffer: self.context.activation(len), len }
     }
 
-    fn elementwise(&self, map: Map, x: &mut GpuTensor, y: Option<&GpuTensor>) {
-        let y = y.map_or(self.context.empty(), |y| &y.buffer);
-        let params = [x.len as u32, map as u32];
+    /// `map` over `x` with `y` (or a row of `width` values), `factor`.
+    fn elementwise(&self, map: Map, x: &mut GpuTensor, y: Option<&wgpu::Buffer>, width: usize, factor: f32) {
+        let y = y.unwrap_or(self.context.empty());
+        let params = [x.len as u32, map as u32, width as u32, factor.to_bits()];
         self.context.dispatch(Kernel::Elementwise, &params, &[&x.buffer, y], groups_for(x.len, 256));
+    }
+
+    /// `map` over `x` and `y` value by value.
+    fn map(&self, map: Map, x: &mut GpuTensor, y: Option<&GpuTensor>) {
+        self.elementwise(map, x, y.map(|y| &*y.buffer), 1, 1.0);
     }
 
     fn norm(&self, x: &mut GpuTensor, weight: &Vector, bias: Option<&Vector>, eps: f32) {
@@ -118,7 +126,7 @@ impl Gpu {
 
     /// One row per span (first row, length) of `x`'s rows.
     fn rows(&self, x: &GpuTensor, spans: &[[u32; 2]], width: usize, op: RowsOp) -> GpuTensor {
-        let out = self.tensor("rows", spans.len() * width);
+        let out = self.tensor(spans.len() * width);
         let params = [spans.len() as u32, width as u32, op as u32];
         let spans = self.context.buffer_with("spans", spans);
         self.context.dispatch(Kernel::Rows, &params, &[&x.buffer, &spans, &out.buffer], groups_for(out.len, 256));
@@ -143,15 +151,31 @@ impl Backend for Gpu {
     type Tensor = GpuTensor;
 
     fn upload(&self, rows: Vec<f32>) -> GpuTensor {
-        GpuTensor { buffer: self.context.buffer_with("input", &rows), len: rows.len() }
+        GpuTensor { buffer: self.context.activation_with(&rows), len: rows.len() }
     }
 
     fn read(&self, x: GpuTensor) -> Result<Vec<f32>> {
         self.context.read(&x.buffer, x.len)
     }
 
+    fn lookup(&self, weights: &Weights, m: &Matrix, ids: &[u32]) -> Result<GpuTensor> {
+        let w = self.matrix(weights, m);
+        check_ids(ids, w.rows)?;
+        assert!(w.cols.is_multiple_of(8), "the gather kernel takes rows of a multiple of 8 values (not {})", w.cols);
+        let out = self.tensor(ids.len() * w.cols);
+        let params = [ids.len() as u32, w.cols as u32, w.format as u32];
+        let ids = self.context.buffer_with("ids", ids);
+        self.context.dispatch(
+            Kernel::Gather,
+            &params,
+            &[&ids, &w.values, &w.scales, &out.buffer],
+            groups_for(out.len / 8, 256),
+        );
+        Ok(out)
+    }
+
     fn copy(&self, x: &GpuTensor) -> GpuTensor {
-        let out = self.tensor("copy", x.len);
+        let out = self.tensor(x.len);
         self.context.copy(&x.buffer, &out.buffer, x.len);
         out
     }
@@ -165,7 +189,7 @@ impl Backend for Gpu {
         ms.map(|(m, bias)| {
             let w = self.matrix(weights, m);
             let rows = x.len / w.cols;
-            let out = self.tensor("product", rows * w.rows);
+            let out = self.tensor(rows * w.rows);
             let bias = bias.map(|b| self.vector(b));
             let params = [rows as u32, w.rows as u32, w.cols as u32, w.format as u32, u32::from(bias.is_some())];
             let bias_buffer = bias.as_deref().unwrap_or(self.context.empty());
@@ -188,7 +212,16 @@ impl Backend for Gpu {
     }
 
     fn add(&self, x: &mut GpuTensor, y: &GpuTensor) {
-        self.elementwise(Map::Add, x, Some(y));
+        self.map(Map::Add, x, Some(y));
+    }
+
+    fn add_row(&self, x: &mut GpuTensor, row: &Vector) {
+        let buffer = self.vector(row);
+        self.elementwise(Map::AddRow, x, Some(&buffer), row.len(), 1.0);
+    }
+
+    fn scale(&self, x: &mut GpuTensor, factor: f32) {
+        self.elementwise(Map::Scale, x, None, 1, factor);
     }
 
     fn rope(&self, x: &mut GpuTensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
@@ -210,7 +243,7 @@ impl Backend for Gpu {
     }
 
     fn round_to_f16(&self, x: &mut GpuTensor) {
-        self.elementwise(Map::RoundToF16, x, None);
+        self.map(Map::RoundToF16, x, None);
     }
 
     fn attention(
@@ -222,7 +255,10 @@ impl Backend for Gpu {
         shape: AttentionShape,
     ) -> GpuTensor {
         let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
-        assert!(head_dim <= 256, "the attention kernel keeps at most 256 dimensions a head");
+        assert!(
+            head_dim <= 256 && head_dim.is_multiple_of(4),
+            "the attention kernel takes heads of a multiple of 4 dimensions, at most 256 (not {head_dim})"
+        );
         // Blocks of up to QUERY_BLOCK queries, none across sequences.
         let block = QUERY_BLOCK as u32;
         let blocks: Vec<[u32; 4]> = spans(lengths)
@@ -248,7 +284,7 @@ impl Backend for Gpu {
         ];
         let count = blocks.len() as u32;
         let blocks = self.context.buffer_with("blocks", &blocks);
-        let out = self.tensor("attention", q.len);
+        let out = self.tensor(q.len);
         self.context.dispatch(
             Kernel::Attention,
             &params,
@@ -259,15 +295,15 @@ impl Backend for Gpu {
     }
 
     fn gelu(&self, x: &mut GpuTensor) {
-        self.elementwise(Map::Gelu, x, None);
+        self.map(Map::Gelu, x, None);
     }
 
     fn gelu_gate(&self, gate: &mut GpuTensor, up: &GpuTensor) {
-        self.elementwise(Map::GeluGate, gate, Some(up));
+        self.map(Map::GeluGate, gate, Some(up));
     }
 
     fn silu_gate(&self, gate: &mut GpuTensor, up: &GpuTensor) {
-        self.elementwise(Map::SiluGate, gate, Some(up));
+        self.map(Map::SiluGate, gate, Some(up));
     }
 
     fn last_rows(&self, x: &GpuTensor, lengths: &[usize], width: usize) -> GpuTensor {
@@ -281,5 +317,103 @@ impl Backend for Gpu {
 
     fn mean_rows(&self, x: &GpuTensor, lengths: &[usize], width: usize) -> GpuTensor {
         self.rows(x, &spans(lengths), width, RowsOp::Mean)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::{GgmlType, GgufFile};
+    use crate::gpu::layout::tests::random_matrix;
+    use crate::kernels::tests::xorshift;
+    use crate::model::{DeviceChoice, ModelDevice};
+
+    /// ggml's number of each type (the reader's `GgmlType::from_id`).
+    const TYPES: [(GgmlType, u32); 9] = [
+        (GgmlType::F32, 0),
+        (GgmlType::F16, 1),
+        (GgmlType::Q4_0, 2),
+        (GgmlType::Q4_1, 3),
+        (GgmlType::Q8_0, 8),
+        (GgmlType::Q4_K, 12),
+        (GgmlType::Q5_K, 13),
+        (GgmlType::Q6_K, 14),
+        (GgmlType::BF16, 30),
+    ];
+
+    /// A GGUF v3 file without metadata holding `tensors` (name, type id,
+    /// rows, cols, data).
+    fn gguf(tensors: &[(String, u32, usize, usize, Vec<u8>)]) -> Vec<u8> {
+        let mut out = b"GGUF".to_vec();
+        out.extend(3u32.to_le_bytes());
+        out.extend((tensors.len() as u64).to_le_bytes());
+        out.extend(0u64.to_le_bytes());
+        let mut offset = 0u64;
+        for (name, id, rows, cols, data) in tensors {
+            out.extend((name.len() as u64).to_le_bytes());
+            out.extend(name.as_bytes());
+            out.extend(2u32.to_le_bytes());
+            out.extend((*cols as u64).to_le_bytes());
+            out.extend((*rows as u64).to_le_bytes());
+            out.extend(id.to_le_bytes());
+            out.extend(offset.to_le_bytes());
+            offset += (data.len() as u64).next_multiple_of(32);
+        }
+        for (_, _, _, _, data) in tensors {
+            out.resize(out.len().next_multiple_of(32), 0);
+            out.extend(data);
+        }
+        out
+    }
+
+    /// Every weight format's matrix product and row lookup on the GPU (the software
+    /// Vulkan where there is no GPU) against the values the shader reads
+    /// (f16 for the types stored as f16), summed in f64; shapes that are
+    /// not whole tiles, with a bias.
+    #[test]
+    fn products_and_lookups_of_every_weight_format_match_a_reference() {
+        let (rows, cols, tokens) = (200, 256, 150);
+        let tensors: Vec<_> = TYPES
+            .iter()
+            .enumerate()
+            .map(|(i, &(kind, id))| {
+                (format!("{kind:?}"), id, rows, cols, random_matrix(kind, rows, cols, 40 + i as u64))
+            })
+            .collect();
+        let bytes = gguf(&tensors);
+        let file = GgufFile::parse("formats.gguf", &bytes).unwrap();
+        let weights = Weights::new(&file, Arc::new(bytes.clone()));
+        let device = ModelDevice::select(DeviceChoice::Gpu).expect("a wgpu adapter (Mesa's lavapipe in CI)");
+        let gpu = Gpu::new(device.gpu.clone().expect("the GPU kernels' context"));
+        let mut next = xorshift(7);
+        let x: Vec<f32> = (0..tokens * cols).map(|_| ((next() % 2001) as f32 - 1000.0) / 500.0).collect();
+        let bias = Vector::new("bias", (0..rows).map(|r| r as f32 / 100.0).collect());
+        let input = gpu.upload(x.clone());
+        for (kind, _) in TYPES {
+            let m = weights.matrix(&format!("{kind:?}"), rows, cols).unwrap();
+            let packed = layout::pack(&weights.view(&m));
+            let got = gpu.read(gpu.project(&weights, &input, &m, Some(&bias))).unwrap();
+            assert_eq!(got.len(), tokens * rows);
+            for t in 0..tokens {
+                for r in 0..rows {
+                    let terms =
+                        (0..cols).map(|c| f64::from(x[t * cols + c]) * f64::from(layout::read(&packed, cols, r, c)));
+                    let scale: f64 = terms.clone().map(f64::abs).sum::<f64>().max(1.0);
+                    let want = terms.sum::<f64>() + f64::from(bias.values()[r]);
+                    let value = f64::from(got[t * rows + r]);
+                    assert!((value - want).abs() <= 1e-5 * scale, "{kind:?} [{t}, {r}]: {value} vs {want}");
+                }
+            }
+            // The same values looked up as an embedding table's rows.
+            let ids = [5u32, 0, 199, 5];
+            let rows_of = gpu.read(gpu.lookup(&weights, &m, &ids).unwrap()).unwrap();
+            for (i, &id) in ids.iter().enumerate() {
+                for c in 0..cols {
+                    assert_eq!(rows_of[i * cols + c], layout::read(&packed, cols, id as usize, c), "{kind:?} row {id}");
+                }
+            }
+            let err = gpu.lookup(&weights, &m, &[3, 200]).err().expect("an id past the table");
+            assert!(err.message.contains("token id 200") && err.message.contains("200"), "{}", err.message);
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! One wgpu device and queue (burn's, shared), the compute pipelines of
 //! `shaders/`, and the command encoder operations are recorded into.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::wgpu;
@@ -19,16 +20,30 @@ pub enum Kernel {
     Rope,
     Attention,
     Rows,
+    Gather,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 6] =
-        [Kernel::Matmul, Kernel::Norm, Kernel::Elementwise, Kernel::Rope, Kernel::Attention, Kernel::Rows];
+    const ALL: [Kernel; 7] = [
+        Kernel::Matmul,
+        Kernel::Norm,
+        Kernel::Elementwise,
+        Kernel::Rope,
+        Kernel::Attention,
+        Kernel::Rows,
+        Kernel::Gather,
+    ];
 
     /// Its name and WGSL source.
     fn source(self) -> (&'static str, &'static str) {
         match self {
-            Kernel::Matmul => ("matmul", include_str!("shaders/matmul.wgsl")),
+            // The kernels reading a model's matrices share their decoder.
+            Kernel::Matmul => {
+                ("matmul", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/matmul.wgsl")))
+            }
+            Kernel::Gather => {
+                ("gather", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/gather.wgsl")))
+            }
             Kernel::Norm => ("norm", include_str!("shaders/norm.wgsl")),
             Kernel::Elementwise => ("elementwise", include_str!("shaders/elementwise.wgsl")),
             Kernel::Rope => ("rope", include_str!("shaders/rope.wgsl")),
@@ -71,6 +86,7 @@ pub struct GpuContext {
     /// Bound where a kernel's optional input is absent.
     empty: wgpu::Buffer,
     pending: Mutex<Pending>,
+    pool: Arc<Mutex<Pool>>,
     /// With `QMD_GPU_PROFILE` set, each dispatch is run alone and timed
     /// (slower overall; for finding the kernel that takes the time).
     profile: Option<Mutex<Profile>>,
@@ -124,6 +140,7 @@ impl GpuContext {
             pipelines,
             empty,
             pending: Mutex::new(Pending { encoder: None, commands: 0 }),
+            pool: Arc::default(),
             profile,
         }
     }
@@ -149,14 +166,32 @@ impl GpuContext {
         })
     }
 
-    /// An uninitialised buffer of `floats` f32 values.
-    pub fn buffer(&self, label: &str, floats: usize) -> wgpu::Buffer {
-        self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: (floats.max(1) * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        })
+    /// A buffer for `floats` f32 values of activations, reused from a
+    /// dropped one of its size class where there is one; its contents are
+    /// whatever was there.
+    pub fn activation(&self, floats: usize) -> PooledBuffer {
+        let size = size_class((floats.max(1) * 4) as u64);
+        let reused = self.pool.lock().unwrap_or_else(|p| p.into_inner()).take(size);
+        let buffer = reused.unwrap_or_else(|| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("activation"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
+        PooledBuffer { buffer: Some(buffer), pool: self.pool.clone() }
+    }
+
+    /// An activation buffer holding `values`.
+    pub fn activation_with(&self, values: &[f32]) -> PooledBuffer {
+        let buffer = self.activation(values.len());
+        // A reused buffer may still be read by commands recorded but not
+        // yet submitted, and the queue writes before the next submission:
+        // submit those first.
+        self.submit();
+        self.queue.write_buffer(&buffer, 0, bytemuck::cast_slice(values));
+        buffer
     }
 
     /// Records `kernel` over `buffers` (bindings 1, 2, …; binding 0 is
@@ -207,8 +242,8 @@ impl GpuContext {
         pass.dispatch_workgroups(groups.0, groups.1, 1);
     }
 
-    /// Submits what was recorded and waits until the GPU has run it.
-    fn submit_and_wait(&self) {
+    /// Submits what was recorded, without waiting.
+    fn submit(&self) {
         let encoder = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
             pending.commands = 0;
@@ -217,6 +252,11 @@ impl GpuContext {
         if let Some(encoder) = encoder {
             self.queue.submit([encoder.finish()]);
         }
+    }
+
+    /// Submits what was recorded and waits until the GPU has run it.
+    fn submit_and_wait(&self) {
+        self.submit();
         // Profiling only: a device lost here shows in the next read.
         let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
     }
@@ -270,10 +310,90 @@ impl GpuContext {
     }
 }
 
+/// Free activation buffers by size, and their bytes together.
+#[derive(Default)]
+struct Pool {
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    bytes: u64,
+}
+
+/// The most bytes of free buffers a pool keeps; more are freed.
+const POOL_BYTES: u64 = 1 << 30;
+
+impl Pool {
+    fn take(&mut self, size: u64) -> Option<wgpu::Buffer> {
+        let buffer = self.free.get_mut(&size)?.pop()?;
+        self.bytes -= size;
+        Some(buffer)
+    }
+
+    fn keep(&mut self, buffer: wgpu::Buffer) {
+        let size = buffer.size();
+        if self.bytes + size <= POOL_BYTES {
+            self.bytes += size;
+            self.free.entry(size).or_default().push(buffer);
+        }
+    }
+}
+
+/// `bytes` rounded up to its size class: a quarter of a power of two
+/// (at least 4 KiB), so a pass of another length still finds buffers of
+/// its sizes, at most 25 % larger than asked for.
+fn size_class(bytes: u64) -> u64 {
+    if bytes <= 4096 {
+        return 4096;
+    }
+    let step = (1u64 << (63 - bytes.leading_zeros())) / 4;
+    bytes.next_multiple_of(step)
+}
+
+/// An activation buffer that goes back to its context's pool when dropped
+/// (allocating GPU memory for every operation's output, hundreds of
+/// megabytes each and hundreds a pass, took longer than the kernels).
+/// Reusing it is safe: wgpu orders each use after the commands recorded
+/// before it.
+pub struct PooledBuffer {
+    buffer: Option<wgpu::Buffer>,
+    pool: Arc<Mutex<Pool>>,
+}
+
+impl Deref for PooledBuffer {
+    type Target = wgpu::Buffer;
+
+    fn deref(&self) -> &wgpu::Buffer {
+        self.buffer.as_ref().expect("a pooled buffer is held until dropped")
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.take() {
+            self.pool.lock().unwrap_or_else(|p| p.into_inner()).keep(buffer);
+        }
+    }
+}
+
 /// Workgroups for `count` items of `per_group` each, spread over two
 /// dimensions (a dimension holds at most 65,535).
 pub fn groups_for(count: usize, per_group: usize) -> (u32, u32) {
     let groups = count.div_ceil(per_group).max(1);
     let x = groups.min(65_535);
     (x as u32, groups.div_ceil(x) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_are_quarter_powers_of_two_at_most_a_quarter_larger() {
+        assert_eq!(size_class(1), 4096);
+        assert_eq!(size_class(4097), 5120);
+        assert_eq!(size_class(1 << 20), 1 << 20);
+        assert_eq!(size_class((1 << 20) + 1), (1 << 20) + (1 << 18));
+        for bytes in [5_000u64, 123_456, 50_331_648, 201_326_593, 3_000_000_000] {
+            let class = size_class(bytes);
+            assert!(class >= bytes && class as f64 <= bytes as f64 * 1.25, "{bytes} -> {class}");
+        }
+    }
 }

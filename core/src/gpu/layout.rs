@@ -102,7 +102,7 @@ pub fn read(packed: &PackedMatrix, cols: usize, r: usize, c: usize) -> f32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::kernels::tests::xorshift;
 

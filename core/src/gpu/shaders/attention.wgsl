@@ -22,7 +22,9 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
+// Read four dimensions at a time (head_dim, widths and head offsets are
+// multiples of 4).
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 // Per block: the sequence's first token, its length, the block's first
 // position in it and its number of queries.
@@ -32,10 +34,13 @@ struct Params {
 const THREADS: u32 = 64u;
 const QUERIES: u32 = 8u;
 const LOW: f32 = -3.4e38;
+// Threads a query's softmax step takes (THREADS / QUERIES).
+const LANES: u32 = 8u;
 
-var<workgroup> query: array<f32, 2048>; // QUERIES × head_dim
+var<workgroup> query: array<vec4<f32>, 512>; // QUERIES × head_dim / 4
 var<workgroup> scores: array<f32, 512>; // QUERIES × THREADS keys
 var<workgroup> rescale: array<f32, 8>;
+var<workgroup> partial: array<f32, 64>; // QUERIES × LANES
 var<workgroup> block_keys: vec2<u32>;
 
 // The keys position `i` of a `len`-token sequence sees.
@@ -68,12 +73,15 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         if i < count {
             value = q[(start + first + i) * p.q_width + head * p.head_dim + e % p.head_dim];
         }
-        query[e] = value;
+        query[e / 4u][e % 4u] = value;
     }
     // Uniform for the barriers in the loop below.
     let keys = workgroupUniformLoad(&block_keys);
 
-    // Thread i < QUERIES keeps query i's running maximum and sum.
+    // Each thread keeps the running maximum and sum of query `mine`
+    // (the LANES threads of a query keep the same values).
+    let mine = index / LANES;
+    let lane = index % LANES;
     var running_max = LOW;
     var running_sum = 0.0;
     var acc: array<f32, 32>; // [query][dimension slot]
@@ -81,11 +89,12 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         let key = tile + index;
         var dots: array<f32, 8>;
         if key < keys.y {
-            let row = (start + key) * p.kv_width + kv_column;
-            for (var d = 0u; d < p.head_dim; d++) {
+            let quads = p.head_dim / 4u;
+            let row = ((start + key) * p.kv_width + kv_column) / 4u;
+            for (var d = 0u; d < quads; d++) {
                 let kd = k[row + d];
                 for (var i = 0u; i < QUERIES; i++) {
-                    dots[i] = fma(query[i * p.head_dim + d], kd, dots[i]);
+                    dots[i] += dot(query[i * quads + d], kd);
                 }
             }
         }
@@ -98,31 +107,47 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             scores[i * THREADS + index] = score;
         }
         workgroupBarrier();
+        // The softmax step, LANES threads a query: each lane takes every
+        // LANES-th score of the tile, and the lanes combine their maximums
+        // and sums through workgroup memory.
         let in_tile = min(THREADS, keys.y - tile);
-        if index < QUERIES {
-            var tile_max = LOW;
-            for (var t = 0u; t < in_tile; t++) {
-                tile_max = max(tile_max, scores[index * THREADS + t]);
-            }
-            let new_max = max(running_max, tile_max);
-            var sum = 0.0;
-            for (var t = 0u; t < in_tile; t++) {
-                let s = scores[index * THREADS + t];
-                var w = 0.0;
-                if s > LOW {
-                    w = exp(s - new_max);
-                }
-                scores[index * THREADS + t] = w;
-                sum += w;
-            }
-            var correction = 0.0;
-            if running_max > LOW {
-                correction = exp(running_max - new_max);
-            }
-            rescale[index] = correction;
-            running_sum = running_sum * correction + sum;
-            running_max = new_max;
+        var lane_max = LOW;
+        for (var t = lane; t < in_tile; t += LANES) {
+            lane_max = max(lane_max, scores[mine * THREADS + t]);
         }
+        partial[index] = lane_max;
+        workgroupBarrier();
+        var tile_max = LOW;
+        for (var l = 0u; l < LANES; l++) {
+            tile_max = max(tile_max, partial[mine * LANES + l]);
+        }
+        let new_max = max(running_max, tile_max);
+        var lane_sum = 0.0;
+        for (var t = lane; t < in_tile; t += LANES) {
+            let s = scores[mine * THREADS + t];
+            var w = 0.0;
+            if s > LOW {
+                w = exp(s - new_max);
+            }
+            scores[mine * THREADS + t] = w;
+            lane_sum += w;
+        }
+        workgroupBarrier();
+        partial[index] = lane_sum;
+        workgroupBarrier();
+        var sum = 0.0;
+        for (var l = 0u; l < LANES; l++) {
+            sum += partial[mine * LANES + l];
+        }
+        var correction = 0.0;
+        if running_max > LOW {
+            correction = exp(running_max - new_max);
+        }
+        if lane == 0u {
+            rescale[mine] = correction;
+        }
+        running_sum = running_sum * correction + sum;
+        running_max = new_max;
         workgroupBarrier();
         for (var j = 0u; j < 4u; j++) {
             let d = index + j * THREADS;
@@ -144,9 +169,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         }
         workgroupBarrier();
     }
-    // Each query's sum, from the thread that kept it.
-    if index < QUERIES {
-        rescale[index] = running_sum;
+    // Each query's sum, from its first lane.
+    if lane == 0u {
+        rescale[mine] = running_sum;
     }
     workgroupBarrier();
     for (var i = 0u; i < count; i++) {

@@ -1,10 +1,14 @@
 // Element-wise maps in place over `count` values: x += y, GELU (ggml's
-// tanh form), GELU or SiLU gates (x = act(x) · y), rounding to f16.
+// tanh form), GELU or SiLU gates (x = act(x) · y), rounding to f16,
+// scaling, and adding one row of `width` values (y) to every row.
 
 struct Params {
     count: u32,
-    // 0 add, 1 gelu, 2 gelu gate, 3 silu gate, 4 round to f16
+    // 0 add, 1 gelu, 2 gelu gate, 3 silu gate, 4 round to f16, 5 scale,
+    // 6 add a row
     op: u32,
+    width: u32,
+    factor: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -51,6 +55,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         case 1u: { x[i] = gelu(v); }
         case 2u: { x[i] = gelu(v) * y[i]; }
         case 3u: { x[i] = v / (1.0 + exp(-v)) * y[i]; }
-        default: { x[i] = round_to_f16(v); }
+        case 4u: { x[i] = round_to_f16(v); }
+        case 5u: { x[i] = v * p.factor; }
+        default: { x[i] = v + y[i % p.width]; }
     }
 }

@@ -1,14 +1,15 @@
 // out[m×n] = x[m×k] · wᵀ (+ bias), w as the GPU keeps a GGUF matrix
-// (gpu/weights.rs): its values packed in u32 words, the scales (and
-// Q4_1's minimums) of each 32-value block in `scales`. Each block is
-// dequantized into workgroup memory as the tile reaches it; the weights
-// stay quantized in GPU memory.
+// (gpu/layout.rs, decoded by formats.wgsl): its values packed in u32
+// words, the scales (and Q4_1's minimums) of each 32-value block in
+// `scales`. Each block is dequantized into workgroup memory as the tile
+// reaches it; the weights stay quantized in GPU memory.
 //
-// A 16×16 workgroup computes a 64×64 tile of out, 4×4 values a thread,
-// walking k one 32-value block at a time. The tiles' rows are STRIDE
-// (33) values apart, not 32: the 16 threads of a row reading the same
-// k of 16 different weight rows then hit 16 different memory banks
-// rather than one (a 16-way conflict that serialised every read).
+// A 16×16 workgroup computes a 128×128 tile of out, 8×8 values a
+// thread, walking k one 32-value block at a time. The tiles are held
+// k-major (`tile[kk][row]`), so a thread reads its 4 consecutive rows (or
+// columns) as one vec4 and the 16 threads of a warp row read 256
+// consecutive bytes: no bank conflicts, and 4 reads feed 64 fmas (the
+// 64×64 tile of 4×4 a thread was bound by workgroup-memory reads).
 
 struct Params {
     m: u32,
@@ -20,61 +21,32 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>; // k is a multiple of 32
 @group(0) @binding(2) var<storage, read> values: array<u32>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
-const TILE: u32 = 64u;
-const BLOCK: u32 = 32u;
-const STRIDE: u32 = 33u;
+const TILE: u32 = 128u;
 
-var<workgroup> x_tile: array<f32, 2112>; // TILE rows × STRIDE
-var<workgroup> w_tile: array<f32, 2112>; // TILE weight rows × STRIDE
+var<workgroup> x_tile: array<vec4<f32>, 1024>; // BLOCK × TILE rows / 4
+var<workgroup> w_tile: array<vec4<f32>, 1024>; // BLOCK × TILE weight rows / 4
 
-// Eight values of weight row `row`, block `block`, from value `first`.
-fn load_eight(row: u32, block: u32, first: u32, into: u32) {
-    let at = row * p.k + block * BLOCK + first; // index of the first value
-    let blocks_per_row = p.k / BLOCK;
-    switch p.format {
-        case 0u: {
-            for (var e = 0u; e < 8u; e++) {
-                w_tile[into + e] = bitcast<f32>(values[at + e]);
-            }
-        }
-        case 1u: {
-            for (var e = 0u; e < 8u; e += 2u) {
-                let pair = unpack2x16float(values[(at + e) / 2u]);
-                w_tile[into + e] = pair.x;
-                w_tile[into + e + 1u] = pair.y;
-            }
-        }
-        case 2u: {
-            let d = scales[row * blocks_per_row + block];
-            for (var e = 0u; e < 8u; e += 4u) {
-                let word = i32(values[(at + e) / 4u]);
-                for (var b = 0u; b < 4u; b++) {
-                    w_tile[into + e + b] = d * f32(extractBits(word, 8u * b, 8u));
-                }
-            }
-        }
-        case 3u: {
-            let d = scales[row * blocks_per_row + block];
-            let word = values[at / 8u];
-            for (var e = 0u; e < 8u; e++) {
-                w_tile[into + e] = d * (f32(extractBits(word, 4u * e, 4u)) - 8.0);
-            }
-        }
-        default: {
-            let s = 2u * (row * blocks_per_row + block);
-            let d = scales[s];
-            let minimum = scales[s + 1u];
-            let word = values[at / 8u];
-            for (var e = 0u; e < 8u; e++) {
-                w_tile[into + e] = d * f32(extractBits(word, 4u * e, 4u)) + minimum;
-            }
-        }
+// Stores `value` at k `kk` of the tile's row (or weight row) `row`.
+fn put_x(kk: u32, row: u32, value: f32) {
+    x_tile[kk * (TILE / 4u) + row / 4u][row % 4u] = value;
+}
+
+fn put_w(kk: u32, row: u32, value: f32) {
+    w_tile[kk * (TILE / 4u) + row / 4u][row % 4u] = value;
+}
+
+// Eight values of weight row `row`, block `block`, from value `first`,
+// into the tile's weight row `tile_row`.
+fn load_eight(row: u32, block: u32, first: u32, tile_row: u32) {
+    let decoded = eight_values(p.format, p.k, row, block, first);
+    for (var e = 0u; e < 8u; e++) {
+        put_w(first + e, tile_row, decoded[e]);
     }
 }
 
@@ -86,54 +58,68 @@ fn main(
 ) {
     let row0 = group.y * TILE;
     let col0 = group.x * TILE;
-    var acc: array<f32, 16>;
+    // This thread's rows: 4 from local.y * 4 and 4 more 64 further; the
+    // same for its columns with local.x.
+    var acc: array<vec4<f32>, 16>; // [row i][column quad j] at 2i + j
     let blocks = p.k / BLOCK;
+    let quads = p.k / 4u;
     for (var block = 0u; block < blocks; block++) {
-        for (var i = 0u; i < 8u; i++) {
+        // The x tile: 128 rows × 8 quads of k, 4 quads a thread, read as
+        // vec4 from rows of x (8 threads cover a row's 128 bytes).
+        for (var i = 0u; i < 4u; i++) {
             let e = index + i * 256u;
-            let r = row0 + e / BLOCK;
-            var value = 0.0;
-            if r < p.m {
-                value = x[r * p.k + block * BLOCK + e % BLOCK];
+            let r = e / 8u;
+            let quad = e % 8u;
+            var value = vec4<f32>(0.0);
+            if row0 + r < p.m {
+                value = x[(row0 + r) * quads + block * 8u + quad];
             }
-            x_tile[(e / BLOCK) * STRIDE + e % BLOCK] = value;
+            for (var c = 0u; c < 4u; c++) {
+                put_x(quad * 4u + c, r, value[c]);
+            }
         }
-        let w_row = index / 4u;
-        let first = (index % 4u) * 8u;
-        let into = w_row * STRIDE + first;
+        // The weight tile: 2 threads a weight row, 16 values each.
+        let w_row = index / 2u;
+        let first = (index % 2u) * 16u;
         if col0 + w_row < p.n {
-            load_eight(col0 + w_row, block, first, into);
+            load_eight(col0 + w_row, block, first, w_row);
+            load_eight(col0 + w_row, block, first + 8u, w_row);
         } else {
-            for (var e = 0u; e < 8u; e++) {
-                w_tile[into + e] = 0.0;
+            for (var e = 0u; e < 16u; e++) {
+                put_w(first + e, w_row, 0.0);
             }
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BLOCK; kk++) {
-            var a: array<f32, 4>;
-            var b: array<f32, 4>;
+            let at = kk * (TILE / 4u);
+            let a0 = x_tile[at + local.y];
+            let a1 = x_tile[at + 16u + local.y];
+            let b0 = w_tile[at + local.x];
+            let b1 = w_tile[at + 16u + local.x];
             for (var i = 0u; i < 4u; i++) {
-                a[i] = x_tile[(local.y + 16u * i) * STRIDE + kk];
-                b[i] = w_tile[(local.x + 16u * i) * STRIDE + kk];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var j = 0u; j < 4u; j++) {
-                    acc[i * 4u + j] = fma(a[i], b[j], acc[i * 4u + j]);
-                }
+                acc[2u * i] = fma(vec4<f32>(a0[i]), b0, acc[2u * i]);
+                acc[2u * i + 1u] = fma(vec4<f32>(a0[i]), b1, acc[2u * i + 1u]);
+                acc[8u + 2u * i] = fma(vec4<f32>(a1[i]), b0, acc[8u + 2u * i]);
+                acc[8u + 2u * i + 1u] = fma(vec4<f32>(a1[i]), b1, acc[8u + 2u * i + 1u]);
             }
         }
         workgroupBarrier();
     }
-    for (var i = 0u; i < 4u; i++) {
-        let r = row0 + local.y + 16u * i;
-        for (var j = 0u; j < 4u; j++) {
-            let c = col0 + local.x + 16u * j;
-            if r < p.m && c < p.n {
-                var value = acc[i * 4u + j];
-                if p.has_bias != 0u {
-                    value += bias[c];
+    for (var i = 0u; i < 8u; i++) {
+        let r = row0 + (i / 4u) * 64u + local.y * 4u + i % 4u;
+        if r >= p.m {
+            continue;
+        }
+        for (var j = 0u; j < 2u; j++) {
+            for (var c = 0u; c < 4u; c++) {
+                let column = col0 + j * 64u + local.x * 4u + c;
+                if column < p.n {
+                    var value = acc[2u * i + j][c];
+                    if p.has_bias != 0u {
+                        value += bias[column];
+                    }
+                    out[column + r * p.n] = value;
                 }
-                out[r * p.n + c] = value;
             }
         }
     }
