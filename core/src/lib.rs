@@ -35,7 +35,7 @@ pub mod document;
 mod engine;
 mod error;
 pub mod gguf;
-#[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+#[cfg(feature = "models-wgpu")]
 pub mod gpu;
 pub mod index;
 pub mod inference;

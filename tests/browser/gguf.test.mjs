@@ -1,7 +1,8 @@
 // qmd's own model formats in the browser: an EmbeddingGemma-shaped and a
 // Qwen3-Reranker-shaped GGUF file (random weights, F32 and Q8_0, made by
 // tests/models/make_gguf.py) configured as the CLI's models, served by
-// `qmd web` and run in the page on the CPU (WebAssembly SIMD kernels).
+// `qmd web` and run in the page on the CPU (WebAssembly SIMD kernels) and
+// on WebGPU (the engine's WGSL kernels).
 // Embeddings and rank scores are checked against llama.cpp itself
 // (node-llama-cpp, qmd 2.8.3's runtime) on the same files, with the native
 // tests' tolerances; the second load comes from the OPFS cache; and the
@@ -67,53 +68,70 @@ after(async () => {
   for (const server of Object.values(servers)) server.stop();
 });
 
-/** Opens the app served for `kind` and loads its models; what loading reported. */
-async function loadModels(kind) {
+/** Opens the app served for `kind` on `device` and loads its models;
+ * what loading reported. */
+async function loadModels(kind, device = 'auto') {
   const { page } = browser;
-  await page.goto(`${servers[kind].url}?device=auto`);
+  await page.goto(`${servers[kind].url}?device=${device}`);
   await page.evaluate(() => window.qmd.ready);
   const embedder = await page.evaluate(() => window.qmd.loadModel());
   const reranker = await page.evaluate(() => window.qmd.reranker());
   return { embedder, reranker };
 }
 
-for (const [kind, { minCosine, maxRankDifference }] of Object.entries(KINDS)) {
+/** The page's embeddings and rank scores for `kind`'s files, against
+ * llama.cpp's with that kind's tolerances; `where` names the device. */
+async function assertMatchesLlama(kind, where) {
+  const { minCosine, maxRankDifference } = KINDS[kind];
+  const { embed, rerank } = files(kind);
+  const reference = llama('embed', embed, texts);
+  const vectors = await browser.page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), texts);
+  assert.equal(vectors.length, texts.length);
+  assert.equal(vectors[0].length, reference.embeddings[0].length);
+  const worst = Math.min(...vectors.map((v, i) => cosine(v, reference.embeddings[i])));
+  console.log(`${kind} on ${where}: page embeddings vs llama.cpp, worst cosine ${worst.toFixed(7)} over ${texts.length} texts`);
+  assert.ok(worst >= minCosine, `worst cosine ${worst} < ${minCosine}`);
+
+  const differences = [];
+  const spread = [];
+  for (const query of queries.slice(0, 4)) {
+    const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
+    const theirs = llama('rank', rerank, { query, documents }).scores;
+    const ours = [...(await browser.page.evaluate(({ q, d }) => window.qmd.rerankTexts(q, d), { q: query, d: documents }))];
+    assert.equal(ours.length, documents.length);
+    ours.forEach((s, i) => differences.push(Math.abs(s - theirs[i])));
+    spread.push(...theirs);
+  }
+  assert.ok(Math.max(...spread) - Math.min(...spread) > 0.1, 'the scores spread out, so the comparison means something');
+  const worstRank = Math.max(...differences);
+  console.log(`${kind} on ${where}: page rank scores vs llama.cpp, worst difference ${worstRank.toExponential(1)} over ${differences.length} pairs`);
+  assert.ok(worstRank <= maxRankDifference, `worst rank difference ${worstRank} > ${maxRankDifference}`);
+}
+
+for (const kind of Object.keys(KINDS)) {
   test(`${kind}: GGUF embeddings and rank scores in the page match llama.cpp`, async () => {
     const { embed, rerank } = files(kind);
     const { embedder, reranker } = await loadModels(kind);
     assert.equal(embedder.model, embed);
-    // GGUF models run on the CPU kernels, whatever the adapter.
+    // auto passes the software adapter over: the CPU kernels.
     assert.match(embedder.device, /^CPU: WebAssembly SIMD/);
     assert.equal(embedder.cached, false, 'the first load downloads');
     assert.ok(reranker, 'the configured reranker is loaded with the model');
     assert.equal(reranker.model, rerank);
     assert.match(reranker.device, /^CPU: WebAssembly SIMD/);
     assert.match(await browser.page.locator('#model-status').textContent(), /reranks with qwen3-reranker/);
-
-    const reference = llama('embed', embed, texts);
-    const vectors = await browser.page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), texts);
-    assert.equal(vectors.length, texts.length);
-    assert.equal(vectors[0].length, reference.embeddings[0].length);
-    const worst = Math.min(...vectors.map((v, i) => cosine(v, reference.embeddings[i])));
-    console.log(`${kind}: page embeddings vs llama.cpp, worst cosine ${worst.toFixed(7)} over ${texts.length} texts`);
-    assert.ok(worst >= minCosine, `worst cosine ${worst} < ${minCosine}`);
-
-    const differences = [];
-    const spread = [];
-    for (const query of queries.slice(0, 4)) {
-      const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
-      const theirs = llama('rank', rerank, { query, documents }).scores;
-      const ours = [...(await browser.page.evaluate(({ q, d }) => window.qmd.rerankTexts(q, d), { q: query, d: documents }))];
-      assert.equal(ours.length, documents.length);
-      ours.forEach((s, i) => differences.push(Math.abs(s - theirs[i])));
-      spread.push(...theirs);
-    }
-    assert.ok(Math.max(...spread) - Math.min(...spread) > 0.1, 'the scores spread out, so the comparison means something');
-    const worstRank = Math.max(...differences);
-    console.log(`${kind}: page rank scores vs llama.cpp, worst difference ${worstRank.toExponential(1)} over ${differences.length} pairs`);
-    assert.ok(worstRank <= maxRankDifference, `worst rank difference ${worstRank} > ${maxRankDifference}`);
+    await assertMatchesLlama(kind, 'the CPU kernels');
   });
 }
+
+// The engine's own WGSL kernels on the page's WebGPU (SwiftShader here),
+// read back asynchronously: the same files, the same tolerances.
+test('f32 on WebGPU: the GGUF kernels in the page match llama.cpp', async () => {
+  const { embedder, reranker } = await loadModels('f32', 'gpu');
+  assert.equal(embedder.device, 'GPU: WebGPU');
+  assert.equal(reranker.device, 'GPU: WebGPU');
+  await assertMatchesLlama('f32', 'WebGPU');
+});
 
 // F32, where the page's vectors equal the CLI's (cosine 1.0000000): with
 // Q8_0's last-bit differences, random weights' near-tied vector ranks can

@@ -1,8 +1,9 @@
 //! The models in the browser, fed files the page fetched and cached:
 //! safetensors repositories on burn (WebGPU, or its CPU backend where there
-//! is no adapter), and GGUF files (qmd's own models) on the quantized
-//! kernels, on the CPU with WebAssembly SIMD. All GPU readback is
-//! asynchronous; a browser cannot block on the GPU.
+//! is no adapter), and GGUF files (qmd's own models) on the engine's own
+//! WebGPU kernels or its quantized kernels on the CPU with WebAssembly
+//! SIMD. All GPU readback is asynchronous; a browser cannot block on the
+//! GPU.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -45,32 +46,30 @@ impl PageFiles<'_> {
 }
 
 /// A model from the page's files (repository path → `Uint8Array`, or
-/// `model.gguf` alone) and where it runs, for the status line: a GGUF file
-/// by `gguf` on the CPU kernels, a safetensors repository by `burn` on the
-/// device `device` asks for (`auto`, `gpu` or `cpu`).
+/// `model.gguf` alone) on the device `device` asks for (`auto`, `gpu` or
+/// `cpu`), and where it runs, for the status line: a GGUF file by `gguf`
+/// (on the device's GPU when it has one, else the CPU kernels), a
+/// safetensors repository by `burn`.
 async fn load_model<T>(
     files: &Object,
     device: &str,
-    gguf: impl FnOnce(Vec<u8>) -> Result<T>,
+    gguf: impl FnOnce(Vec<u8>, &ModelDevice) -> Result<T>,
     burn: impl FnOnce(ModelFiles, &Device) -> Result<T>,
 ) -> Result<(T, String)> {
     let files = PageFiles(files);
     let choice = DeviceChoice::parse(device)?;
     if let Some(bytes) = files.gguf()? {
-        return Ok((gguf(bytes)?, gguf_device(choice)));
+        // The CPU kernels need no burn device (nor the one a page keeps).
+        let device = if choice == DeviceChoice::Cpu { ModelDevice::cpu() } else { device_for(choice).await? };
+        let description = match device.gpu {
+            Some(_) => device.description.clone(),
+            None => format!("CPU: {}", qmd_core::kernels::instruction_set()),
+        };
+        return Ok((gguf(bytes, &device)?, description));
     }
     let files = files.safetensors()?;
     let device = device_for(choice).await?;
     Ok((burn(files, &device.device)?, device.description))
-}
-
-/// Where GGUF models run in the page, and why, for the status line.
-fn gguf_device(choice: DeviceChoice) -> String {
-    let kernels = qmd_core::kernels::instruction_set();
-    match choice {
-        DeviceChoice::Gpu => format!("CPU: {kernels} (GGUF models have no WebGPU kernels yet)"),
-        _ => format!("CPU: {kernels}"),
-    }
 }
 
 pub struct BrowserEmbedder {
@@ -94,7 +93,7 @@ impl BrowserEmbedder {
         let (embedder, device) = load_model(
             files,
             device,
-            |bytes| Ok(TextEmbedder::Gguf(Box::new(GgufEncoder::load(id, Arc::new(bytes))?))),
+            |bytes, device| Ok(TextEmbedder::Gguf(Box::new(GgufEncoder::load_on(id, Arc::new(bytes), device)?))),
             |files, device| Ok(TextEmbedder::SafeTensors(Box::new(SentenceEncoder::load(files, device)?))),
         )
         .await?;
@@ -136,7 +135,7 @@ impl BrowserReranker {
         let (reranker, device) = load_model(
             files,
             device,
-            |bytes| Ok(TextReranker::Gguf(Box::new(GgufRanker::load(id, Arc::new(bytes))?))),
+            |bytes, device| Ok(TextReranker::Gguf(Box::new(GgufRanker::load_on(id, Arc::new(bytes), device)?))),
             |files, device| Ok(TextReranker::SafeTensors(Box::new(CrossEncoder::load(files, device)?))),
         )
         .await?;

@@ -3,7 +3,7 @@
 //! embeddings, post-norm encoder layers, the model's pooling.
 
 use super::backend::Backend;
-use super::ops::{self, AttentionShape, Window};
+use super::ops::{AttentionShape, Window};
 use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
@@ -141,9 +141,9 @@ impl Bert {
         })
     }
 
-    /// One unit vector per sequence of token ids (special tokens
-    /// included, at most [`BertShape::context`] each), computed on `b`.
-    pub fn embed<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// One pooled row per sequence of token ids (special tokens
+    /// included, at most [`BertShape::context`] each), recorded on `b`.
+    pub fn pooled<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > self.shape.context) {
             return Err(Error::invalid(format!("a sequence of {len} tokens (1 to {} fit)", self.shape.context)));
@@ -153,10 +153,6 @@ impl Bert {
             Pooling::Mean => b.mean_rows(&x, &lengths, self.shape.width),
             Pooling::Cls => b.first_rows(&x, &lengths, self.shape.width),
         };
-        drop(x);
-        let pooled = b.read(pooled)?;
-        let mut pooled: Vec<Vec<f32>> = pooled.chunks_exact(self.shape.width).map(<[f32]>::to_vec).collect();
-        pooled.iter_mut().for_each(|v| ops::l2_normalize(v));
         Ok(pooled)
     }
 

@@ -96,6 +96,11 @@ impl Decoder {
     /// `[sequences × width]`, computed on `b`. Each sequence is a whole
     /// prompt (at most the trained context), its positions counted from 0.
     pub fn last_states<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
+        b.read(self.last_states_on(b, sequences)?)
+    }
+
+    /// [`last_states`](Self::last_states), recorded on `b` and not read.
+    pub fn last_states_on<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
         let s = &self.shape.block;
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > s.context) {
@@ -127,7 +132,7 @@ impl Decoder {
             b.add(&mut x, &fed);
         }
         b.rms_norm(&mut x, &self.output_norm, s.eps);
-        b.read(x)
+        Ok(x)
     }
 
     /// The LM head's logits over the vocabulary for each state.

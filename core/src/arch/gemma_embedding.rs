@@ -9,7 +9,7 @@
 
 use super::backend::Backend;
 use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape};
-use super::ops::{self, Rope, Window};
+use super::ops::{Rope, Window};
 use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Value};
@@ -93,9 +93,9 @@ impl GemmaEmbedding {
         if layer % period == period - 1 { Window::Full } else { Window::Symmetric(self.shape.window_half) }
     }
 
-    /// One unit vector per sequence of token ids (special tokens
-    /// included, at most the trained context each), computed on `b`.
-    pub fn embed<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    /// One pooled, projected row per sequence of token ids (special
+    /// tokens included, at most the trained context each), recorded on `b`.
+    pub fn pooled<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
         let context = self.shape.block.context;
         let lengths: Vec<usize> = sequences.iter().map(Vec::len).collect();
         if let Some(len) = lengths.iter().find(|&&l| l == 0 || l > context) {
@@ -107,9 +107,6 @@ impl GemmaEmbedding {
         for matrix in &self.dense {
             pooled = b.project(&self.weights, &pooled, matrix, None);
         }
-        let pooled = b.read(pooled)?;
-        let mut pooled: Vec<Vec<f32>> = pooled.chunks_exact(self.shape.output_width).map(<[f32]>::to_vec).collect();
-        pooled.iter_mut().for_each(|v| ops::l2_normalize(v));
         Ok(pooled)
     }
 

@@ -68,9 +68,22 @@ impl Encoder {
 
     /// One unit vector per sequence of token ids, computed on `b`.
     pub fn embed<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        Ok(self.unit_vectors(b.read(self.pooled(b, sequences)?)?))
+    }
+
+    /// Each sequence's pooled row, `[sequences × dimension]`, recorded on
+    /// `b` (read it, then [`unit_vectors`](Self::unit_vectors)).
+    pub fn pooled<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
         match self {
-            Encoder::Bert(m) => m.embed(b, sequences),
-            Encoder::Gemma(m) => m.embed(b, sequences),
+            Encoder::Bert(m) => m.pooled(b, sequences),
+            Encoder::Gemma(m) => m.pooled(b, sequences),
         }
+    }
+
+    /// The pooled rows read back, as unit vectors.
+    pub fn unit_vectors(&self, pooled: Vec<f32>) -> Vec<Vec<f32>> {
+        let mut vectors: Vec<Vec<f32>> = pooled.chunks_exact(self.dimension()).map(<[f32]>::to_vec).collect();
+        vectors.iter_mut().for_each(|v| ops::l2_normalize(v));
+        vectors
     }
 }

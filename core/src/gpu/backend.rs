@@ -85,6 +85,11 @@ impl Gpu {
             .clone()
     }
 
+    /// `x`'s values once the GPU has computed them, without blocking.
+    pub async fn read_async(&self, x: GpuTensor) -> Result<Vec<f32>> {
+        self.context.read_async(&x.buffer, x.len).await
+    }
+
     fn vector(&self, v: &Vector) -> Arc<wgpu::Buffer> {
         let mut cache = self.vectors.lock().unwrap_or_else(|p| p.into_inner());
         cache

@@ -279,8 +279,24 @@ impl GpuContext {
         }
     }
 
-    /// Runs what was recorded and returns `buffer`'s first `floats` values.
+    /// Runs what was recorded and returns `buffer`'s first `floats`
+    /// values, waiting on the device: natively only (a browser cannot
+    /// wait; there the result comes from [`read_async`](Self::read_async)).
     pub fn read(&self, buffer: &wgpu::Buffer, floats: usize) -> Result<Vec<f32>> {
+        // Natively `read_async` has its values once it has polled the
+        // device, so one poll of it finishes.
+        let mut read = std::pin::pin!(self.read_async(buffer, floats));
+        match read.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+            std::task::Poll::Ready(values) => values,
+            std::task::Poll::Pending => {
+                Err(Error::io("reading the GPU's result: in a browser it can only be read asynchronously"))
+            }
+        }
+    }
+
+    /// Runs what was recorded and returns `buffer`'s first `floats`
+    /// values when the GPU has them.
+    pub async fn read_async(&self, buffer: &wgpu::Buffer, floats: usize) -> Result<Vec<f32>> {
         let size = (floats * 4) as u64;
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read"),
@@ -295,13 +311,16 @@ impl GpuContext {
         };
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
-        let (sender, receiver) = std::sync::mpsc::channel();
+        let (sender, receiver) = futures_channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |result| {
             let _ = sender.send(result);
         });
         let failed = |e: String| Error::io(format!("reading the GPU's result: {e}"));
+        // Natively the callback runs inside `poll`; a browser runs it from
+        // its event loop.
+        #[cfg(not(target_family = "wasm"))]
         self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| failed(e.to_string()))?;
-        receiver.recv().map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))?;
+        receiver.await.map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))?;
         let view = staging.get_mapped_range(..).map_err(|e| failed(e.to_string()))?;
         let values = bytemuck::cast_slice::<u8, f32>(&view[..size as usize]).to_vec();
         drop(view);

@@ -1,10 +1,9 @@
-//! GGUF models on a GPU through wgpu (Vulkan, Metal, DX12): the
-//! architectures of [`crate::arch`] over [`Gpu`], a [`crate::arch::Backend`]
-//! whose operations are WGSL kernels (`shaders/`) and whose matrices stay
-//! in their quantized blocks on the GPU ([`layout`]).
-//!
-//! Natively only so far: reading a result blocks on the device, which a
-//! browser's WebGPU cannot do (it would need an asynchronous read).
+//! GGUF models on a GPU through wgpu (Vulkan, Metal, DX12; WebGPU in the
+//! browser): the architectures of [`crate::arch`] over [`Gpu`], a
+//! [`crate::arch::Backend`] whose operations are WGSL kernels (`shaders/`)
+//! and whose matrices stay in their quantized blocks on the GPU
+//! ([`layout`]). Natively a result may be read by waiting on the device;
+//! a browser cannot wait, so there it is read with `Gpu::read_async`.
 
 // burn's wgpu, so the device is shared with burn's models.
 use burn::tensor::wgpu::wgpu;

@@ -35,7 +35,7 @@ pub struct ModelDevice {
     /// e.g. "CPU (burn flex)" or "GPU: NVIDIA H200 (Vulkan, discrete)".
     pub description: String,
     /// The same GPU for GGUF models' own kernels ([`crate::gpu`]).
-    #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+    #[cfg(feature = "models-wgpu")]
     pub gpu: Option<std::sync::Arc<crate::gpu::GpuContext>>,
 }
 
@@ -51,7 +51,7 @@ impl ModelDevice {
         ModelDevice {
             device: Device::flex(),
             description: "CPU (burn flex)".into(),
-            #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+            #[cfg(feature = "models-wgpu")]
             gpu: None,
         }
     }
@@ -93,8 +93,11 @@ impl ModelDevice {
         if choice == DeviceChoice::Cpu {
             return Ok(ModelDevice::cpu());
         }
-        match Device::wgpu_options().init_async().await {
-            Ok(device) => Ok(ModelDevice { device, description: "GPU: WebGPU".into() }),
+        match Device::wgpu_options().init_with_setup_async().await {
+            Ok((device, setup)) => {
+                let gpu = crate::gpu::GpuContext::new(setup.device.clone(), setup.queue.clone());
+                Ok(ModelDevice { device, description: "GPU: WebGPU".into(), gpu: Some(std::sync::Arc::new(gpu)) })
+            }
             Err(e) if choice == DeviceChoice::Auto => {
                 let mut cpu = ModelDevice::cpu();
                 cpu.description.push_str(&format!(", no WebGPU adapter ({e})"));

@@ -42,12 +42,11 @@ impl TextEmbedder {
     }
 
     /// [`embed_counted`](Self::embed_counted) with asynchronous readback
-    /// on burn's devices (the only way to read WebGPU in a browser); GGUF
-    /// models compute on the CPU kernels as they are called.
+    /// from a GPU (the only way to read WebGPU in a browser).
     pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         match self {
             TextEmbedder::SafeTensors(e) => e.embed_counted_async(texts).await,
-            TextEmbedder::Gguf(e) => e.embed_counted(texts),
+            TextEmbedder::Gguf(e) => e.embed_counted_async(texts).await,
         }
     }
 

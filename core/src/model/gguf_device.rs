@@ -5,16 +5,19 @@ use super::ModelDevice;
 use crate::arch::{Cpu, Decoder, Encoder};
 use crate::error::Result;
 
+/// The token id sequences of one forward pass.
+pub type Pass = Vec<Vec<u32>>;
+
 pub enum GgufDevice {
     Cpu,
-    #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+    #[cfg(feature = "models-wgpu")]
     Gpu(crate::gpu::Gpu),
 }
 
 impl GgufDevice {
     /// The device's GPU when it has one, else the CPU.
     pub fn on(device: &ModelDevice) -> GgufDevice {
-        #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+        #[cfg(feature = "models-wgpu")]
         if let Some(context) = &device.gpu {
             return GgufDevice::Gpu(crate::gpu::Gpu::new(context.clone()));
         }
@@ -22,31 +25,63 @@ impl GgufDevice {
         GgufDevice::Cpu
     }
 
-    /// Tokens per forward pass: `cpu` on the CPU, `gpu` on a GPU (which
-    /// larger passes keep busier).
-    pub fn pass_tokens(&self, cpu: usize, gpu: usize) -> usize {
-        match self {
-            GgufDevice::Cpu => {
-                let _ = gpu;
-                cpu
-            }
-            #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+    /// `sequences` in forward passes, in order: a pass ends at the first
+    /// sequence that brings it to `cpu` tokens on the CPU, `gpu` on a GPU
+    /// (which larger passes keep busier).
+    pub fn passes(&self, sequences: Vec<Vec<u32>>, cpu: usize, gpu: usize) -> Vec<Pass> {
+        let limit = match self {
+            GgufDevice::Cpu => cpu,
+            #[cfg(feature = "models-wgpu")]
             GgufDevice::Gpu(_) => gpu,
+        };
+        let mut passes = Vec::new();
+        let mut pass = Vec::new();
+        let mut tokens = 0;
+        for sequence in sequences {
+            tokens += sequence.len();
+            pass.push(sequence);
+            if tokens >= limit {
+                passes.push(std::mem::take(&mut pass));
+                tokens = 0;
+            }
         }
+        if !pass.is_empty() {
+            passes.push(pass);
+        }
+        passes
     }
 
     pub fn embed(&self, model: &Encoder, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         match self {
             GgufDevice::Cpu => model.embed(&Cpu, sequences),
-            #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+            #[cfg(feature = "models-wgpu")]
             GgufDevice::Gpu(gpu) => model.embed(gpu, sequences),
+        }
+    }
+
+    /// [`embed`](Self::embed), waiting for the GPU without blocking (a
+    /// browser cannot block).
+    pub async fn embed_async(&self, model: &Encoder, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+        match self {
+            GgufDevice::Cpu => model.embed(&Cpu, sequences),
+            #[cfg(feature = "models-wgpu")]
+            GgufDevice::Gpu(gpu) => Ok(model.unit_vectors(gpu.read_async(model.pooled(gpu, sequences)?).await?)),
+        }
+    }
+
+    /// [`last_states`](Self::last_states), as [`embed_async`](Self::embed_async).
+    pub async fn last_states_async(&self, model: &Decoder, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
+        match self {
+            GgufDevice::Cpu => model.last_states(&Cpu, sequences),
+            #[cfg(feature = "models-wgpu")]
+            GgufDevice::Gpu(gpu) => gpu.read_async(model.last_states_on(gpu, sequences)?).await,
         }
     }
 
     pub fn last_states(&self, model: &Decoder, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
         match self {
             GgufDevice::Cpu => model.last_states(&Cpu, sequences),
-            #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+            #[cfg(feature = "models-wgpu")]
             GgufDevice::Gpu(gpu) => model.last_states(gpu, sequences),
         }
     }

@@ -4,7 +4,7 @@
 //! pick one or the other by the model's file.
 
 use super::ModelDevice;
-use super::gguf_device::GgufDevice;
+use super::gguf_device::{GgufDevice, Pass};
 use super::tokenize::TextTokenizer;
 use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
@@ -61,23 +61,36 @@ impl GgufEncoder {
 
     /// Unit vectors with each text's untruncated token count.
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let (passes, counts) = self.passes(texts)?;
+        let mut vectors = Vec::with_capacity(counts.len());
+        for pass in &passes {
+            vectors.extend(self.device.embed(&self.model, pass)?);
+        }
+        Ok(counted(vectors, counts))
+    }
+
+    /// [`embed_counted`](Self::embed_counted), waiting for a GPU without
+    /// blocking (the browser).
+    pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
+        let (passes, counts) = self.passes(texts)?;
+        let mut vectors = Vec::with_capacity(counts.len());
+        for pass in &passes {
+            vectors.extend(self.device.embed_async(&self.model, pass).await?);
+        }
+        Ok(counted(vectors, counts))
+    }
+
+    /// The texts' token ids in forward passes, and each text's untruncated
+    /// token count.
+    fn passes(&self, texts: &[String]) -> Result<(Vec<Pass>, Vec<usize>)> {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let encoded = self.tokenizer.encode_counted(&refs)?;
-        let mut out = Vec::with_capacity(texts.len());
-        let mut pass: Vec<Vec<u32>> = Vec::new();
-        let mut pass_tokens = 0;
-        for (i, (encoding, _)) in encoded.iter().enumerate() {
-            pass_tokens += encoding.len();
-            pass.push(encoding.get_ids().to_vec());
-            if pass_tokens >= self.device.pass_tokens(PASS_TOKENS, GPU_PASS_TOKENS) || i + 1 == encoded.len() {
-                out.extend(self.device.embed(&self.model, &std::mem::take(&mut pass))?);
-                pass_tokens = 0;
-            }
-        }
-        Ok(out
-            .into_iter()
-            .zip(encoded)
-            .map(|(vector, (_, count))| Embedding { vector, tokens: count as u32 })
-            .collect())
+        let counts = encoded.iter().map(|(_, count)| *count).collect();
+        let ids = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
+        Ok((self.device.passes(ids, PASS_TOKENS, GPU_PASS_TOKENS), counts))
     }
+}
+
+fn counted(vectors: Vec<Vec<f32>>, counts: Vec<usize>) -> Vec<Embedding> {
+    vectors.into_iter().zip(counts).map(|(vector, count)| Embedding { vector, tokens: count as u32 }).collect()
 }

@@ -14,7 +14,7 @@
 //! `unshift`).
 
 use super::ModelDevice;
-use super::gguf_device::GgufDevice;
+use super::gguf_device::{GgufDevice, Pass};
 use super::parallel;
 use crate::arch::{Decoder, Matrix, ModelBytes};
 use crate::error::{Error, Result};
@@ -82,26 +82,31 @@ impl GgufRanker {
 
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
-        let inputs = self.inputs(query, documents)?;
-        let mut scores = Vec::with_capacity(inputs.len());
-        let mut pass: Vec<Vec<u32>> = Vec::new();
-        let mut pass_tokens = 0;
-        for (i, input) in inputs.into_iter().enumerate() {
-            let limit = self.model.shape.block.context;
-            if input.len() > limit {
-                return Err(Error::invalid(format!(
-                    "a rank input of {} tokens (the model holds {limit})",
-                    input.len()
-                )));
-            }
-            pass_tokens += input.len();
-            pass.push(input);
-            if pass_tokens >= self.device.pass_tokens(PASS_TOKENS, GPU_PASS_TOKENS) || i + 1 == documents.len() {
-                scores.extend(self.score_pass(&std::mem::take(&mut pass))?);
-                pass_tokens = 0;
-            }
+        let mut scores = Vec::with_capacity(documents.len());
+        for pass in self.passes(query, documents)? {
+            scores.extend(self.probabilities(&self.device.last_states(&self.model, &pass)?));
         }
         Ok(scores)
+    }
+
+    /// [`score`](Self::score), waiting for a GPU without blocking (the
+    /// browser).
+    pub async fn score_async(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
+        let mut scores = Vec::with_capacity(documents.len());
+        for pass in self.passes(query, documents)? {
+            scores.extend(self.probabilities(&self.device.last_states_async(&self.model, &pass).await?));
+        }
+        Ok(scores)
+    }
+
+    /// The rank inputs in forward passes.
+    fn passes(&self, query: &str, documents: &[&str]) -> Result<Vec<Pass>> {
+        let inputs = self.inputs(query, documents)?;
+        let limit = self.model.shape.block.context;
+        if let Some(input) = inputs.iter().find(|input| input.len() > limit) {
+            return Err(Error::invalid(format!("a rank input of {} tokens (the model holds {limit})", input.len())));
+        }
+        Ok(self.device.passes(inputs, PASS_TOKENS, GPU_PASS_TOKENS))
     }
 
     /// The tokens evaluated for each document: the template filled in,
@@ -117,12 +122,12 @@ impl GgufRanker {
         })
     }
 
-    fn score_pass(&self, inputs: &[Vec<u32>]) -> Result<Vec<f32>> {
-        let states = self.device.last_states(&self.model, inputs)?;
+    /// P(yes) for each last state of a pass.
+    fn probabilities(&self, states: &[f32]) -> Vec<f32> {
         let head = self.model.weights().view(&self.head);
-        let mut logits = vec![0f32; inputs.len() * head.rows];
-        matmul(&states, &head, None, &mut logits);
-        Ok(logits.chunks_exact(head.rows).map(first_of_softmax).collect())
+        let mut logits = vec![0f32; states.len() / self.model.shape.block.width * head.rows];
+        matmul(states, &head, None, &mut logits);
+        logits.chunks_exact(head.rows).map(first_of_softmax).collect()
     }
 
     /// The evaluated tokens of one (query, document) pair.

@@ -19,12 +19,12 @@ impl TextReranker {
         }
     }
 
-    /// [`score`](Self::score) with asynchronous readback on burn's
-    /// devices, as [`super::TextEmbedder::embed_counted_async`].
+    /// [`score`](Self::score) with asynchronous readback from a GPU, as
+    /// [`super::TextEmbedder::embed_counted_async`].
     pub async fn score_async(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
         match self {
             TextReranker::SafeTensors(r) => r.score_async(query, documents).await,
-            TextReranker::Gguf(r) => r.score(query, documents),
+            TextReranker::Gguf(r) => r.score_async(query, documents).await,
         }
     }
 }

@@ -21,9 +21,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
 // Read four dimensions at a time (head_dim, widths and head offsets are
 // multiples of 4).
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v: array<f32>;
 // Per block: the sequence's first token, its length, the block's first
@@ -39,8 +39,8 @@ const LANES: u32 = 8u;
 
 var<workgroup> query: array<vec4<f32>, 512>; // QUERIES × head_dim / 4
 var<workgroup> scores: array<f32, 512>; // QUERIES × THREADS keys
-var<workgroup> rescale: array<f32, 8>;
-var<workgroup> partial: array<f32, 64>; // QUERIES × LANES
+var<workgroup> lane_maxima: array<f32, 64>; // QUERIES × LANES
+var<workgroup> lane_sums: array<f32, 64>; // QUERIES × LANES
 var<workgroup> block_keys: vec2<u32>;
 
 // The keys position `i` of a `len`-token sequence sees.
@@ -67,29 +67,39 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         // Windows only move forward with the query.
         block_keys = vec2<u32>(window(first, len).x, window(first + count - 1u, len).y);
     }
-    for (var e = index; e < QUERIES * p.head_dim; e += THREADS) {
-        let i = e / p.head_dim;
-        var value = 0.0;
+    // Whole vec4s a thread (a store of one component can rewrite the
+    // whole vector, racing the threads that store the others).
+    let quads = p.head_dim / 4u;
+    for (var e = index; e < QUERIES * quads; e += THREADS) {
+        let i = e / quads;
+        var value = vec4<f32>(0.0);
         if i < count {
-            value = q[(start + first + i) * p.q_width + head * p.head_dim + e % p.head_dim];
+            value = q[((start + first + i) * p.q_width + head * p.head_dim) / 4u + e % quads];
         }
-        query[e / 4u][e % 4u] = value;
+        query[e] = value;
     }
     // Uniform for the barriers in the loop below.
     let keys = workgroupUniformLoad(&block_keys);
 
-    // Each thread keeps the running maximum and sum of query `mine`
-    // (the LANES threads of a query keep the same values).
+    // Every thread keeps every query's running maximum and sum (the same
+    // values in each), so no thread waits for another's rescale factor.
     let mine = index / LANES;
     let lane = index % LANES;
-    var running_max = LOW;
-    var running_sum = 0.0;
+    var running_max: array<f32, 8>;
+    var running_sum: array<f32, 8>;
+    for (var i = 0u; i < QUERIES; i++) {
+        running_max[i] = LOW;
+    }
     var acc: array<f32, 32>; // [query][dimension slot]
     for (var tile = keys.x; tile < keys.y; tile += THREADS) {
         let key = tile + index;
+        // Zeroed by hand each tile: Chromium's WebGPU (Tint, SwiftShader)
+        // kept the last tile's sums in a `var` declared in the loop.
         var dots: array<f32, 8>;
+        for (var i = 0u; i < QUERIES; i++) {
+            dots[i] = 0.0;
+        }
         if key < keys.y {
-            let quads = p.head_dim / 4u;
             let row = ((start + key) * p.kv_width + kv_column) / 4u;
             for (var d = 0u; d < quads; d++) {
                 let kd = k[row + d];
@@ -108,53 +118,54 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         }
         workgroupBarrier();
         // The softmax step, LANES threads a query: each lane takes every
-        // LANES-th score of the tile, and the lanes combine their maximums
-        // and sums through workgroup memory.
+        // LANES-th score of its query's tile; the lanes' maximums and sums
+        // meet in workgroup memory.
         let in_tile = min(THREADS, keys.y - tile);
         var lane_max = LOW;
         for (var t = lane; t < in_tile; t += LANES) {
             lane_max = max(lane_max, scores[mine * THREADS + t]);
         }
-        partial[index] = lane_max;
+        lane_maxima[index] = lane_max;
         workgroupBarrier();
-        var tile_max = LOW;
-        for (var l = 0u; l < LANES; l++) {
-            tile_max = max(tile_max, partial[mine * LANES + l]);
+        var new_max: array<f32, 8>;
+        var correction: array<f32, 8>;
+        for (var i = 0u; i < QUERIES; i++) {
+            var tile_max = LOW;
+            for (var l = 0u; l < LANES; l++) {
+                tile_max = max(tile_max, lane_maxima[i * LANES + l]);
+            }
+            new_max[i] = max(running_max[i], tile_max);
+            correction[i] = 0.0;
+            if running_max[i] > LOW {
+                correction[i] = exp(running_max[i] - new_max[i]);
+            }
+            running_max[i] = new_max[i];
         }
-        let new_max = max(running_max, tile_max);
         var lane_sum = 0.0;
         for (var t = lane; t < in_tile; t += LANES) {
             let s = scores[mine * THREADS + t];
             var w = 0.0;
             if s > LOW {
-                w = exp(s - new_max);
+                w = exp(s - new_max[mine]);
             }
             scores[mine * THREADS + t] = w;
             lane_sum += w;
         }
+        lane_sums[index] = lane_sum;
         workgroupBarrier();
-        partial[index] = lane_sum;
-        workgroupBarrier();
-        var sum = 0.0;
-        for (var l = 0u; l < LANES; l++) {
-            sum += partial[mine * LANES + l];
+        for (var i = 0u; i < QUERIES; i++) {
+            var sum = 0.0;
+            for (var l = 0u; l < LANES; l++) {
+                sum += lane_sums[i * LANES + l];
+            }
+            running_sum[i] = running_sum[i] * correction[i] + sum;
         }
-        var correction = 0.0;
-        if running_max > LOW {
-            correction = exp(running_max - new_max);
-        }
-        if lane == 0u {
-            rescale[mine] = correction;
-        }
-        running_sum = running_sum * correction + sum;
-        running_max = new_max;
-        workgroupBarrier();
         for (var j = 0u; j < 4u; j++) {
             let d = index + j * THREADS;
             if d < p.head_dim {
                 var values: array<f32, 8>;
                 for (var i = 0u; i < QUERIES; i++) {
-                    values[i] = acc[i * 4u + j] * rescale[i];
+                    values[i] = acc[i * 4u + j] * correction[i];
                 }
                 for (var t = 0u; t < in_tile; t++) {
                     let vd = v[(start + tile + t) * p.kv_width + kv_column + d];
@@ -169,16 +180,11 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         }
         workgroupBarrier();
     }
-    // Each query's sum, from its first lane.
-    if lane == 0u {
-        rescale[mine] = running_sum;
-    }
-    workgroupBarrier();
     for (var i = 0u; i < count; i++) {
         for (var j = 0u; j < 4u; j++) {
             let d = index + j * THREADS;
             if d < p.head_dim {
-                out[(start + first + i) * p.q_width + head * p.head_dim + d] = acc[i * 4u + j] / rescale[i];
+                out[(start + first + i) * p.q_width + head * p.head_dim + d] = acc[i * 4u + j] / running_sum[i];
             }
         }
     }

@@ -32,21 +32,25 @@ const TILE: u32 = 128u;
 var<workgroup> x_tile: array<vec4<f32>, 1024>; // BLOCK × TILE rows / 4
 var<workgroup> w_tile: array<vec4<f32>, 1024>; // BLOCK × TILE weight rows / 4
 
-// Stores `value` at k `kk` of the tile's row (or weight row) `row`.
-fn put_x(kk: u32, row: u32, value: f32) {
-    x_tile[kk * (TILE / 4u) + row / 4u][row % 4u] = value;
-}
+// Each thread writes whole vec4s of the tiles, never one component: a
+// component store can be a read-modify-write of the whole vector
+// (SwiftShader's is), and threads storing the other components of the
+// same vector at once would undo each other's.
 
-fn put_w(kk: u32, row: u32, value: f32) {
-    w_tile[kk * (TILE / 4u) + row / 4u][row % 4u] = value;
-}
-
-// Eight values of weight row `row`, block `block`, from value `first`,
-// into the tile's weight row `tile_row`.
-fn load_eight(row: u32, block: u32, first: u32, tile_row: u32) {
-    let decoded = eight_values(p.format, p.k, row, block, first);
+// Eight values of block `block` from value `first` of the weight rows
+// `col0 + quad·4 …+3` into the weight tile (zeros past the last row).
+fn load_weights(col0: u32, quad: u32, block: u32, first: u32) {
+    var rows: array<array<f32, 8>, 4>;
+    for (var r = 0u; r < 4u; r++) {
+        let row = col0 + quad * 4u + r;
+        // Zeroed by hand, not by the declaration (attention.wgsl says why).
+        rows[r] = array<f32, 8>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        if row < p.n {
+            rows[r] = eight_values(p.format, p.k, row, block, first);
+        }
+    }
     for (var e = 0u; e < 8u; e++) {
-        put_w(first + e, tile_row, decoded[e]);
+        w_tile[(first + e) * (TILE / 4u) + quad] = vec4<f32>(rows[0][e], rows[1][e], rows[2][e], rows[3][e]);
     }
 }
 
@@ -64,30 +68,24 @@ fn main(
     let blocks = p.k / BLOCK;
     let quads = p.k / 4u;
     for (var block = 0u; block < blocks; block++) {
-        // The x tile: 128 rows × 8 quads of k, 4 quads a thread, read as
-        // vec4 from rows of x (8 threads cover a row's 128 bytes).
-        for (var i = 0u; i < 4u; i++) {
-            let e = index + i * 256u;
-            let r = e / 8u;
-            let quad = e % 8u;
-            var value = vec4<f32>(0.0);
-            if row0 + r < p.m {
-                value = x[(row0 + r) * quads + block * 8u + quad];
-            }
-            for (var c = 0u; c < 4u; c++) {
-                put_x(quad * 4u + c, r, value[c]);
+        // The x tile: a thread reads 4 rows × 4 values of k as vec4s (8
+        // threads cover a row's 128 bytes) and stores them transposed.
+        let row_quad = index / 8u;
+        let k_quad = index % 8u;
+        var rows: array<vec4<f32>, 4>;
+        for (var r = 0u; r < 4u; r++) {
+            let row = row0 + row_quad * 4u + r;
+            rows[r] = vec4<f32>(0.0);
+            if row < p.m {
+                rows[r] = x[row * quads + block * 8u + k_quad];
             }
         }
-        // The weight tile: 2 threads a weight row, 16 values each.
-        let w_row = index / 2u;
-        let first = (index % 2u) * 16u;
-        if col0 + w_row < p.n {
-            load_eight(col0 + w_row, block, first, w_row);
-            load_eight(col0 + w_row, block, first + 8u, w_row);
-        } else {
-            for (var e = 0u; e < 16u; e++) {
-                put_w(first + e, w_row, 0.0);
-            }
+        for (var c = 0u; c < 4u; c++) {
+            x_tile[(k_quad * 4u + c) * (TILE / 4u) + row_quad] = vec4<f32>(rows[0][c], rows[1][c], rows[2][c], rows[3][c]);
+        }
+        // The weight tile: half the threads, 4 weight rows × 8 values each.
+        if index < 128u {
+            load_weights(col0, index % 32u, block, (index / 32u) * 8u);
         }
         workgroupBarrier();
         for (var kk = 0u; kk < BLOCK; kk++) {
