@@ -7,8 +7,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::context::{GpuContext, Kernel, PooledBuffer, groups_for};
+use super::context::{GpuContext, Kernel, groups_for};
 use super::layout::{self, Format};
+use super::pool::PooledBuffer;
 use super::wgpu;
 use crate::arch::ops::{AttentionShape, Rope, Window, check_ids, rope_table};
 use crate::arch::{Backend, Matrix, Vector, Weights};

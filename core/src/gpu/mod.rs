@@ -11,6 +11,7 @@ use burn::tensor::wgpu::wgpu;
 mod backend;
 mod context;
 pub mod layout;
+mod pool;
 
 pub use backend::{Gpu, GpuTensor};
 pub use context::{GpuContext, Profile};

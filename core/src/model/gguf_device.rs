@@ -30,7 +30,10 @@ impl GgufDevice {
     /// (which larger passes keep busier).
     pub fn passes(&self, sequences: Vec<Vec<u32>>, cpu: usize, gpu: usize) -> Vec<Pass> {
         let limit = match self {
-            GgufDevice::Cpu => cpu,
+            GgufDevice::Cpu => {
+                let _ = gpu; // without a GPU backend built in
+                cpu
+            }
             #[cfg(feature = "models-wgpu")]
             GgufDevice::Gpu(_) => gpu,
         };
