@@ -11,6 +11,20 @@ use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
 use crate::kernels::matmul_each_biased;
 
+/// The value of `future`, which must finish at its first poll: a forward
+/// pass on the CPU does, and so does a native GPU's read (it waits on the
+/// device). A browser cannot wait on its GPU, so there such a read is an
+/// error saying to read asynchronously: one async path serves both.
+pub fn now<T>(future: impl std::future::Future<Output = crate::Result<T>>) -> crate::Result<T> {
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(value) => value,
+        std::task::Poll::Pending => {
+            Err(crate::Error::io("reading the GPU's result: in a browser it can only be read asynchronously"))
+        }
+    }
+}
+
 /// The operations between a model's input rows and its output rows.
 /// Tensors are `[rows × width]` f32, row-major, the width implied by the
 /// operation (as in [`ops`]).

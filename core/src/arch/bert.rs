@@ -3,7 +3,7 @@
 //! embeddings, post-norm encoder layers, the model's pooling.
 
 use super::backend::Backend;
-use super::ops::{AttentionShape, Window};
+use super::ops::{self, AttentionShape, Window};
 use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
@@ -185,7 +185,7 @@ impl Bert {
 
     /// Token + position + type embeddings, normalised.
     fn embeddings<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
-        let positions: Vec<u32> = sequences.iter().flat_map(|s| 0..s.len() as u32).collect();
+        let positions = ops::positions(sequences.iter().map(Vec::len));
         let mut x = b.lookup(&self.weights, &self.tokens, &sequences.concat())?;
         b.add(&mut x, &b.lookup(&self.weights, &self.positions, &positions)?);
         b.add_row(&mut x, &self.token_type);

@@ -55,6 +55,12 @@ pub fn rms_norm(x: &mut [f32], weight: &[f32], eps: f32) {
     });
 }
 
+/// Each token's position in its sequence, for sequences of `lengths`
+/// packed one after another.
+pub fn positions(lengths: impl IntoIterator<Item = usize>) -> Vec<u32> {
+    lengths.into_iter().flat_map(|len| 0..len as u32).collect()
+}
+
 /// Rows `ids` of `table` (an embedding table), `[ids × width]` (an id
 /// outside the table is an error, not a panic).
 pub fn lookup(table: &QMatrix, ids: &[u32]) -> Result<Vec<f32>> {

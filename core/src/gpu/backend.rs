@@ -11,7 +11,7 @@ use super::context::{GpuContext, Kernel, groups_for};
 use super::layout::{self, Format};
 use super::pool::PooledBuffer;
 use super::wgpu;
-use crate::arch::ops::{AttentionShape, Rope, Window, check_ids, rope_table};
+use crate::arch::ops::{AttentionShape, Rope, Window, check_ids, positions, rope_table};
 use crate::arch::{Backend, Matrix, Vector, Weights};
 use crate::error::Result;
 
@@ -233,7 +233,7 @@ impl Backend for Gpu {
     fn rope(&self, x: &mut GpuTensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
         let tokens: usize = lengths.iter().sum();
         let heads = x.len / tokens.max(1) / head_dim;
-        let positions: Vec<u32> = lengths.iter().flat_map(|&len| 0..len as u32).collect();
+        let positions = positions(lengths.iter().copied());
         let longest = lengths.iter().copied().max().unwrap_or(0);
         let table: Vec<[f32; 2]> =
             rope_table(longest, head_dim, base).into_iter().map(|(cos, sin)| [cos, sin]).collect();

@@ -9,6 +9,7 @@ use super::pool::{Pool, PooledBuffer, size_class};
 use super::wgpu;
 use wgpu::util::DeviceExt;
 
+use crate::arch::backend::now;
 use crate::error::{Error, Result};
 
 /// The shaders, one pipeline each.
@@ -242,14 +243,16 @@ impl GpuContext {
         pass.dispatch_workgroups(groups.0, groups.1, 1);
     }
 
+    /// The encoder holding what was recorded since the last submission.
+    fn take_pending(&self) -> Option<wgpu::CommandEncoder> {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.commands = 0;
+        pending.encoder.take()
+    }
+
     /// Submits what was recorded, without waiting.
     fn submit(&self) {
-        let encoder = {
-            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            pending.commands = 0;
-            pending.encoder.take()
-        };
-        if let Some(encoder) = encoder {
+        if let Some(encoder) = self.take_pending() {
             self.queue.submit([encoder.finish()]);
         }
     }
@@ -269,13 +272,14 @@ impl GpuContext {
     /// Records a command into the pending encoder, submitting it every
     /// [`COMMANDS_PER_SUBMIT`] commands.
     fn record(&self, command: impl FnOnce(&mut wgpu::CommandEncoder)) {
-        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        command(pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default())));
-        pending.commands += 1;
-        if pending.commands >= COMMANDS_PER_SUBMIT {
-            let encoder = pending.encoder.take().expect("an encoder was just used");
-            pending.commands = 0;
-            self.queue.submit([encoder.finish()]);
+        let full = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            command(pending.encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default())));
+            pending.commands += 1;
+            pending.commands >= COMMANDS_PER_SUBMIT
+        };
+        if full {
+            self.submit();
         }
     }
 
@@ -283,15 +287,7 @@ impl GpuContext {
     /// values, waiting on the device: natively only (a browser cannot
     /// wait; there the result comes from [`read_async`](Self::read_async)).
     pub fn read(&self, buffer: &wgpu::Buffer, floats: usize) -> Result<Vec<f32>> {
-        // Natively `read_async` has its values once it has polled the
-        // device, so one poll of it finishes.
-        let mut read = std::pin::pin!(self.read_async(buffer, floats));
-        match read.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-            std::task::Poll::Ready(values) => values,
-            std::task::Poll::Pending => {
-                Err(Error::io("reading the GPU's result: in a browser it can only be read asynchronously"))
-            }
-        }
+        now(self.read_async(buffer, floats))
     }
 
     /// Runs what was recorded and returns `buffer`'s first `floats`
@@ -304,11 +300,8 @@ impl GpuContext {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder = {
-            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            pending.commands = 0;
-            pending.encoder.take().unwrap_or_else(|| self.device.create_command_encoder(&Default::default()))
-        };
+        let mut encoder =
+            self.take_pending().unwrap_or_else(|| self.device.create_command_encoder(&Default::default()));
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
         let (sender, receiver) = futures_channel::oneshot::channel();

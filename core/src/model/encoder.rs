@@ -121,7 +121,8 @@ impl SentenceEncoder {
     }
 }
 
-fn counted(vectors: Vec<Vec<f32>>, counts: Vec<usize>) -> Vec<Embedding> {
+/// Each vector with its text's untruncated token count.
+pub(super) fn counted(vectors: Vec<Vec<f32>>, counts: Vec<usize>) -> Vec<Embedding> {
     vectors.into_iter().zip(counts).map(|(vector, tokens)| Embedding { vector, tokens: tokens as u32 }).collect()
 }
 

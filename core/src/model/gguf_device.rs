@@ -54,16 +54,9 @@ impl GgufDevice {
         passes
     }
 
-    pub fn embed(&self, model: &Encoder, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
-        match self {
-            GgufDevice::Cpu => model.embed(&Cpu, sequences),
-            #[cfg(feature = "models-wgpu")]
-            GgufDevice::Gpu(gpu) => model.embed(gpu, sequences),
-        }
-    }
-
-    /// [`embed`](Self::embed), waiting for the GPU without blocking (a
-    /// browser cannot block).
+    /// One unit vector per sequence, waiting for a GPU without blocking (a
+    /// browser cannot block; [`crate::arch::backend::now`] runs it
+    /// natively).
     pub async fn embed_async(&self, model: &Encoder, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         match self {
             GgufDevice::Cpu => model.embed(&Cpu, sequences),
@@ -72,20 +65,13 @@ impl GgufDevice {
         }
     }
 
-    /// [`last_states`](Self::last_states), as [`embed_async`](Self::embed_async).
+    /// The final-normed state of each sequence's last token, as
+    /// [`embed_async`](Self::embed_async).
     pub async fn last_states_async(&self, model: &Decoder, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
         match self {
             GgufDevice::Cpu => model.last_states(&Cpu, sequences),
             #[cfg(feature = "models-wgpu")]
             GgufDevice::Gpu(gpu) => gpu.read_async(model.last_states_on(gpu, sequences)?).await,
-        }
-    }
-
-    pub fn last_states(&self, model: &Decoder, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
-        match self {
-            GgufDevice::Cpu => model.last_states(&Cpu, sequences),
-            #[cfg(feature = "models-wgpu")]
-            GgufDevice::Gpu(gpu) => model.last_states(gpu, sequences),
         }
     }
 }

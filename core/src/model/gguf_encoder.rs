@@ -4,8 +4,10 @@
 //! pick one or the other by the model's file.
 
 use super::ModelDevice;
+use super::encoder::counted;
 use super::gguf_device::{GgufDevice, Pass};
 use super::tokenize::TextTokenizer;
+use crate::arch::backend::now;
 use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
 use crate::gguf::GgufFile;
@@ -61,12 +63,7 @@ impl GgufEncoder {
 
     /// Unit vectors with each text's untruncated token count.
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        let (passes, counts) = self.passes(texts)?;
-        let mut vectors = Vec::with_capacity(counts.len());
-        for pass in &passes {
-            vectors.extend(self.device.embed(&self.model, pass)?);
-        }
-        Ok(counted(vectors, counts))
+        now(self.embed_counted_async(texts))
     }
 
     /// [`embed_counted`](Self::embed_counted), waiting for a GPU without
@@ -89,8 +86,4 @@ impl GgufEncoder {
         let ids = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
         Ok((self.device.passes(ids, PASS_TOKENS, GPU_PASS_TOKENS), counts))
     }
-}
-
-fn counted(vectors: Vec<Vec<f32>>, counts: Vec<usize>) -> Vec<Embedding> {
-    vectors.into_iter().zip(counts).map(|(vector, count)| Embedding { vector, tokens: count as u32 }).collect()
 }

@@ -16,6 +16,7 @@
 use super::ModelDevice;
 use super::gguf_device::{GgufDevice, Pass};
 use super::parallel;
+use crate::arch::backend::now;
 use crate::arch::{Decoder, Matrix, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile, Value};
@@ -82,11 +83,7 @@ impl GgufRanker {
 
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
-        let mut scores = Vec::with_capacity(documents.len());
-        for pass in self.passes(query, documents)? {
-            scores.extend(self.probabilities(&self.device.last_states(&self.model, &pass)?));
-        }
-        Ok(scores)
+        now(self.score_async(query, documents))
     }
 
     /// [`score`](Self::score), waiting for a GPU without blocking (the
