@@ -8,7 +8,7 @@
 //! before it is used, so a damaged or truncated file is an error naming
 //! the file and what is wrong, never a panic or a huge allocation.
 
-mod dequant;
+pub(crate) mod dequant;
 mod header;
 mod types;
 

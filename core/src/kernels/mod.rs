@@ -9,16 +9,17 @@
 //! (simd128, chosen when the browser build is compiled with it). The widest
 //! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have the
 //! portable integer kernel only so far (activations as Q8_0 and Q8_1, as
-//! llama.cpp quantizes them for those types).
+//! llama.cpp quantizes them for those types). K-quants multiply Q8_K
+//! activations, in [`k_quants`].
 //!
-//! Types without an integer kernel yet (F32, F16, BF16, K-quants) are
-//! dequantized a few rows at a time into a scratch tile and multiplied in
-//! f32 by `gemm`.
+//! Float weights (F32, F16, BF16) are converted a few rows at a time into
+//! a scratch tile and multiplied in f32 by `gemm`.
 
 mod activations;
 #[cfg(target_arch = "aarch64")]
 mod arm;
-pub(crate) mod float;
+pub mod float;
+pub mod k_quants;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm;
@@ -27,8 +28,12 @@ mod x86;
 
 pub use activations::QuantizedRows;
 
+use std::cell::OnceCell;
+use std::ops::Range;
+
 use crate::gguf::{GgmlType, TensorInfo, dequantize};
 use crate::model::parallel;
+use k_quants::Q8KRows;
 
 /// A weight matrix of `rows` outputs × `cols` inputs, each row whole
 /// blocks of `kind`, borrowed from the model file.
@@ -57,6 +62,12 @@ impl<'a> QMatrix<'a> {
         &self.data[r * n..(r + 1) * n]
     }
 
+    /// Rows `range` alone.
+    pub fn row_range(&self, range: Range<usize>) -> QMatrix<'a> {
+        let n = self.row_bytes();
+        QMatrix { rows: range.len(), data: &self.data[range.start * n..range.end * n], ..*self }
+    }
+
     /// Row `r` as floats.
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
         dequantize(self.kind, self.row(r), out);
@@ -75,15 +86,37 @@ const TASK_ROWS: usize = 64;
 #[cfg(target_arch = "x86_64")]
 const PREPACK_ROWS: usize = 2 * TASK_ROWS;
 
-/// Weight types whose products run on 8-bit activations.
+/// Weight types whose products run on Q8_0/Q8_1 activations.
 fn integer(kind: GgmlType) -> bool {
     matches!(kind, GgmlType::Q8_0 | GgmlType::Q4_0 | GgmlType::Q4_1)
 }
 
+/// A product's activations, quantized on first need into each form the
+/// weights multiply (a layer's q, k and v may mix Q8_0 and K-quants).
+struct Inputs<'x> {
+    x: &'x [f32],
+    k: usize,
+    q8: OnceCell<QuantizedRows>,
+    q8k: OnceCell<Q8KRows>,
+}
+
+impl<'x> Inputs<'x> {
+    fn new(x: &'x [f32], k: usize) -> Inputs<'x> {
+        Inputs { x, k, q8: OnceCell::new(), q8k: OnceCell::new() }
+    }
+
+    fn q8(&self) -> &QuantizedRows {
+        self.q8.get_or_init(|| QuantizedRows::quantize(self.x, self.k))
+    }
+
+    fn q8k(&self) -> &Q8KRows {
+        self.q8k.get_or_init(|| Q8KRows::quantize(self.x, self.k))
+    }
+}
+
 /// `out[m×n] = x[m×k] · wᵀ + bias`, row-major, `n = w.rows`, `k = w.cols`.
 pub fn matmul(x: &[f32], w: &QMatrix, bias: Option<&[f32]>, out: &mut [f32]) {
-    let quantized = integer(w.kind).then(|| QuantizedRows::quantize(x, w.cols));
-    product(x, quantized.as_ref(), w, out);
+    product(&Inputs::new(x, w.cols), w, out);
     add_bias(bias, w.rows, out);
 }
 
@@ -95,45 +128,82 @@ pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N
 
 /// [`matmul_each`] with a bias for each product (BERT's q, k and v).
 pub fn matmul_each_biased<const N: usize>(x: &[f32], ws: [(&QMatrix, Option<&[f32]>); N]) -> [Vec<f32>; N] {
-    let cols = ws[0].0.cols;
-    let quantized = ws.iter().any(|(w, _)| integer(w.kind)).then(|| QuantizedRows::quantize(x, cols));
+    let inputs = Inputs::new(x, ws[0].0.cols);
     ws.map(|(w, bias)| {
-        assert_eq!(w.cols, cols, "matmul_each: the matrices take the same inputs");
+        assert_eq!(w.cols, inputs.k, "matmul_each: the matrices take the same inputs");
         let mut out = vec![0f32; x.len() / w.cols * w.rows];
-        product(x, quantized.as_ref(), w, &mut out);
+        product(&inputs, w, &mut out);
         add_bias(bias, w.rows, &mut out);
         out
     })
 }
 
-/// `out = x · wᵀ`; `quantized` is `x` at 8 bits, which the integer
-/// types multiply (without it they take the float path).
-fn product(x: &[f32], quantized: Option<&QuantizedRows>, w: &QMatrix, out: &mut [f32]) {
-    let (k, n) = (w.cols, w.rows);
+/// A kernel's work: activation rows `rows` against every row of a weight
+/// matrix, into `out` (`rows.len() × w.rows`).
+type Work<'a> = Box<dyn Fn(Range<usize>, &QMatrix, &mut [f32]) + Sync + 'a>;
+
+/// `out = x · wᵀ`, on the kernel of `w`'s type.
+fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
+    let (x, k, n) = (inputs.x, w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
-    match quantized {
-        #[cfg(target_arch = "x86_64")]
-        Some(rows)
-            if w.kind == GgmlType::Q8_0
-                && x.len() / k >= PREPACK_ROWS
-                && let Some(packed) = x86::pack_for_vnni(w) =>
-        {
-            parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
-                let first = task * TASK_ROWS;
-                x86::vnni_matmul_packed(rows, first..first + out.len() / n, &packed, out);
-            });
+    let m = x.len() / k;
+    #[cfg(target_arch = "x86_64")]
+    if w.kind == GgmlType::Q8_0
+        && m >= PREPACK_ROWS
+        && let Some(packed) = x86::pack_for_vnni(w)
+    {
+        let rows = inputs.q8();
+        return by_rows(out, n, &|range, out| x86::vnni_matmul_packed(rows, range, &packed, out));
+    }
+    let work: Work = match w.kind {
+        kind if integer(kind) => {
+            let rows = inputs.q8();
+            let kernel = if kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { scalar::q4_matmul };
+            Box::new(move |range, w, out| kernel(rows, range, w, out))
         }
-        Some(rows) if integer(w.kind) => {
-            let kernel = if w.kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { scalar::q4_matmul };
-            parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
-                let first = task * TASK_ROWS;
-                kernel(rows, first..first + out.len() / n, w, out);
-            });
+        kind if k_quants::is_k_quant(kind) => {
+            let rows = inputs.q8k();
+            let kernel = k_quants::kernel();
+            Box::new(move |range, w, out| kernel(rows, range, w, out))
         }
-        _ => parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
-            let first = task * TASK_ROWS;
-            float::matmul_dequantized(&x[first * k..(first + out.len() / n) * k], w, out);
+        _ => Box::new(|range: Range<usize>, w, out| {
+            float::matmul_dequantized(&x[range.start * k..range.end * k], w, out)
         }),
+    };
+    if m <= TASK_ROWS {
+        by_columns(m, w, out, &work);
+    } else {
+        by_rows(out, n, &|range, out| work(range, w, out));
+    }
+}
+
+/// Tasks of [`TASK_ROWS`] activation rows each, over the cores.
+fn by_rows(out: &mut [f32], n: usize, work: &(dyn Fn(Range<usize>, &mut [f32]) + Sync)) {
+    parallel::chunks_mut(out, TASK_ROWS * n, |task, out| {
+        let first = task * TASK_ROWS;
+        work(first..first + out.len() / n, out);
+    });
+}
+
+/// Tasks of a few weight rows each, over the cores: with fewer activation
+/// rows than a task (a decoded token), splitting the rows would leave
+/// every core but one idle.
+fn by_columns(m: usize, w: &QMatrix, out: &mut [f32], work: &Work) {
+    let n = w.rows;
+    let per_task = n.div_ceil(4 * parallel::workers()).next_multiple_of(16);
+    let starts: Vec<usize> = (0..n).step_by(per_task).collect();
+    let parts = parallel::map(&starts, |&c| {
+        let part = w.row_range(c..(c + per_task).min(n));
+        let mut y = vec![0f32; m * part.rows];
+        work(0..m, &part, &mut y);
+        Ok(y)
+    })
+    .expect("products do not fail");
+    for (c, part) in starts.into_iter().zip(parts) {
+        let width = part.len() / m;
+        for (out, part) in out.chunks_exact_mut(n).zip(part.chunks_exact(width)) {
+            out[c..c + width].copy_from_slice(part);
+        }
     }
 }
 
@@ -147,7 +217,7 @@ fn add_bias(bias: Option<&[f32]>, n: usize, out: &mut [f32]) {
 
 /// Multiplies activation rows `rows` with every row of a Q8_0 matrix into
 /// `out` (`rows.len() × w.rows`).
-type Q8Kernel = fn(&QuantizedRows, std::ops::Range<usize>, &QMatrix, &mut [f32]);
+type Q8Kernel = fn(&QuantizedRows, Range<usize>, &QMatrix, &mut [f32]);
 
 fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     #[cfg(target_arch = "x86_64")]

@@ -176,3 +176,43 @@ fn q4_kernels_match_the_dequantized_product() {
         }
     }
 }
+
+/// Whether the work is split by activation rows (many rows) or by weight
+/// rows (few, as when decoding), every output lands in its place: the
+/// product equals the f64 product of the dequantized weights with the
+/// activations as the weights' kernel quantizes them.
+#[test]
+fn products_split_either_way_equal_the_dequantized_product() {
+    let (n, k) = (100, 256);
+    for kind in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K] {
+        let bytes = if kind == GgmlType::Q8_0 {
+            q8_0_matrix(n, k, 17)
+        } else {
+            k_quants::tests::k_quant_matrix(kind, n, k, 17)
+        };
+        let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
+        let mut dense = vec![0f32; n * k];
+        dequantize(kind, &bytes, &mut dense);
+        for m in [1, 3, 70] {
+            let x = activations(m, k);
+            let rounded: Vec<f64> = if kind == GgmlType::Q8_0 {
+                let q = QuantizedRows::quantize(&x, k);
+                q.values.iter().enumerate().map(|(i, &v)| f64::from(v) * f64::from(q.scales[i / 32])).collect()
+            } else {
+                let q = Q8KRows::quantize(&x, k);
+                (0..m * k)
+                    .map(|i| f64::from(q.row(i / k).values[i % k]) * f64::from(q.row(i / k).scales[i % k / 256]))
+                    .collect()
+            };
+            let mut got = vec![0f32; m * n];
+            matmul(&x, &w, None, &mut got);
+            for (i, g) in got.iter().enumerate() {
+                let (r, c) = (i / n, i % n);
+                let terms = (0..k).map(|t| rounded[r * k + t] * f64::from(dense[c * k + t]));
+                let scale: f64 = terms.clone().map(f64::abs).sum();
+                let expected: f64 = terms.sum();
+                assert!((f64::from(*g) - expected).abs() <= 1e-5 * scale, "{kind} m={m} [{i}]: {g} vs {expected}");
+            }
+        }
+    }
+}

@@ -227,7 +227,7 @@ fn store(acc: &[[__m256; RN]; RM], rows: Span, columns: Span, out: &mut [f32], n
 }
 
 #[target_feature(enable = "avx2")]
-fn sum_lanes(v: __m256) -> f32 {
+pub(super) fn sum_lanes(v: __m256) -> f32 {
     let pair = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let pair = _mm_add_ps(pair, _mm_movehl_ps(pair, pair));
     _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)))

@@ -1,0 +1,37 @@
+//! Products of K-quant weights (Q4_K, Q5_K, Q6_K: super-blocks of 256)
+//! with activations quantized to Q8_K, as llama.cpp multiplies them on
+//! the CPU: integer sums per super-block, scaled once. The weights stay
+//! in their file's blocks.
+//!
+//! [`blocks`] reads every type into one form (values, group scales and
+//! offsets), so one kernel per instruction set serves all three:
+//! [`scalar`] (any CPU; the reference) and `x86` (AVX2).
+
+mod activations;
+mod blocks;
+mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::ops::Range;
+
+pub use activations::Q8KRows;
+pub use blocks::is_k_quant;
+
+use super::QMatrix;
+
+/// Multiplies activation rows `rows` with every row of a K-quant matrix
+/// into `out` (`rows.len() × w.rows`).
+pub type Kernel = fn(&Q8KRows, Range<usize>, &QMatrix, &mut [f32]);
+
+/// The widest kernel this CPU runs.
+pub fn kernel() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    if x86::available() {
+        return x86::avx2_matmul;
+    }
+    scalar::matmul
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,81 @@
+use super::*;
+use crate::gguf::{GgmlType, dequantize};
+use crate::kernels::tests::xorshift;
+
+const KINDS: [GgmlType; 3] = [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K];
+
+/// A `rows × cols` matrix of `kind` with random bytes, its float
+/// factors small f16s (random bytes there could be NaN).
+pub(crate) fn k_quant_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+    let mut next = xorshift(seed);
+    let block_bytes = kind.block_bytes();
+    let mut bytes: Vec<u8> = (0..rows * cols / 256 * block_bytes).map(|_| next() as u8).collect();
+    for block in bytes.chunks_exact_mut(block_bytes) {
+        let mut factor = || half::f16::from_f32((next() % 1000) as f32 / 50_000.0 - 0.01).to_le_bytes();
+        let at: &[usize] = if kind == GgmlType::Q6_K { &[208] } else { &[0, 2] };
+        for &at in at {
+            block[at..at + 2].copy_from_slice(&factor());
+        }
+    }
+    bytes
+}
+
+fn activations(m: usize, k: usize) -> Vec<f32> {
+    (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 30.0 } else { 1.0 }).collect()
+}
+
+/// The scalar kernel gives the f64 product of ggml's dequantized weights
+/// with the activations as quantized to Q8_K.
+#[test]
+fn scalar_kernel_is_the_dequantized_product() {
+    let (m, n, k) = (3, 5, 512);
+    let x = Q8KRows::quantize(&activations(m, k), k);
+    for kind in KINDS {
+        let bytes = k_quant_matrix(kind, n, k, 5);
+        let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
+        let mut dense = vec![0f32; n * k];
+        dequantize(kind, &bytes, &mut dense);
+        let mut got = vec![0f32; m * n];
+        scalar::matmul(&x, 0..m, &w, &mut got);
+        for (i, g) in got.iter().enumerate() {
+            let (r, c) = (i / n, i % n);
+            let row = x.row(r);
+            let terms = (0..k).map(|t| {
+                let xv = f64::from(row.values[t]) * f64::from(row.scales[t / 256]);
+                xv * f64::from(dense[c * k + t])
+            });
+            let scale: f64 = terms.clone().map(f64::abs).sum();
+            let expected: f64 = terms.sum();
+            assert!((f64::from(*g) - expected).abs() <= 1e-5 * scale, "{kind} [{i}]: {g} vs {expected}");
+        }
+    }
+}
+
+/// Every kernel this CPU runs gives the scalar kernel's sums, at every
+/// tile edge.
+#[test]
+fn kernels_match_the_scalar_reference() {
+    for (m, n, k) in [(1, 1, 256), (3, 7, 512), (4, 2, 256), (9, 5, 768)] {
+        let x = Q8KRows::quantize(&activations(m, k), k);
+        for kind in KINDS {
+            let bytes = k_quant_matrix(kind, n, k, (m * 13 + n) as u64);
+            let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
+            let mut expected = vec![0f32; m * n];
+            scalar::matmul(&x, 0..m, &w, &mut expected);
+            let mut got = vec![0f32; m * n];
+            kernel()(&x, 0..m, &w, &mut got);
+            // The same integer sums; the floats (whose minimum and scale
+            // terms cancel) summed in another order.
+            let largest = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                assert!((g - e).abs() <= 1e-5 * largest, "{kind} {m}×{n}×{k} [{i}]: {g} vs {e}");
+            }
+            // A task's rows start anywhere: rows 1.. of the same product.
+            if m > 1 {
+                let mut tail = vec![0f32; (m - 1) * n];
+                kernel()(&x, 1..m, &w, &mut tail);
+                assert_eq!(tail, got[n..], "{kind} {m}×{n}×{k} from row 1");
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! AVX2 kernel for K-quant weights × Q8_K activations.
+//!
+//! Each weight super-block is unpacked once into eight vectors of 32
+//! unsigned values (0–63) and eight vectors of its 16-bit group scales,
+//! then multiplied with a tile of activation rows: `vpmaddubsw` (unsigned
+//! values × signed activations; at most 2 · 63 · 127, no saturation)
+//! and `vpmaddwd` with the scales sum each super-block exactly in i32,
+//! as ggml's AVX2 kernels do; the offsets (minimums) are one `vpmaddwd`
+//! with the activations' 16 partial sums. Floats enter once per
+//! super-block.
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use super::activations::{Q8KRow, Q8KRows};
+use super::blocks::{GROUPS, scales};
+use crate::gguf::GgmlType;
+use crate::kernels::QMatrix;
+use crate::kernels::x86::sum_lanes;
+
+pub fn available() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// Activation rows multiplied per unpacked super-block.
+const RM: usize = 8;
+
+pub fn avx2_matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    // SAFETY: chosen by `super::kernel` only where `available()`.
+    unsafe { matmul(x, rows, w, out) }
+}
+
+/// Weight rows outside (each read from memory once per call, then from
+/// L1 for every tile of activation rows), activation rows inside, [`RM`]
+/// at a time and the rest one by one (a decoded token is one row).
+#[target_feature(enable = "avx2,fma")]
+fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    let n = w.rows;
+    let whole = rows.start + (rows.len() / RM) * RM;
+    for c in 0..n {
+        for r in (rows.start..whole).step_by(RM) {
+            let sums = tile::<RM>(&std::array::from_fn(|i| x.row(r + i)), w, c);
+            for (i, sum) in sums.into_iter().enumerate() {
+                out[(r - rows.start + i) * n + c] = sum;
+            }
+        }
+        for r in whole..rows.end {
+            out[(r - rows.start) * n + c] = tile::<1>(&[x.row(r)], w, c)[0];
+        }
+    }
+}
+
+/// Weight row `c` against `R` activation rows.
+#[target_feature(enable = "avx2,fma")]
+fn tile<const R: usize>(xr: &[Q8KRow; R], w: &QMatrix, c: usize) -> [f32; R] {
+    let mut acc = [_mm256_setzero_ps(); R];
+    for (b, block) in w.row(c).chunks_exact(w.kind.block_bytes()).enumerate() {
+        let u = unpack(w.kind, block);
+        for (x, acc) in xr.iter().zip(&mut acc) {
+            let (values, dx, sums) = x.block(b);
+            let mut dot = _mm256_setzero_si256();
+            for t in 0..8 {
+                // SAFETY: 32 of the super-block's 256 values.
+                let xt = unsafe { _mm256_loadu_si256(values.as_ptr().add(32 * t).cast()) };
+                dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(u.values[t], xt), u.scales[t]));
+            }
+            // SAFETY: 16 sums.
+            let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
+            let offsets = _mm256_madd_epi16(u.offsets, sums);
+            *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(u.d * dx), *acc);
+            *acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(u.dmin * dx), *acc);
+        }
+    }
+    acc.map(|v| sum_lanes(v))
+}
+
+/// A super-block in registers (see `blocks`): values `32·t..32·t+32` in
+/// `values[t]`, their two groups' scales in `scales[t]`'s halves.
+struct Unpacked {
+    values: [__m256i; 8],
+    scales: [__m256i; 8],
+    offsets: __m256i,
+    d: f32,
+    dmin: f32,
+}
+
+#[target_feature(enable = "avx2")]
+fn unpack(kind: GgmlType, block: &[u8]) -> Unpacked {
+    let s = scales(kind, block);
+    let scales = std::array::from_fn(|t| {
+        _mm256_setr_m128i(_mm_set1_epi16(s.scales[2 * t]), _mm_set1_epi16(s.scales[2 * t + 1]))
+    });
+    const { assert!(GROUPS == 16) };
+    // SAFETY: 16 i16 offsets.
+    let offsets = unsafe { _mm256_loadu_si256(s.offsets.as_ptr().cast()) };
+    let values = match kind {
+        GgmlType::Q4_K => q4_k_values(&block[16..144], None),
+        GgmlType::Q5_K => q4_k_values(&block[48..176], Some(&block[16..48])),
+        GgmlType::Q6_K => q6_k_values(block),
+        other => unreachable!("{other} is not a K-quant"),
+    };
+    Unpacked { values, scales, offsets, d: s.d, dmin: s.dmin }
+}
+
+/// Q4_K's 128 bytes of nibbles, with Q5_K's fifth bits from `high` (32
+/// bytes: bit `t` of byte `l` belongs to value `32·t + l`).
+#[target_feature(enable = "avx2")]
+fn q4_k_values(qs: &[u8], high: Option<&[u8]>) -> [__m256i; 8] {
+    let nibble = _mm256_set1_epi8(0xF);
+    let one = _mm256_set1_epi8(1);
+    let qs = &qs[..128];
+    // SAFETY: 32 bytes of high bits.
+    let high = high.map(|h| unsafe { _mm256_loadu_si256(h[..32].as_ptr().cast()) });
+    let mut v = [_mm256_setzero_si256(); 8];
+    for c in 0..4 {
+        // SAFETY: 32 of the 128 bytes.
+        let q = unsafe { _mm256_loadu_si256(qs.as_ptr().add(32 * c).cast()) };
+        v[2 * c] = _mm256_and_si256(q, nibble);
+        v[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(q), nibble);
+    }
+    if let Some(h) = high {
+        for (t, v) in v.iter_mut().enumerate() {
+            let bit = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(t as i32)), one);
+            *v = _mm256_or_si256(*v, _mm256_slli_epi16::<4>(bit));
+        }
+    }
+    v
+}
+
+/// Q6_K's low nibbles and 2-bit highs.
+#[target_feature(enable = "avx2")]
+fn q6_k_values(block: &[u8]) -> [__m256i; 8] {
+    let nibble = _mm256_set1_epi8(0xF);
+    let two = _mm256_set1_epi8(3);
+    let mut v = [_mm256_setzero_si256(); 8];
+    for half in 0..2 {
+        // SAFETY: 64 low bytes and 32 high bytes of this half.
+        let (low0, low1, high) = unsafe {
+            let ql = block.as_ptr().add(64 * half);
+            (
+                _mm256_loadu_si256(ql.cast()),
+                _mm256_loadu_si256(ql.add(32).cast()),
+                _mm256_loadu_si256(block[128 + 32 * half..][..32].as_ptr().cast()),
+            )
+        };
+        let high_bits = |shift: i32| {
+            let bits = _mm256_and_si256(_mm256_srl_epi16(high, _mm_cvtsi32_si128(shift)), two);
+            _mm256_slli_epi16::<4>(bits)
+        };
+        let v = &mut v[4 * half..4 * half + 4];
+        v[0] = _mm256_or_si256(_mm256_and_si256(low0, nibble), high_bits(0));
+        v[1] = _mm256_or_si256(_mm256_and_si256(low1, nibble), high_bits(2));
+        v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(low0), nibble), high_bits(4));
+        v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(low1), nibble), high_bits(6));
+    }
+    v
+}
