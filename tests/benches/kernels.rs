@@ -1,7 +1,7 @@
 //! Quantized matrix products on this CPU: each weight type's own kernel
-//! (`kernels::matmul`) against the float path it replaced or sits beside
-//! (the weights dequantized a tile at a time, then `gemm`, in tasks of 64
-//! activation rows as before), measured in one run on the matrices of a
+//! (`kernels::matmul`) against the float path (the weights dequantized a
+//! tile at a time, then `gemm`, in tasks of 64 activation rows: what
+//! K-quants ran on before they had a kernel), measured in one run on the matrices of a
 //! Qwen3-1.7B layer (qmd's query-expansion model): 2,048 wide, 6,144 in
 //! the feed-forward. One activation row is a decoded token; 512 a prompt.
 //! `cargo bench -p qmd-tests --bench kernels` (`BENCH_ROWS=1,16` picks the
@@ -15,7 +15,8 @@ use rayon::prelude::*;
 
 /// `(name, outputs, inputs)` of the layer's matrices.
 const SHAPES: [(&str, usize, usize); 3] = [("attn_q", 2048, 2048), ("ffn_up", 6144, 2048), ("ffn_down", 2048, 6144)];
-const KINDS: [GgmlType; 4] = [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0];
+const KINDS: [GgmlType; 6] =
+    [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1];
 
 /// Blocks of random bytes whose f16 factors are numbers from 2⁻¹⁰ to
 /// 2⁻³ of either sign (random bytes there could be NaN).
@@ -28,7 +29,7 @@ fn random_matrix(kind: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
         state
     };
     let factors: &[usize] = match kind {
-        GgmlType::Q8_0 => &[0],
+        GgmlType::Q8_0 | GgmlType::Q4_0 => &[0],
         GgmlType::Q6_K => &[208],
         _ => &[0, 2],
     };

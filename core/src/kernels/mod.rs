@@ -7,8 +7,8 @@
 //! others are tested against), [`x86`] (AVX2, AVX-512 VNNI), `arm`
 //! (NEON, with `sdot` where the CPU has it), `wasm`
 //! (simd128, chosen when the browser build is compiled with it). The widest
-//! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have the
-//! portable integer kernel only so far (activations as Q8_0 and Q8_1, as
+//! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have an
+//! AVX2 kernel besides the portable one (activations as Q8_0 and Q8_1, as
 //! llama.cpp quantizes them for those types). K-quants multiply Q8_K
 //! activations, in [`k_quants`].
 //!
@@ -158,7 +158,7 @@ fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
     let work: Work = match w.kind {
         kind if integer(kind) => {
             let rows = inputs.q8();
-            let kernel = if kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { scalar::q4_matmul };
+            let kernel = if kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { q4_kernel() };
             Box::new(move |range, w, out| kernel(rows, range, w, out))
         }
         kind if k_quants::is_k_quant(kind) => {
@@ -236,6 +236,15 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     {
         (scalar::q8_0_matmul, "portable code")
     }
+}
+
+/// The widest Q4_0/Q4_1 kernel this CPU runs.
+fn q4_kernel() -> Q8Kernel {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(kernel) = x86::q4_kernel() {
+        return kernel;
+    }
+    scalar::q4_matmul
 }
 
 /// What the quantized products run on here (`AVX-512 VNNI`, `AVX2`,

@@ -151,6 +151,29 @@ fn q4_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
     bytes
 }
 
+/// The SIMD 4-bit kernels give the portable kernel's sums, at every tile
+/// edge.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn q4_kernels_match_the_scalar_reference() {
+    let Some(kernel) = x86::q4_kernel() else { return };
+    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
+        let x = QuantizedRows::quantize(&activations(m, k), k);
+        for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
+            let bytes = q4_matrix(kind, n, k, (m * 7 + n) as u64);
+            let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
+            let mut expected = vec![0f32; m * n];
+            scalar::q4_matmul(&x, 0..m, &w, &mut expected);
+            let mut got = vec![0f32; m * n];
+            kernel(&x, 0..m, &w, &mut got);
+            let largest = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
+            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                assert!((g - e).abs() <= 1e-5 * largest, "{kind} {m}×{n}×{k} [{i}]: {g} vs {e}");
+            }
+        }
+    }
+}
+
 /// The 4-bit integer kernels give the float product of the dequantized
 /// weights with the activations as quantized to 8 bits.
 #[test]

@@ -13,13 +13,12 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::activations::{Q8KRow, Q8KRows};
-use super::blocks::{GROUPS, scales};
 use crate::gguf::GgmlType;
 use crate::kernels::QMatrix;
-use crate::kernels::x86::sum_lanes;
+use crate::kernels::x86::{half_at, sum_lanes};
 
 pub fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
 }
 
 /// Activation rows multiplied per unpacked super-block.
@@ -33,7 +32,7 @@ pub fn avx2_matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]
 /// Weight rows outside (each read from memory once per call, then from
 /// L1 for every tile of activation rows), activation rows inside, [`RM`]
 /// at a time and the rest one by one (a decoded token is one row).
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     let n = w.rows;
     let whole = rows.start + (rows.len() / RM) * RM;
@@ -51,7 +50,7 @@ fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
 }
 
 /// Weight row `c` against `R` activation rows.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 fn tile<const R: usize>(xr: &[Q8KRow; R], w: &QMatrix, c: usize) -> [f32; R] {
     let mut acc = [_mm256_setzero_ps(); R];
     for (b, block) in w.row(c).chunks_exact(w.kind.block_bytes()).enumerate() {
@@ -84,22 +83,64 @@ struct Unpacked {
     dmin: f32,
 }
 
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 fn unpack(kind: GgmlType, block: &[u8]) -> Unpacked {
-    let s = scales(kind, block);
-    let scales = std::array::from_fn(|t| {
-        _mm256_setr_m128i(_mm_set1_epi16(s.scales[2 * t]), _mm_set1_epi16(s.scales[2 * t + 1]))
-    });
-    const { assert!(GROUPS == 16) };
-    // SAFETY: 16 i16 offsets.
-    let offsets = unsafe { _mm256_loadu_si256(s.offsets.as_ptr().cast()) };
-    let values = match kind {
-        GgmlType::Q4_K => q4_k_values(&block[16..144], None),
-        GgmlType::Q5_K => q4_k_values(&block[48..176], Some(&block[16..48])),
-        GgmlType::Q6_K => q6_k_values(block),
+    match kind {
+        GgmlType::Q4_K | GgmlType::Q5_K => {
+            let (scales, offsets) = k4_scales(&block[4..16]);
+            let values = match kind {
+                GgmlType::Q4_K => q4_k_values(&block[16..144], None),
+                _ => q4_k_values(&block[48..176], Some(&block[16..48])),
+            };
+            Unpacked { values, scales, offsets, d: half_at(block, 0), dmin: half_at(block, 2) }
+        }
+        GgmlType::Q6_K => {
+            let (scales, offsets) = q6_k_scales(&block[192..208]);
+            let d = half_at(block, 208);
+            Unpacked { values: q6_k_values(block), scales, offsets, d, dmin: d }
+        }
         other => unreachable!("{other} is not a K-quant"),
-    };
-    Unpacked { values, scales, offsets, d: s.d, dmin: s.dmin }
+    }
+}
+
+/// A shuffle control picking 16-bit lane `lane` of each 128-bit half.
+fn lane_pair(lane: usize) -> i16 {
+    (2 * lane as i16) | ((2 * lane as i16 + 1) << 8)
+}
+
+/// Q4_K/Q5_K's 12 bytes of 6-bit scales and minimums, unpacked with
+/// ggml's masks (`get_scale_min_k4` for all eight groups at once): each
+/// scale broadcast over its 32 values, each minimum repeated for both
+/// 16-value halves of its group.
+#[target_feature(enable = "avx2")]
+fn k4_scales(packed: &[u8]) -> ([__m256i; 8], __m256i) {
+    let word = |i: usize| u32::from_le_bytes([packed[4 * i], packed[4 * i + 1], packed[4 * i + 2], packed[4 * i + 3]]);
+    let (u0, u1, u2) = (word(0), word(1), word(2));
+    let (six, four, two) = (0x3f3f_3f3f, 0x0f0f_0f0f, 0x0303_0303);
+    let scales_low = u0 & six;
+    let scales_high = (u2 & four) | (((u0 >> 6) & two) << 4);
+    let mins_low = u1 & six;
+    let mins_high = ((u2 >> 4) & four) | (((u1 >> 6) & two) << 4);
+    let scales = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, scales_high as i32, scales_low as i32));
+    let scales = _mm256_broadcastsi128_si256(scales);
+    let scales = std::array::from_fn(|t| _mm256_shuffle_epi8(scales, _mm256_set1_epi16(lane_pair(t))));
+    let mins = _mm_set_epi32(0, 0, mins_high as i32, mins_low as i32);
+    (scales, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins)))
+}
+
+/// Q6_K's 16 signed scales, a pair for each 32 values, and the offsets
+/// `32 · s` its values carry.
+#[target_feature(enable = "avx2")]
+fn q6_k_scales(bytes: &[u8]) -> ([__m256i; 8], __m256i) {
+    // SAFETY: 16 bytes.
+    let s = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(bytes[..16].as_ptr().cast()) });
+    let halves = [_mm256_permute2x128_si256::<0x00>(s, s), _mm256_permute2x128_si256::<0x11>(s, s)];
+    let scales = std::array::from_fn(|t| {
+        let control =
+            _mm256_setr_m128i(_mm_set1_epi16(lane_pair((2 * t) % 8)), _mm_set1_epi16(lane_pair((2 * t + 1) % 8)));
+        _mm256_shuffle_epi8(halves[t / 4], control)
+    });
+    (scales, _mm256_slli_epi16::<5>(s))
 }
 
 /// Q4_K's 128 bytes of nibbles, with Q5_K's fifth bits from `high` (32

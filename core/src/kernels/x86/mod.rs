@@ -18,6 +18,8 @@
 //!   127 · 127 < 2¹⁵) and `vpmaddwd`. (The offset trick would overflow
 //!   `vpmaddubsw`'s 16-bit sums.)
 
+mod q4;
+
 use std::arch::x86_64::*;
 use std::ops::Range;
 
@@ -45,6 +47,10 @@ const RM: usize = 4;
 const RN: usize = 4;
 
 pub fn vnni_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    if rows.len() < PANEL_RM {
+        // Too few rows to pay for packing the panels (a decoded token).
+        return avx2_matmul(x, rows, w, out);
+    }
     let mut panel = Panel::new(x.k / 32);
     for c in (0..w.rows).step_by(PANEL) {
         let columns = (c, PANEL.min(w.rows - c));
@@ -177,30 +183,38 @@ fn vnni_panel_tile(x: &QuantizedRows, rows: Span, panel: &Panel, columns: Span, 
     }
 }
 
+pub use q4::avx2_q4_matmul;
+
+/// The Q4_0/Q4_1 kernel this CPU runs, if it has one.
+pub fn q4_kernel() -> Option<Q8Kernel> {
+    q4::available().then_some(avx2_q4_matmul as Q8Kernel)
+}
+
 pub fn avx2_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     // SAFETY: chosen by `q8_0_kernel` only where the CPU has the features.
-    tiles(x, rows, w, out, |x, r, w, c, out, n| unsafe { avx2_tile(x, r, w, c, out, n) });
+    tiles(rows, w.rows, out, |(first, count), columns, out| unsafe {
+        match count {
+            RM => avx2_tile::<RM>(x, first, w, columns, out),
+            _ => avx2_tile::<1>(x, first, w, columns, out),
+        }
+    });
 }
 
 /// Which rows a tile covers: `(first, count)` of activations and weights.
 type Span = (usize, usize);
 
 /// Walks the output in tiles: weight tiles outside (each read once per
-/// call), activation tiles inside (they stay in L1 across weight tiles).
-fn tiles(
-    x: &QuantizedRows,
-    rows: Range<usize>,
-    w: &QMatrix,
-    out: &mut [f32],
-    tile: impl Fn(&QuantizedRows, Span, &QMatrix, Span, &mut [f32], usize),
-) {
-    let first_row = rows.start;
-    for c in (0..w.rows).step_by(RN) {
-        let columns = (c, RN.min(w.rows - c));
-        for r in rows.clone().step_by(RM) {
-            let count = RM.min(rows.end - r);
-            let out = &mut out[(r - first_row) * w.rows..];
-            tile(x, (r, count), w, columns, out, w.rows);
+/// call), activation tiles inside (they stay in L1 across weight tiles),
+/// [`RM`] rows at a time and then the rest one by one: padding a decoded
+/// token's single row to a full tile would multiply it [`RM`] times.
+fn tiles(rows: Range<usize>, n: usize, out: &mut [f32], tile: impl Fn(Span, Span, &mut [f32])) {
+    let whole = rows.start + rows.len() / RM * RM;
+    let groups = (rows.start..whole).step_by(RM).map(|r| (r, RM)).chain((whole..rows.end).map(|r| (r, 1)));
+    let groups: Vec<Span> = groups.collect();
+    for c in (0..n).step_by(RN) {
+        let columns = (c, RN.min(n - c));
+        for &(r, count) in &groups {
+            tile((r, count), columns, &mut out[(r - rows.start) * n..]);
         }
     }
 }
@@ -208,20 +222,26 @@ fn tiles(
 /// One activation row: its values and its block scales.
 type XRow<'a> = (&'a [i8], &'a [f32]);
 
-/// The activation rows and weight rows of a tile, padded to full tiles by
-/// repeating the last row (its results are not stored).
-fn tile_rows<'a>(x: &'a QuantizedRows, rows: Span, w: &QMatrix<'a>, columns: Span) -> ([XRow<'a>; RM], [&'a [u8]; RN]) {
-    let xr = std::array::from_fn(|i| x.row(rows.0 + i.min(rows.1 - 1)));
+/// The `R` activation rows from `first` and the weight rows of a tile,
+/// padded to [`RN`] by repeating the last one (its results are not stored).
+fn tile_rows<'a, const R: usize>(
+    x: &'a QuantizedRows,
+    first: usize,
+    w: &QMatrix<'a>,
+    columns: Span,
+) -> ([XRow<'a>; R], [&'a [u8]; RN]) {
+    let xr = std::array::from_fn(|i| x.row(first + i));
     let wr = std::array::from_fn(|j| w.row(columns.0 + j.min(columns.1 - 1)));
     (xr, wr)
 }
 
-/// Stores the tile's sums (`out` starts at the tile's first row).
+/// Stores a tile's sums plus `extra` (`out` starts at the tile's first
+/// row, `n` outputs a row).
 #[target_feature(enable = "avx2")]
-fn store(acc: &[[__m256; RN]; RM], rows: Span, columns: Span, out: &mut [f32], n: usize) {
-    for (i, acc) in acc.iter().enumerate().take(rows.1) {
-        for (j, acc) in acc.iter().enumerate().take(columns.1) {
-            out[i * n + columns.0 + j] = sum_lanes(*acc);
+fn store<const R: usize>(acc: &[[__m256; RN]; R], extra: &[[f32; RN]; R], columns: Span, out: &mut [f32], n: usize) {
+    for (i, (acc, extra)) in acc.iter().zip(extra).enumerate() {
+        for (j, (acc, extra)) in acc.iter().zip(extra).enumerate().take(columns.1) {
+            out[i * n + columns.0 + j] = sum_lanes(*acc) + extra;
         }
     }
 }
@@ -233,6 +253,14 @@ pub(super) fn sum_lanes(v: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)))
 }
 
+/// The little-endian f16 at `at`, converted by F16C (the `half` crate's
+/// portable conversion costs more than a block's products).
+#[target_feature(enable = "f16c")]
+pub(super) fn half_at(bytes: &[u8], at: usize) -> f32 {
+    let bits = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+}
+
 /// A weight block's f16 scale.
 #[target_feature(enable = "f16c")]
 fn block_scale(block: &[u8]) -> __m256 {
@@ -240,14 +268,14 @@ fn block_scale(block: &[u8]) -> __m256 {
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
-fn avx2_tile(x: &QuantizedRows, rows: Span, w: &QMatrix, columns: Span, out: &mut [f32], n: usize) {
-    let (xr, wr) = tile_rows(x, rows, w, columns);
-    let mut acc = [[_mm256_setzero_ps(); RN]; RM];
+fn avx2_tile<const R: usize>(x: &QuantizedRows, first: usize, w: &QMatrix, columns: Span, out: &mut [f32]) {
+    let (xr, wr) = tile_rows::<R>(x, first, w, columns);
+    let mut acc = [[_mm256_setzero_ps(); RN]; R];
     let ones = _mm256_set1_epi16(1);
     for b in 0..x.k / 32 {
-        let mut xs = [_mm256_setzero_si256(); RM];
-        let mut dx = [_mm256_setzero_ps(); RM];
-        for i in 0..RM {
+        let mut xs = [_mm256_setzero_si256(); R];
+        let mut dx = [_mm256_setzero_ps(); R];
+        for i in 0..R {
             // SAFETY: block b of a row of k values.
             xs[i] = unsafe { _mm256_loadu_si256(xr[i].0.as_ptr().add(32 * b).cast()) };
             dx[i] = _mm256_set1_ps(xr[i].1[b]);
@@ -257,7 +285,7 @@ fn avx2_tile(x: &QuantizedRows, rows: Span, w: &QMatrix, columns: Span, out: &mu
             // SAFETY: as above.
             let wv = unsafe { _mm256_loadu_si256(block.as_ptr().add(2).cast()) };
             let dw = block_scale(block);
-            for i in 0..RM {
+            for i in 0..R {
                 let signed = _mm256_sign_epi8(wv, xs[i]);
                 let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(xs[i]), signed);
                 let sum = _mm256_madd_epi16(pairs, ones);
@@ -265,5 +293,5 @@ fn avx2_tile(x: &QuantizedRows, rows: Span, w: &QMatrix, columns: Span, out: &mu
             }
         }
     }
-    store(&acc, rows, columns, out, n);
+    store(&acc, &[[0.0; RN]; R], columns, out, w.rows);
 }
