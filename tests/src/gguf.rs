@@ -116,6 +116,26 @@ impl GgufFixtures {
         path
     }
 
+    /// `{model}-f32.gguf` quantized to `ftype` (`q4_k_m` …) by llama.cpp's
+    /// own quantizer (`tests/models/quantize.py`), made on first use.
+    pub fn quantized(&self, model: &str, ftype: &str) -> PathBuf {
+        static QUANTIZING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = QUANTIZING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let path = self.file(&format!("{model}-{ftype}.gguf"));
+        if !path.is_file() {
+            let partial = path.with_extension("partial");
+            let out = Command::new(&self.python)
+                .arg(repo().join("tests/models/quantize.py"))
+                .args([self.file(&format!("{model}-f32.gguf")).as_os_str(), partial.as_os_str(), ftype.as_ref()])
+                .env("LLAMA_REF_DIR", &self.llama_ref)
+                .output()
+                .expect("run quantize.py");
+            assert!(out.status.success(), "quantize.py {model} {ftype}: {}", String::from_utf8_lossy(&out.stderr));
+            std::fs::rename(&partial, &path).expect("publish the quantized model");
+        }
+        path
+    }
+
     fn make_gguf(&self, args: &[&std::ffi::OsStr]) -> Vec<u8> {
         let out = Command::new(&self.python)
             .arg(repo().join("tests/models/make_gguf.py"))
