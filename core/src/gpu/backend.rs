@@ -330,8 +330,7 @@ impl Backend for Gpu {
 mod tests {
     use super::*;
     use crate::gguf::{GgmlType, GgufFile};
-    use crate::gpu::layout::tests::random_matrix;
-    use crate::kernels::tests::xorshift;
+    use crate::kernels::tests::{random_matrix, xorshift};
     use crate::model::{DeviceChoice, ModelDevice};
 
     /// ggml's number of each type (the reader's `GgmlType::from_id`).
@@ -374,8 +373,8 @@ mod tests {
 
     /// Every weight format's matrix product and row lookup on the GPU (the software
     /// Vulkan where there is no GPU) against the values the shader reads
-    /// (f16 for the types stored as f16), summed in f64; shapes that are
-    /// not whole tiles, with a bias.
+    /// (which the layout test holds to the file's), summed in f64; shapes
+    /// that are not whole tiles, with a bias.
     #[test]
     fn products_and_lookups_of_every_weight_format_match_a_reference() {
         let (rows, cols, tokens) = (200, 256, 150);

@@ -1,14 +1,16 @@
 //! A GGUF matrix in the layout `shaders/matmul.wgsl` reads: the values
 //! packed in aligned u32 words (a Q8_0 block's 34 bytes are not), each
-//! 32-value block's scale (and Q4_1's minimum) as f32 beside them. The
-//! values keep their file's bits: 8-bit and 4-bit weights stay 8 and 4
-//! bits on the GPU. Types the shader has no case for (BF16, the
-//! K-quants) are stored as f16.
+//! 32-value block's scale (and minimum) as f32 beside them. The values
+//! keep their file's bits or close: Q8_0 stays 8 bits and Q4 4 bits a
+//! value. The K-quants' super-blocks become 32-value blocks with their
+//! group scales folded in (`d·s`, `−dmin·m`): Q4_K is then a Q4_1 matrix
+//! (6 bits a value with its two f32, from 4.5), Q5_K nibbles plus a word
+//! of fifth bits (7, from 5.5), Q6_K signed bytes with a scale per 16
+//! values (10, from 6.6).
 
-use half::f16;
-
-use crate::gguf::{GgmlType, dequantize, half_at};
+use crate::gguf::{GgmlType, half_at};
 use crate::kernels::QMatrix;
+use crate::kernels::k_quants::blocks;
 
 /// The shader's weight formats (`Params.format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,23 +20,72 @@ pub enum Format {
     Q8_0 = 2,
     Q4_0 = 3,
     Q4_1 = 4,
+    /// Q5_K: per 32 values, four words of nibbles and one of fifth bits.
+    Q5 = 5,
+    /// Q6_K: signed bytes, a scale per 16 values.
+    Q6 = 6,
+    BF16 = 7,
 }
 
 pub struct PackedMatrix {
     pub format: Format,
     pub values: Vec<u32>,
-    /// Per block of 32 values: its scale (Q8_0, Q4_0), or its scale and
-    /// minimum (Q4_1); empty for float formats.
+    /// Per block of 32 values: its scale (Q8_0, Q4_0), its scale and
+    /// minimum (Q4_1, Q5), or the scales of its two halves (Q6); empty
+    /// for float formats.
     pub scales: Vec<f32>,
 }
 
 /// 32 nibbles of a Q4 block (`qs[j]` holds value j low, j + 16 high) as
 /// four words of eight values in order, value e at bits 4·(e % 8).
 fn nibble_words(qs: &[u8], out: &mut Vec<u32>) {
-    let nibble = |e: usize| u32::from(if e < 16 { qs[e] & 0x0f } else { qs[e - 16] >> 4 });
-    for word in 0..4 {
-        out.push((0..8).fold(0u32, |acc, e| acc | nibble(word * 8 + e) << (4 * e)));
+    let nibble = |e: usize| if e < 16 { qs[e] & 0x0f } else { qs[e - 16] >> 4 };
+    nibbles_in_order(&std::array::from_fn::<u8, 32, _>(nibble), out);
+}
+
+/// The low nibbles of 32 values as four words, value e at bits 4·(e % 8).
+fn nibbles_in_order(values: &[u8], out: &mut Vec<u32>) {
+    for eight in values.chunks_exact(8) {
+        out.push(eight.iter().enumerate().fold(0u32, |acc, (e, &v)| acc | u32::from(v & 0x0f) << (4 * e)));
     }
+}
+
+/// Four values a word, as bytes.
+fn byte_words(values: impl Iterator<Item = u8>, out: &mut Vec<u32>) {
+    let bytes: Vec<u8> = values.collect();
+    out.extend(bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+}
+
+/// A K-quant matrix as 32-value blocks (see the module's comment).
+fn pack_k_quant(m: &QMatrix) -> PackedMatrix {
+    let blocks = m.data.chunks_exact(m.kind.block_bytes());
+    let (mut values, mut scales) = (Vec::new(), Vec::new());
+    for block in blocks {
+        let s = blocks::scales(m.kind, block);
+        let v = blocks::values(m.kind, block);
+        for (j, v) in v.chunks_exact(32).enumerate() {
+            let (first, second) = (s.scales[2 * j], s.scales[2 * j + 1]);
+            match m.kind {
+                GgmlType::Q6_K => {
+                    scales.extend([s.d * f32::from(first), s.d * f32::from(second)]);
+                    byte_words(v.iter().map(|&v| (v as i8 - 32) as u8), &mut values);
+                }
+                _ => {
+                    scales.extend([s.d * f32::from(first), -(s.dmin * f32::from(s.offsets[2 * j]))]);
+                    nibbles_in_order(v, &mut values);
+                    if m.kind == GgmlType::Q5_K {
+                        values.push(v.iter().enumerate().fold(0u32, |acc, (e, &v)| acc | u32::from(v >> 4) << e));
+                    }
+                }
+            }
+        }
+    }
+    let format = match m.kind {
+        GgmlType::Q4_K => Format::Q4_1,
+        GgmlType::Q5_K => Format::Q5,
+        _ => Format::Q6,
+    };
+    PackedMatrix { format, values, scales }
 }
 
 pub fn pack(m: &QMatrix) -> PackedMatrix {
@@ -69,17 +120,8 @@ pub fn pack(m: &QMatrix) -> PackedMatrix {
             }
             PackedMatrix { format: Format::Q4_1, values, scales }
         }
-        GgmlType::BF16 | GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => {
-            let mut row = vec![0f32; m.cols];
-            let mut values = Vec::with_capacity(m.rows * m.cols / 2);
-            for r in 0..m.rows {
-                dequantize(m.kind, m.row(r), &mut row);
-                values.extend(row.chunks_exact(2).map(|pair| {
-                    u32::from(f16::from_f32(pair[0]).to_bits()) | u32::from(f16::from_f32(pair[1]).to_bits()) << 16
-                }));
-            }
-            PackedMatrix { format: Format::F16, values, scales: Vec::new() }
-        }
+        GgmlType::BF16 => PackedMatrix { format: Format::BF16, values: words(data), scales: Vec::new() },
+        GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K => pack_k_quant(m),
     }
 }
 
@@ -89,14 +131,22 @@ pub fn pack(m: &QMatrix) -> PackedMatrix {
 pub fn read(packed: &PackedMatrix, cols: usize, r: usize, c: usize) -> f32 {
     let at = r * cols + c;
     let block = at / 32;
+    let nibble = |word: u32| ((word >> (4 * (at % 8))) & 0xf) as f32;
     match packed.format {
         Format::F32 => f32::from_bits(packed.values[at]),
-        Format::F16 => f16::from_bits((packed.values[at / 2] >> (16 * (at % 2))) as u16).to_f32(),
+        Format::F16 => half::f16::from_bits((packed.values[at / 2] >> (16 * (at % 2))) as u16).to_f32(),
+        Format::BF16 => f32::from_bits((packed.values[at / 2] >> (16 * (at % 2))) << 16),
         Format::Q8_0 => packed.scales[block] * f32::from((packed.values[at / 4] >> (8 * (at % 4))) as u8 as i8),
         Format::Q4_0 => packed.scales[block] * (((packed.values[at / 8] >> (4 * (at % 8))) & 0xf) as f32 - 8.0),
-        Format::Q4_1 => {
-            packed.scales[2 * block] * ((packed.values[at / 8] >> (4 * (at % 8))) & 0xf) as f32
-                + packed.scales[2 * block + 1]
+        Format::Q4_1 => packed.scales[2 * block] * nibble(packed.values[at / 8]) + packed.scales[2 * block + 1],
+        Format::Q5 => {
+            let (word, high) = (packed.values[block * 5 + at % 32 / 8], packed.values[block * 5 + 4]);
+            let value = nibble(word) + 16.0 * ((high >> (at % 32)) & 1) as f32;
+            packed.scales[2 * block] * value + packed.scales[2 * block + 1]
+        }
+        Format::Q6 => {
+            let value = f32::from((packed.values[at / 4] >> (8 * (at % 4))) as u8 as i8);
+            packed.scales[2 * block + at % 32 / 16] * value
         }
     }
 }
@@ -104,37 +154,9 @@ pub fn read(packed: &PackedMatrix, cols: usize, r: usize, c: usize) -> f32 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::kernels::tests::xorshift;
+    use crate::kernels::tests::random_matrix;
 
-    /// A `rows × cols` matrix of `kind` with pseudo-random contents: random
-    /// bytes are valid blocks once their f16 scales are set to sane values.
-    pub fn random_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
-        let mut next = xorshift(seed);
-        let mut value = move || ((next() % 2001) as f32 - 1000.0) / 1000.0;
-        let count = rows * cols;
-        match kind {
-            GgmlType::F32 => return (0..count).flat_map(|_| value().to_le_bytes()).collect(),
-            GgmlType::F16 => return (0..count).flat_map(|_| f16::from_f32(value()).to_le_bytes()).collect(),
-            GgmlType::BF16 => return (0..count).flat_map(|_| half::bf16::from_f32(value()).to_le_bytes()).collect(),
-            _ => {}
-        }
-        let mut bytes: Vec<u8> = (0..kind.bytes_for(count).unwrap()).map(|_| (value() * 127.0) as i8 as u8).collect();
-        // Offsets of the f16 scales (and minimums) in each block.
-        let scale_offsets: &[usize] = match kind {
-            GgmlType::Q6_K => &[208],
-            GgmlType::Q8_0 | GgmlType::Q4_0 => &[0],
-            _ => &[0, 2],
-        };
-        for block in bytes.chunks_exact_mut(kind.block_bytes()) {
-            for &at in scale_offsets {
-                block[at..at + 2].copy_from_slice(&f16::from_f32(value() / 20.0).to_le_bytes());
-            }
-        }
-        bytes
-    }
-
-    /// Every type's packing reads back as the file's values (f16 for the
-    /// types stored as f16).
+    /// Every type's packing reads back as the file's values.
     #[test]
     fn packed_values_read_back_as_the_files_values() {
         let (rows, cols) = (3, 256);
@@ -156,7 +178,6 @@ pub(crate) mod tests {
             for r in 0..rows {
                 m.dequantize_row(r, &mut row);
                 for (c, &want) in row.iter().enumerate() {
-                    let want = if packed.format == Format::F16 { f16::from_f32(want).to_f32() } else { want };
                     let got = read(&packed, cols, r, c);
                     assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{kind:?} ({r}, {c}): {got} vs {want}");
                 }

@@ -11,16 +11,29 @@ pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
-/// A Q8_0 matrix of `rows × cols` with pseudo-random blocks (scales in
-/// ±0.05, values in -127..=127: ggml's quantizer never writes -128, and the
-/// AVX2 sign trick, as ggml's, relies on it).
-fn q8_0_matrix(rows: usize, cols: usize, seed: u64) -> Vec<u8> {
+/// A `rows × cols` matrix of `kind` with pseudo-random contents: random
+/// bytes are valid blocks once their f16 scales are set to sane values.
+pub(crate) fn random_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
     let mut next = xorshift(seed);
-    let mut bytes = Vec::with_capacity(rows * cols / 32 * 34);
-    for _ in 0..rows * cols / 32 {
-        let scale = half::f16::from_f32((next() % 1000) as f32 / 10_000.0 - 0.05);
-        bytes.extend_from_slice(&scale.to_le_bytes());
-        bytes.extend((0..32).map(|_| ((next() % 255) as i32 - 127) as i8 as u8));
+    let mut value = move || ((next() % 2001) as f32 - 1000.0) / 1000.0;
+    let count = rows * cols;
+    match kind {
+        GgmlType::F32 => return (0..count).flat_map(|_| value().to_le_bytes()).collect(),
+        GgmlType::F16 => return (0..count).flat_map(|_| half::f16::from_f32(value()).to_le_bytes()).collect(),
+        GgmlType::BF16 => return (0..count).flat_map(|_| half::bf16::from_f32(value()).to_le_bytes()).collect(),
+        _ => {}
+    }
+    let mut bytes: Vec<u8> = (0..kind.bytes_for(count).unwrap()).map(|_| (value() * 127.0) as i8 as u8).collect();
+    // Offsets of the f16 scales (and minimums) in each block.
+    let scale_offsets: &[usize] = match kind {
+        GgmlType::Q6_K => &[208],
+        GgmlType::Q8_0 | GgmlType::Q4_0 => &[0],
+        _ => &[0, 2],
+    };
+    for block in bytes.chunks_exact_mut(kind.block_bytes()) {
+        for &at in scale_offsets {
+            block[at..at + 2].copy_from_slice(&half::f16::from_f32(value() / 20.0).to_le_bytes());
+        }
     }
     bytes
 }
@@ -34,7 +47,7 @@ fn activations(m: usize, k: usize) -> Vec<f32> {
 #[test]
 fn q8_0_kernels_match_the_scalar_reference() {
     for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
-        let w_bytes = q8_0_matrix(n, k, (m * 31 + n) as u64);
+        let w_bytes = random_matrix(GgmlType::Q8_0, n, k, (m * 31 + n) as u64);
         let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
         let x = QuantizedRows::quantize(&activations(m, k), k);
         let mut expected = vec![0f32; m * n];
@@ -87,7 +100,7 @@ fn q8_0_kernels_match_the_scalar_reference() {
 #[test]
 fn matmul_agrees_with_the_dequantized_product() {
     let (m, n, k) = (37, 11, 128);
-    let w_bytes = q8_0_matrix(n, k, 7);
+    let w_bytes = random_matrix(GgmlType::Q8_0, n, k, 7);
     let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
     let x = activations(m, k);
     let mut dense = vec![0f32; n * k];
@@ -123,7 +136,7 @@ fn matmul_agrees_with_the_dequantized_product() {
 fn matmul_each_equals_separate_products() {
     let (m, k) = (13, 96);
     let x = activations(m, k);
-    let q8 = q8_0_matrix(7, k, 3);
+    let q8 = random_matrix(GgmlType::Q8_0, 7, k, 3);
     let floats: Vec<u8> = (0..5 * k).flat_map(|i| ((i % 17) as f32 / 17.0 - 0.5).to_le_bytes()).collect();
     let a = QMatrix { kind: GgmlType::Q8_0, rows: 7, cols: k, data: &q8 };
     let b = QMatrix { kind: GgmlType::F32, rows: 5, cols: k, data: &floats };
@@ -135,22 +148,6 @@ fn matmul_each_equals_separate_products() {
     }
 }
 
-/// A Q4_0 (18-byte blocks) or Q4_1 (20-byte blocks) matrix with
-/// pseudo-random scales, minimums and nibbles.
-fn q4_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
-    let mut next = xorshift(seed);
-    let mut bytes = Vec::new();
-    for _ in 0..rows * cols / 32 {
-        let halves = if kind == GgmlType::Q4_1 { 2 } else { 1 };
-        for _ in 0..halves {
-            let v = half::f16::from_f32((next() % 1000) as f32 / 10_000.0 - 0.05);
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        bytes.extend((0..16).map(|_| next() as u8));
-    }
-    bytes
-}
-
 /// The SIMD 4-bit kernels give the portable kernel's sums, at every tile
 /// edge.
 #[cfg(target_arch = "x86_64")]
@@ -160,7 +157,7 @@ fn q4_kernels_match_the_scalar_reference() {
     for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
         let x = QuantizedRows::quantize(&activations(m, k), k);
         for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
-            let bytes = q4_matrix(kind, n, k, (m * 7 + n) as u64);
+            let bytes = random_matrix(kind, n, k, (m * 7 + n) as u64);
             let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
             let mut expected = vec![0f32; m * n];
             scalar::q4_matmul(&x, 0..m, &w, &mut expected);
@@ -184,7 +181,7 @@ fn q4_kernels_match_the_dequantized_product() {
     let x8: Vec<f64> =
         rounded.values.iter().enumerate().map(|(i, &q)| f64::from(q) * f64::from(rounded.scales[i / 32])).collect();
     for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
-        let bytes = q4_matrix(kind, n, k, 11);
+        let bytes = random_matrix(kind, n, k, 11);
         let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
         let mut dense = vec![0f32; n * k];
         dequantize(kind, &bytes, &mut dense);
@@ -209,9 +206,9 @@ fn products_split_either_way_equal_the_dequantized_product() {
     let (n, k) = (100, 256);
     for kind in [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K] {
         let bytes = if kind == GgmlType::Q8_0 {
-            q8_0_matrix(n, k, 17)
+            random_matrix(GgmlType::Q8_0, n, k, 17)
         } else {
-            k_quants::tests::k_quant_matrix(kind, n, k, 17)
+            random_matrix(kind, n, k, 17)
         };
         let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
         let mut dense = vec![0f32; n * k];

@@ -8,7 +8,7 @@
 //! [`scalar`] (any CPU; the reference) and `x86` (AVX2).
 
 mod activations;
-mod blocks;
+pub(crate) mod blocks;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -34,4 +34,4 @@ pub fn kernel() -> Kernel {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

@@ -1,24 +1,8 @@
 use super::*;
 use crate::gguf::{GgmlType, dequantize};
-use crate::kernels::tests::xorshift;
+use crate::kernels::tests::random_matrix;
 
 const KINDS: [GgmlType; 3] = [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K];
-
-/// A `rows × cols` matrix of `kind` with random bytes, its float
-/// factors small f16s (random bytes there could be NaN).
-pub(crate) fn k_quant_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64) -> Vec<u8> {
-    let mut next = xorshift(seed);
-    let block_bytes = kind.block_bytes();
-    let mut bytes: Vec<u8> = (0..rows * cols / 256 * block_bytes).map(|_| next() as u8).collect();
-    for block in bytes.chunks_exact_mut(block_bytes) {
-        let mut factor = || half::f16::from_f32((next() % 1000) as f32 / 50_000.0 - 0.01).to_le_bytes();
-        let at: &[usize] = if kind == GgmlType::Q6_K { &[208] } else { &[0, 2] };
-        for &at in at {
-            block[at..at + 2].copy_from_slice(&factor());
-        }
-    }
-    bytes
-}
 
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 30.0 } else { 1.0 }).collect()
@@ -31,7 +15,7 @@ fn scalar_kernel_is_the_dequantized_product() {
     let (m, n, k) = (3, 5, 512);
     let x = Q8KRows::quantize(&activations(m, k), k);
     for kind in KINDS {
-        let bytes = k_quant_matrix(kind, n, k, 5);
+        let bytes = random_matrix(kind, n, k, 5);
         let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
         let mut dense = vec![0f32; n * k];
         dequantize(kind, &bytes, &mut dense);
@@ -58,7 +42,7 @@ fn kernels_match_the_scalar_reference() {
     for (m, n, k) in [(1, 1, 256), (3, 7, 512), (4, 2, 256), (9, 5, 768)] {
         let x = Q8KRows::quantize(&activations(m, k), k);
         for kind in KINDS {
-            let bytes = k_quant_matrix(kind, n, k, (m * 13 + n) as u64);
+            let bytes = random_matrix(kind, n, k, (m * 13 + n) as u64);
             let w = QMatrix { kind, rows: n, cols: k, data: &bytes };
             let mut expected = vec![0f32; m * n];
             scalar::matmul(&x, 0..m, &w, &mut expected);
