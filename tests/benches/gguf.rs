@@ -144,6 +144,7 @@ fn embed() {
         println!("| {name} | {rate:.2} | {:.2}× |", rows[0].1 / rate.max(f64::MIN_POSITIVE));
     }
     println!("\nthis project / llama.cpp's best layout: {:.2}×", rows[0].1 / best_llama);
+    memory_table("embed", &path, &gemma_texts, &answer);
 }
 
 /// PyTorch fp32 on `texts` through sentence-transformers: texts/s, its
@@ -198,7 +199,7 @@ fn rerank() {
         format!("8 chunks of about {CHUNK_TOKENS} tokens ({} with the template)", tokens(&chunks)),
         format!("16 tldr pages ({} tokens each with the template, on average)", tokens(&singles)),
     ];
-    for (label, documents) in labels.iter().zip([chunks, singles]) {
+    for (i, (label, documents)) in labels.iter().zip([chunks, singles]).enumerate() {
         let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
         ranker.score(RANK_QUERY, &refs[..1]).unwrap();
         let start = Instant::now();
@@ -224,5 +225,52 @@ fn rerank() {
             println!("| {name} | {rate:.3} | {:.2}× |", rows[0].1 / rate.max(f64::MIN_POSITIVE));
         }
         println!("\nthis project / llama.cpp's best layout: {:.2}×", rows[0].1 / best_llama);
+        if i == 0 {
+            memory_table("rank", &path, &documents, &answer);
+        }
     }
+}
+
+/// Peak resident memory of each side on the same file and texts, less
+/// what its process held before the model (the runtime itself): ours
+/// in a process of its own (`qmd-gguf-bench`, CPU kernels), once with the
+/// texts and once with one short text (the weights with next to no
+/// activations); llama.cpp's over both its layouts (`llama_ref.mjs`).
+fn memory_table(task: &str, model: &std::path::Path, texts: &[String], llama: &serde_json::Value) {
+    let file = std::fs::metadata(model).unwrap().len() as f64;
+    let mib = |bytes: f64| bytes / (1024.0 * 1024.0);
+    let ours = |texts: &[String]| -> (f64, f64) {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("texts.json");
+        std::fs::write(&input, serde_json::to_vec(texts).unwrap()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_qmd-gguf-bench"))
+            .args([task.as_ref(), model.as_os_str(), input.as_os_str()])
+            .env("BENCH_DEVICES", "cpu")
+            .output()
+            .expect("run qmd-gguf-bench");
+        assert!(out.status.success(), "qmd-gguf-bench: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("qmd-gguf-bench prints JSON");
+        (report["start_rss_bytes"].as_f64().unwrap_or(0.0), report["peak_rss_bytes"].as_f64().unwrap_or(0.0))
+    };
+    let short = ours(&["list files".to_string()]);
+    let full = ours(texts);
+    let theirs = (llama["start_rss_bytes"].as_f64().unwrap_or(0.0), llama["peak_rss_bytes"].as_f64().unwrap_or(0.0));
+    println!("\nPeak resident memory, the same {:.0} MiB file ({task}):\n", mib(file));
+    println!("| runtime | peak RSS (MiB) | before the model (MiB) | model and passes (MiB) | = file × |");
+    println!("|---|---:|---:|---:|---:|");
+    let rows = [
+        ("this project, one short text (the weights)", short),
+        ("this project, these texts", full),
+        ("llama.cpp (node-llama-cpp), these texts, both layouts", theirs),
+    ];
+    for (name, (start, peak)) in rows {
+        println!(
+            "| {name} | {:.0} | {:.0} | {:.0} | {:.2}× |",
+            mib(peak),
+            mib(start),
+            mib(peak - start),
+            (peak - start) / file
+        );
+    }
+    println!("\nthis project's activations and their heap: {:.0} MiB", mib(full.1 - short.1));
 }

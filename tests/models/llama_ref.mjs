@@ -36,6 +36,10 @@ function fail(message) {
     process.exit(2);
 }
 
+// The process before llama.cpp and the model are loaded: what the bench
+// takes off the peak to see the model's own share.
+const startRssBytes = process.memoryUsage().rss;
+
 const USAGE = "usage: llama_ref.mjs embed|bench-embed|rank|bench-rank|tokenize|greedy MODEL.gguf < input.json";
 const COMMANDS = ["embed", "bench-embed", "rank", "bench-rank", "tokenize", "greedy"];
 const [command, modelPath] = process.argv.slice(2);
@@ -144,7 +148,7 @@ async function benchEmbed(texts) {
         for (const ctx of ctxs)
             await ctx.dispose();
     }
-    return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
+    return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024, start_rss_bytes: startRssBytes };
 }
 
 // `inputs` are the tokens the ranking context evaluates for each document
@@ -175,7 +179,7 @@ async function benchRank({ query, documents }) {
         for (const ctx of ctxs)
             await ctx.dispose();
     }
-    return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
+    return { layouts: results, peak_rss_bytes: process.resourceUsage().maxRSS * 1024, start_rss_bytes: startRssBytes };
 }
 
 function tokenize(texts) {

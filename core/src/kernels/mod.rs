@@ -244,7 +244,14 @@ fn q4_kernel() -> Q8Kernel {
     if let Some(kernel) = x86::q4_kernel() {
         return kernel;
     }
-    scalar::q4_matmul
+    #[cfg(target_arch = "aarch64")]
+    {
+        arm::q4_kernel()
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        scalar::q4_matmul
+    }
 }
 
 /// What the quantized products run on here (`AVX-512 VNNI`, `AVX2`,

@@ -150,10 +150,9 @@ fn matmul_each_equals_separate_products() {
 
 /// The SIMD 4-bit kernels give the portable kernel's sums, at every tile
 /// edge.
-#[cfg(target_arch = "x86_64")]
 #[test]
 fn q4_kernels_match_the_scalar_reference() {
-    let Some(kernel) = x86::q4_kernel() else { return };
+    let kernel = q4_kernel();
     for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
         let x = QuantizedRows::quantize(&activations(m, k), k);
         for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
@@ -163,6 +162,16 @@ fn q4_kernels_match_the_scalar_reference() {
             scalar::q4_matmul(&x, 0..m, &w, &mut expected);
             let mut got = vec![0f32; m * n];
             kernel(&x, 0..m, &w, &mut got);
+            // AArch64's kernels scale in the scalar kernel's order.
+            #[cfg(target_arch = "aarch64")]
+            for (name, kernel) in [("neon", arm::q4_neon_matmul as Q8Kernel), ("dotprod", arm::q4_dotprod_matmul)] {
+                if name == "dotprod" && !std::arch::is_aarch64_feature_detected!("dotprod") {
+                    continue;
+                }
+                let mut exact = vec![0f32; m * n];
+                kernel(&x, 0..m, &w, &mut exact);
+                assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
+            }
             let largest = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
             for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
                 assert!((g - e).abs() <= 1e-5 * largest, "{kind} {m}×{n}×{k} [{i}]: {g} vs {e}");

@@ -4,6 +4,9 @@
 //! results are from the CPU's. Prints one JSON object. What
 //! `scripts/bench-gpu-gguf.sh` runs on the GPU machine.
 //!
+//! On Linux the object also holds the process's resident memory before the
+//! model was read (`start_rss_bytes`) and its peak (`peak_rss_bytes`).
+//!
 //! `BENCH_DEVICES=gpu` (or `cpu`) runs one side only. With
 //! `QMD_GPU_PROFILE` set, the GPU runs each kernel alone and the object
 //! holds the seconds each kernel took (`gpu_profile`).
@@ -54,7 +57,18 @@ fn measure(model: &Model, texts: &[String]) -> (f64, Vec<Vec<f32>>) {
     (texts.len() as f64 / start.elapsed().as_secs_f64(), out)
 }
 
+/// A `/proc/self/status` field in bytes (`VmRSS`, `VmHWM`), where there
+/// is one.
+fn memory(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 =
+        line.trim_start_matches(field).trim_start_matches(':').trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
 fn main() {
+    let start_rss = memory("VmRSS");
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [task, path, texts] = &args[..] else {
         panic!("usage: qmd-gguf-bench embed|rank MODEL.gguf TEXTS.json");
@@ -95,6 +109,8 @@ fn main() {
             }
         };
     }
+    report["start_rss_bytes"] = json!(start_rss);
+    report["peak_rss_bytes"] = json!(memory("VmHWM"));
     println!("{report}");
 }
 

@@ -5,9 +5,12 @@
 //!
 //! [`blocks`] reads every type into one form (values, group scales and
 //! offsets), so one kernel per instruction set serves all three:
-//! [`scalar`] (any CPU; the reference) and `x86` (AVX2).
+//! [`scalar`] (any CPU; the reference), `x86` (AVX2) and `arm` (NEON, with
+//! `sdot` where the CPU has it).
 
 mod activations;
+#[cfg(target_arch = "aarch64")]
+mod arm;
 pub(crate) mod blocks;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
@@ -30,7 +33,14 @@ pub fn kernel() -> Kernel {
     if x86::available() {
         return x86::avx2_matmul;
     }
-    scalar::matmul
+    #[cfg(target_arch = "aarch64")]
+    {
+        arm::kernel()
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        scalar::matmul
+    }
 }
 
 #[cfg(test)]

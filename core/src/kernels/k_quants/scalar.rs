@@ -25,8 +25,8 @@ pub fn dot(x: Q8KRow, w: &QMatrix, row: usize) -> f32 {
     sum
 }
 
-// The x86 kernel replaces it there (tests still compare).
-#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+// The SIMD kernels replace it there (tests still compare).
+#[cfg_attr(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(test)), allow(dead_code))]
 pub fn matmul(x: &Q8KRows, rows: std::ops::Range<usize>, w: &QMatrix, out: &mut [f32]) {
     for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
         let row = x.row(r);

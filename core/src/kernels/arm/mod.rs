@@ -7,8 +7,14 @@
 //! are reduced exactly (`addp`) and scaled in the scalar kernel's order,
 //! so the results equal [`super::scalar::q8_0_matmul`]'s bit for bit.
 
+mod q4;
+
 use core::arch::aarch64::*;
 use std::ops::Range;
+
+pub use q4::q4_kernel;
+#[cfg(test)]
+pub use q4::{q4_dotprod_matmul, q4_neon_matmul};
 
 use super::{Q8_0_BLOCK_BYTES, Q8Kernel, QMatrix, QuantizedRows};
 use crate::gguf::GgmlType;
