@@ -1,6 +1,6 @@
 // qmd's own model formats in the browser: an EmbeddingGemma-shaped and a
-// Qwen3-Reranker-shaped GGUF file (random weights, F32 and Q8_0, made by
-// tests/models/make_gguf.py) configured as the CLI's models, served by
+// Qwen3-Reranker-shaped GGUF file (random weights, F32 and Q8_0 made by
+// tests/models/make_gguf.py, Q4_K_M by llama.cpp's own quantizer) configured as the CLI's models, served by
 // `qmd web` and run in the page on the CPU (WebAssembly SIMD kernels) and
 // on WebGPU (the engine's WGSL kernels).
 // Embeddings and rank scores are checked against llama.cpp itself
@@ -43,6 +43,7 @@ function llama(command, model, input) {
 const KINDS = {
   f32: { minCosine: 0.9999, maxRankDifference: 1e-3 },
   q8_0: { minCosine: 0.9995, maxRankDifference: 1e-2 },
+  q4_k_m: { minCosine: 0.9995, maxRankDifference: 2e-2 },
 };
 const files = (kind) => ({
   embed: path.join(fixtures, `gemma-${kind}.gguf`),
@@ -139,11 +140,14 @@ test('f32 on WebGPU: the GGUF kernels in the page match llama.cpp', async () => 
 // Embeddings only: the GPU multiplies f32 activations where llama.cpp
 // rounds them to Q8_0 first, which moves Q8_0 rank scores by up to 2e-2
 // (the native wgpu test bounds that against llama.cpp's own shift).
-test('q8_0 on WebGPU: GGUF embeddings in the page match llama.cpp', async () => {
-  const { embedder } = await loadModels('q8_0', 'gpu');
-  assert.equal(embedder.device, 'GPU: WebGPU');
-  await assertMatchesLlama('q8_0', 'WebGPU', { rank: false });
-});
+// Q4_K_M's K-quant blocks (as 32-value blocks, gpu/layout.rs) likewise.
+for (const kind of ['q8_0', 'q4_k_m']) {
+  test(`${kind} on WebGPU: GGUF embeddings in the page match llama.cpp`, async () => {
+    const { embedder } = await loadModels(kind, 'gpu');
+    assert.equal(embedder.device, 'GPU: WebGPU');
+    await assertMatchesLlama(kind, 'WebGPU', { rank: false });
+  });
+}
 
 // F32, where the page's vectors equal the CLI's (cosine 1.0000000): with
 // Q8_0's last-bit differences, random weights' near-tied vector ranks can

@@ -377,6 +377,17 @@ mod tests {
     /// that are not whole tiles, with a bias.
     #[test]
     fn products_and_lookups_of_every_weight_format_match_a_reference() {
+        let device = ModelDevice::select(DeviceChoice::Gpu).expect("a wgpu adapter (Mesa's lavapipe in CI)");
+        let context = device.gpu.clone().expect("the GPU kernels' context");
+        // And the matmul's half-block tiles, for devices giving a workgroup
+        // only WebGPU's default 16 KB.
+        let small = GpuContext::with_workgroup_memory(context.device.clone(), context.queue.clone(), 16 * 1024);
+        for gpu in [Gpu::new(context), Gpu::new(Arc::new(small))] {
+            check_every_format(&gpu);
+        }
+    }
+
+    fn check_every_format(gpu: &Gpu) {
         let (rows, cols, tokens) = (200, 256, 150);
         let tensors: Vec<_> = TYPES
             .iter()
@@ -388,8 +399,6 @@ mod tests {
         let bytes = gguf(&tensors);
         let file = GgufFile::parse("formats.gguf", &bytes).unwrap();
         let weights = Weights::new(&file, Arc::new(bytes.clone()));
-        let device = ModelDevice::select(DeviceChoice::Gpu).expect("a wgpu adapter (Mesa's lavapipe in CI)");
-        let gpu = Gpu::new(device.gpu.clone().expect("the GPU kernels' context"));
         let mut next = xorshift(7);
         let x: Vec<f32> = (0..tokens * cols).map(|_| ((next() % 2001) as f32 - 1000.0) / 500.0).collect();
         let bias = Vector::new("bias", (0..rows).map(|r| r as f32 / 100.0).collect());

@@ -7,8 +7,8 @@
 //! others are tested against), [`x86`] (AVX2, AVX-512 VNNI), `arm`
 //! (NEON, with `sdot` where the CPU has it), `wasm`
 //! (simd128, chosen when the browser build is compiled with it). The widest
-//! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have an
-//! AVX2 kernel besides the portable one (activations as Q8_0 and Q8_1, as
+//! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have
+//! kernels of their own on each (activations as Q8_0 and Q8_1, as
 //! llama.cpp quantizes them for those types). K-quants multiply Q8_K
 //! activations, in [`k_quants`].
 //!
@@ -248,7 +248,11 @@ fn q4_kernel() -> Q8Kernel {
     {
         arm::q4_kernel()
     }
-    #[cfg(not(target_arch = "aarch64"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        wasm::q4_matmul
+    }
+    #[cfg(not(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128"))))]
     {
         scalar::q4_matmul
     }

@@ -70,8 +70,12 @@ pub fn dot_q4_1(x: &[i8], x_scales: &[f32], x_sums: &[f32], w: &[u8]) -> f32 {
 }
 
 /// Q4_0 or Q4_1 weights × the quantized activation rows `rows`.
-// AArch64's kernel replaces it there (tests still compare).
-#[cfg_attr(all(target_arch = "aarch64", not(test)), allow(dead_code))]
+// The SIMD kernels of AArch64 and the browser replace it there (tests
+// still compare).
+#[cfg_attr(
+    all(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")), not(test)),
+    allow(dead_code)
+)]
 pub fn q4_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix, out: &mut [f32]) {
     for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
         let (values, scales) = x.row(r);

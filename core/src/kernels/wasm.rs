@@ -84,3 +84,53 @@ pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix,
         }
     }
 }
+
+/// Q4_0 or Q4_1 weights × Q8_0/Q8_1 activations: the activation rows
+/// widened once per call, each weight row's nibbles spread and widened
+/// once, Q4_0's −8 taken off in integers (`−8 · Σx`), each block scaled in
+/// the scalar kernel's order, so the results equal
+/// [`super::scalar::q4_matmul`]'s bit for bit.
+pub fn q4_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    let q4_1 = w.kind == GgmlType::Q4_1;
+    let (block_bytes, nibbles) = if q4_1 { (20, 4) } else { (18, 2) };
+    let blocks = w.cols / 32;
+    let widened_x: Vec<[v128; 4]> =
+        rows.clone().flat_map(|r| x.row(r).0.chunks_exact(32).map(|b| widen(b.as_ptr() as *const u8))).collect();
+    let mut widened_w = vec![[i16x8_splat(0); 4]; blocks];
+    let mut factors = vec![(0f32, 0f32); blocks];
+    for c in 0..w.rows {
+        let row = w.row(c);
+        for ((block, wide), factors) in row.chunks_exact(block_bytes).zip(&mut widened_w).zip(&mut factors) {
+            // SAFETY: 16 bytes of nibbles.
+            let q = unsafe { v128_load(block[nibbles..nibbles + 16].as_ptr() as *const v128) };
+            let (low, high) = (v128_and(q, u8x16_splat(0x0f)), u8x16_shr(q, 4));
+            *wide = [
+                u16x8_extend_low_u8x16(low),
+                u16x8_extend_high_u8x16(low),
+                u16x8_extend_low_u8x16(high),
+                u16x8_extend_high_u8x16(high),
+            ];
+            let minimum = if q4_1 { crate::gguf::half_at(block, 2) } else { 0.0 };
+            *factors = (crate::gguf::half_at(block, 0), minimum);
+        }
+        for (i, r) in rows.clone().enumerate() {
+            let (_, scales) = x.row(r);
+            let (sums, scaled_sums) = (&x.sums[r * blocks..][..blocks], x.scaled_sums(r));
+            let (mut products, mut minimums) = (0f32, 0f32);
+            for (b, (wide, &(dw, mw))) in widened_w.iter().zip(&factors).enumerate() {
+                let lanes = block_dot(&widened_x[i * blocks + b], wide);
+                let mut sum = i32x4_extract_lane::<0>(lanes)
+                    + i32x4_extract_lane::<1>(lanes)
+                    + i32x4_extract_lane::<2>(lanes)
+                    + i32x4_extract_lane::<3>(lanes);
+                if q4_1 {
+                    minimums += mw * scaled_sums[b];
+                } else {
+                    sum -= 8 * sums[b];
+                }
+                products += sum as f32 * (scales[b] * dw);
+            }
+            out[i * w.rows + c] = products + minimums;
+        }
+    }
+}

@@ -5,7 +5,10 @@
 // reaches it; the weights stay quantized in GPU memory.
 //
 // A 16×16 workgroup computes a 128×128 tile of out, 8×8 values a
-// thread, walking k one 32-value block at a time. The tiles are held
+// thread, walking k KSTEP values at a time: a whole 32-value block where
+// the device gives a workgroup 32 KB, half a block where it gives only
+// WebGPU's default 16 KB (gpu/context.rs picks; the tiles hold KSTEP ×
+// 128 floats each). The tiles are held
 // k-major (`tile[kk][row]`), so a thread reads its 4 consecutive rows (or
 // columns) as one vec4 and the 16 threads of a warp row read 256
 // consecutive bytes: no bank conflicts, and 4 reads feed 64 fmas (the
@@ -15,7 +18,7 @@ struct Params {
     m: u32,
     n: u32,
     k: u32,
-    // 0 F32, 1 F16, 2 Q8_0, 3 Q4_0, 4 Q4_1
+    // formats.wgsl's numbers
     format: u32,
     has_bias: u32,
 }
@@ -28,9 +31,10 @@ struct Params {
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const TILE: u32 = 128u;
+const KSTEP: u32 = 32u;
 
-var<workgroup> x_tile: array<vec4<f32>, 1024>; // BLOCK × TILE rows / 4
-var<workgroup> w_tile: array<vec4<f32>, 1024>; // BLOCK × TILE weight rows / 4
+var<workgroup> x_tile: array<vec4<f32>, KSTEP * 32u>; // KSTEP × TILE rows / 4
+var<workgroup> w_tile: array<vec4<f32>, KSTEP * 32u>; // KSTEP × TILE weight rows / 4
 
 // Each thread writes whole vec4s of the tiles, never one component: a
 // component store can be a read-modify-write of the whole vector
@@ -38,8 +42,9 @@ var<workgroup> w_tile: array<vec4<f32>, 1024>; // BLOCK × TILE weight rows / 4
 // same vector at once would undo each other's.
 
 // Eight values of block `block` from value `first` of the weight rows
-// `col0 + quad·4 …+3` into the weight tile (zeros past the last row).
-fn load_weights(col0: u32, quad: u32, block: u32, first: u32) {
+// `col0 + quad·4 …+3` into the weight tile from its row `slot` (zeros past
+// the last row).
+fn load_weights(col0: u32, quad: u32, block: u32, first: u32, slot: u32) {
     var rows: array<array<f32, 8>, 4>;
     for (var r = 0u; r < 4u; r++) {
         let row = col0 + quad * 4u + r;
@@ -50,7 +55,7 @@ fn load_weights(col0: u32, quad: u32, block: u32, first: u32) {
         }
     }
     for (var e = 0u; e < 8u; e++) {
-        w_tile[(first + e) * (TILE / 4u) + quad] = vec4<f32>(rows[0][e], rows[1][e], rows[2][e], rows[3][e]);
+        w_tile[(slot + e) * (TILE / 4u) + quad] = vec4<f32>(rows[0][e], rows[1][e], rows[2][e], rows[3][e]);
     }
 }
 
@@ -65,30 +70,34 @@ fn main(
     // This thread's rows: 4 from local.y * 4 and 4 more 64 further; the
     // same for its columns with local.x.
     var acc: array<vec4<f32>, 16>; // [row i][column quad j] at 2i + j
-    let blocks = p.k / BLOCK;
     let quads = p.k / 4u;
-    for (var block = 0u; block < blocks; block++) {
-        // The x tile: a thread reads 4 rows × 4 values of k as vec4s (8
-        // threads cover a row's 128 bytes) and stores them transposed.
-        let row_quad = index / 8u;
-        let k_quad = index % 8u;
-        var rows: array<vec4<f32>, 4>;
-        for (var r = 0u; r < 4u; r++) {
-            let row = row0 + row_quad * 4u + r;
-            rows[r] = vec4<f32>(0.0);
-            if row < p.m {
-                rows[r] = x[row * quads + block * 8u + k_quad];
+    for (var step = 0u; step < p.k / KSTEP; step++) {
+        let block = step * KSTEP / BLOCK;
+        let base = step * KSTEP % BLOCK; // where in the block this step starts
+        // The x tile: a thread reads 4 rows × 4 values of k as vec4s and
+        // stores them transposed.
+        if index < 32u * (KSTEP / 4u) {
+            let row_quad = index / (KSTEP / 4u);
+            let k_quad = index % (KSTEP / 4u);
+            var rows: array<vec4<f32>, 4>;
+            for (var r = 0u; r < 4u; r++) {
+                let row = row0 + row_quad * 4u + r;
+                rows[r] = vec4<f32>(0.0);
+                if row < p.m {
+                    rows[r] = x[row * quads + step * (KSTEP / 4u) + k_quad];
+                }
+            }
+            for (var c = 0u; c < 4u; c++) {
+                x_tile[(k_quad * 4u + c) * (TILE / 4u) + row_quad] = vec4<f32>(rows[0][c], rows[1][c], rows[2][c], rows[3][c]);
             }
         }
-        for (var c = 0u; c < 4u; c++) {
-            x_tile[(k_quad * 4u + c) * (TILE / 4u) + row_quad] = vec4<f32>(rows[0][c], rows[1][c], rows[2][c], rows[3][c]);
-        }
-        // The weight tile: half the threads, 4 weight rows × 8 values each.
-        if index < 128u {
-            load_weights(col0, index % 32u, block, (index / 32u) * 8u);
+        // The weight tile: 4 weight rows × 8 values a thread.
+        if index < 32u * (KSTEP / 8u) {
+            let slot = (index / 32u) * 8u;
+            load_weights(col0, index % 32u, block, base + slot, slot);
         }
         workgroupBarrier();
-        for (var kk = 0u; kk < BLOCK; kk++) {
+        for (var kk = 0u; kk < KSTEP; kk++) {
             let at = kk * (TILE / 4u);
             let a0 = x_tile[at + local.y];
             let a1 = x_tile[at + 16u + local.y];

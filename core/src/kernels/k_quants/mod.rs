@@ -5,14 +5,16 @@
 //!
 //! [`blocks`] reads every type into one form (values, group scales and
 //! offsets), so one kernel per instruction set serves all three:
-//! [`scalar`] (any CPU; the reference), `x86` (AVX2) and `arm` (NEON, with
-//! `sdot` where the CPU has it).
+//! [`scalar`] (any CPU; the reference), `x86` (AVX2), `arm` (NEON, with
+//! `sdot` where the CPU has it) and `wasm` (simd128, in the browser).
 
 mod activations;
 #[cfg(target_arch = "aarch64")]
 mod arm;
 pub(crate) mod blocks;
 mod scalar;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -37,7 +39,11 @@ pub fn kernel() -> Kernel {
     {
         arm::kernel()
     }
-    #[cfg(not(target_arch = "aarch64"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        wasm::matmul
+    }
+    #[cfg(not(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128"))))]
     {
         scalar::matmul
     }

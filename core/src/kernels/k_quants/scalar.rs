@@ -26,7 +26,13 @@ pub fn dot(x: Q8KRow, w: &QMatrix, row: usize) -> f32 {
 }
 
 // The SIMD kernels replace it there (tests still compare).
-#[cfg_attr(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(test)), allow(dead_code))]
+#[cfg_attr(
+    all(
+        any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")),
+        not(test)
+    ),
+    allow(dead_code)
+)]
 pub fn matmul(x: &Q8KRows, rows: std::ops::Range<usize>, w: &QMatrix, out: &mut [f32]) {
     for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
         let row = x.row(r);

@@ -1,0 +1,70 @@
+//! WebAssembly SIMD (simd128) kernel for K-quant weights × Q8_K
+//! activations, for the browser. simd128 has no 8-bit dot product, so the
+//! activation rows are widened to 16 bits once per call and each weight
+//! row's super-blocks unpacked and widened once; each 16-value group is
+//! then summed by `i32x4.dot_i16x8_s` into exact lane sums, times the
+//! group's scale. The integer sums and the float scaling are the scalar
+//! kernel's, so the results equal [`super::scalar::matmul`]'s bit for bit.
+
+use core::arch::wasm32::*;
+use std::ops::Range;
+
+use super::activations::{GROUP, Q8KRows, SUPER};
+use super::blocks::{Scales, scales, values};
+use crate::kernels::QMatrix;
+
+/// 16-bit lanes per vector.
+const LANES: usize = 8;
+
+pub fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    let (k, blocks) = (w.cols, w.cols / SUPER);
+    let widened_x: Vec<v128> = rows
+        .clone()
+        .flat_map(|r| {
+            let values = x.row(r).values;
+            // SAFETY: 16 of the row's k values each.
+            values.chunks_exact(16).flat_map(|v| {
+                let v = unsafe { v128_load(v.as_ptr() as *const v128) };
+                [i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v)]
+            })
+        })
+        .collect();
+    let mut widened_w = vec![i16x8_splat(0); k / LANES];
+    let mut factors: Vec<Scales> = Vec::with_capacity(blocks);
+    for c in 0..w.rows {
+        factors.clear();
+        for (block, wide) in w.row(c).chunks_exact(w.kind.block_bytes()).zip(widened_w.chunks_exact_mut(SUPER / LANES))
+        {
+            let v = values(w.kind, block);
+            for (sixteen, wide) in v.chunks_exact(16).zip(wide.chunks_exact_mut(2)) {
+                // SAFETY: 16 values.
+                let v = unsafe { v128_load(sixteen.as_ptr() as *const v128) };
+                wide.copy_from_slice(&[u16x8_extend_low_u8x16(v), u16x8_extend_high_u8x16(v)]);
+            }
+            factors.push(scales(w.kind, block));
+        }
+        for (i, r) in rows.clone().enumerate() {
+            let (row, xw) = (x.row(r), &widened_x[i * k / LANES..][..k / LANES]);
+            let mut sum = 0f32;
+            for (b, s) in factors.iter().enumerate() {
+                let (_, dx, xs) = row.block(b);
+                let mut lanes = i32x4_splat(0);
+                for (g, &scale) in s.scales.iter().enumerate() {
+                    let at = (b * SUPER + g * GROUP) / LANES;
+                    let dot = i32x4_add(
+                        i32x4_dot_i16x8(widened_w[at], xw[at]),
+                        i32x4_dot_i16x8(widened_w[at + 1], xw[at + 1]),
+                    );
+                    lanes = i32x4_add(lanes, i32x4_mul(dot, i32x4_splat(i32::from(scale))));
+                }
+                let products = i32x4_extract_lane::<0>(lanes)
+                    + i32x4_extract_lane::<1>(lanes)
+                    + i32x4_extract_lane::<2>(lanes)
+                    + i32x4_extract_lane::<3>(lanes);
+                let offsets: i32 = s.offsets.iter().zip(xs).map(|(&o, &x)| i32::from(o) * i32::from(x)).sum();
+                sum += (s.d * dx) * products as f32 - (s.dmin * dx) * offsets as f32;
+            }
+            out[i * w.rows + c] = sum;
+        }
+    }
+}
