@@ -34,6 +34,8 @@ pub mod display;
 pub mod document;
 mod engine;
 mod error;
+#[cfg(feature = "models")]
+pub mod generate;
 pub mod gguf;
 #[cfg(feature = "models-wgpu")]
 pub mod gpu;

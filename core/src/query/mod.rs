@@ -1,6 +1,8 @@
-//! Query languages: the lex syntax and query documents.
+//! Query languages: the lex syntax, query documents, and a generation
+//! model's expansions.
 
 pub mod document;
+pub mod expansion;
 pub mod lex;
 
 use crate::error::{Error, Result};

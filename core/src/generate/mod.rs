@@ -1,0 +1,6 @@
+//! Text generation on the decoder models (qmd's query expansion, a Qwen3
+//! fine-tune): what constrains, samples and loops over the decoder.
+//! [`grammar`] holds qmd's expansion grammar as an automaton over bytes
+//! and the mask it puts on each step's tokens.
+
+pub mod grammar;
