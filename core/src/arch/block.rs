@@ -4,7 +4,7 @@
 //! projection; an RMS norm and a gated feed-forward. Gemma also norms
 //! each sub-block's output before adding it back (its post-norms).
 
-use super::backend::Backend;
+use super::backend::{Backend, Cpu};
 use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
 use crate::error::{Error, Result};
@@ -105,6 +105,15 @@ pub enum Activation {
     Silu,
 }
 
+/// One block's keys and values of the tokens a sequence has seen so far
+/// (rope applied, rounded to f16), `[len × kv_heads·head_dim]` each.
+#[derive(Default)]
+pub struct KvCache {
+    keys: Vec<f32>,
+    values: Vec<f32>,
+    len: usize,
+}
+
 /// One block's weights, checked against the shape at load.
 pub struct Block {
     attention_norm: Vector,
@@ -195,6 +204,41 @@ impl Block {
             b.rms_norm(&mut out, norm, s.eps);
         }
         out
+    }
+
+    /// The attention sub-block's output for the next tokens of one
+    /// sequence whose earlier tokens' keys and values are in `cache` (on
+    /// the CPU kernels): the new tokens' keys and values join the cache.
+    pub fn attention_cached(
+        &self,
+        weights: &Weights,
+        x: &[f32],
+        s: &BlockShape,
+        cache: &mut KvCache,
+        rope: Rope,
+        rope_base: f32,
+    ) -> Vec<f32> {
+        let b = &Cpu;
+        let tokens = x.len() / s.width;
+        let mut h = x.to_vec();
+        b.rms_norm(&mut h, &self.attention_norm, s.eps);
+        let [mut q, mut k, mut v] = b.matmul_each(weights, &h, [(&self.q, None), (&self.k, None), (&self.v, None)]);
+        if let Some((q_norm, k_norm)) = &self.qk_norms {
+            b.rms_norm(&mut q, q_norm, s.eps);
+            b.rms_norm(&mut k, k_norm, s.eps);
+        }
+        let at = [(cache.len, tokens)];
+        ops::rope_from(&mut q, &at, s.head_dim, rope_base, rope);
+        ops::rope_from(&mut k, &at, s.head_dim, rope_base, rope);
+        // Keys and values as llama.cpp's cache holds them: f16.
+        b.round_to_f16(&mut k);
+        b.round_to_f16(&mut v);
+        cache.keys.extend(k);
+        cache.values.extend(v);
+        let attended =
+            ops::attention_after(&q, &cache.keys, &cache.values, cache.len, s.attention(ops::Window::Causal));
+        cache.len += tokens;
+        b.project(weights, &attended, &self.out, None)
     }
 
     /// The feed-forward sub-block's output for `x`, before it is added back.

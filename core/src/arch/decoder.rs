@@ -10,8 +10,8 @@
 //! the LM head (the token embeddings where the file has no `output`) and
 //! a ranking head read.
 
-use super::backend::Backend;
-use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape};
+use super::backend::{Backend, Cpu};
+use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape, KvCache};
 use super::ops::{Rope, Window};
 use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
@@ -109,10 +109,7 @@ impl Decoder {
         let run = AttentionRun {
             lengths: &lengths,
             attention: s.attention(Window::Causal),
-            rope: match self.family {
-                Family::Llama => Rope::Pairs,
-                Family::Qwen3 => Rope::Halves,
-            },
+            rope: self.rope(),
             rope_base: self.shape.rope_base,
             // Keys and values as llama.cpp's cache holds them: f16.
             f16_keys_values: true,
@@ -133,6 +130,45 @@ impl Decoder {
         }
         b.rms_norm(&mut x, &self.output_norm, s.eps);
         Ok(x)
+    }
+
+    /// One cache per block, empty: a new sequence for [`Self::extend`].
+    pub fn new_cache(&self) -> Vec<KvCache> {
+        self.layers.iter().map(|_| KvCache::default()).collect()
+    }
+
+    /// Runs the next `tokens` of the sequence whose earlier tokens are in
+    /// `cache` (`cached` of them, all from [`Self::new_cache`]), on the CPU
+    /// kernels; their keys and values join the cache. Returns the
+    /// final-normed state of the last token.
+    pub fn extend(&self, cache: &mut [KvCache], cached: usize, tokens: &[u32]) -> Result<Vec<f32>> {
+        let s = &self.shape.block;
+        if tokens.is_empty() || cached + tokens.len() > s.context {
+            return Err(Error::invalid(format!(
+                "{} tokens after {cached} (1 to {} in all fit the model's context)",
+                tokens.len(),
+                s.context
+            )));
+        }
+        let b = &Cpu;
+        let rope = self.rope();
+        let mut x = b.lookup(&self.weights, &self.tokens, tokens)?;
+        for (layer, cache) in self.layers.iter().zip(cache) {
+            let attended = layer.attention_cached(&self.weights, &x, s, cache, rope, self.shape.rope_base);
+            b.add(&mut x, &attended);
+            let fed = layer.feed_forward(b, &self.weights, &x, s);
+            b.add(&mut x, &fed);
+        }
+        let mut last = x[(tokens.len() - 1) * s.width..].to_vec();
+        b.rms_norm(&mut last, &self.output_norm, s.eps);
+        Ok(last)
+    }
+
+    fn rope(&self) -> Rope {
+        match self.family {
+            Family::Llama => Rope::Pairs,
+            Family::Qwen3 => Rope::Halves,
+        }
     }
 
     /// The LM head's logits over the vocabulary for each state.

@@ -123,19 +123,26 @@ pub enum Rope {
 /// ggml builds them (`θ_i = p · base^(−2i/d)` by repeated f32
 /// multiplication), so they match it to the last bit.
 pub fn rope(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
+    let sequences: Vec<(usize, usize)> = lengths.iter().map(|&len| (0, len)).collect();
+    rope_from(x, &sequences, head_dim, base, layout);
+}
+
+/// [`rope`] for sequences `(first position, length)`: tokens that follow a
+/// cache of earlier ones.
+pub fn rope_from(x: &mut [f32], sequences: &[(usize, usize)], head_dim: usize, base: f32, layout: Rope) {
     let half = head_dim / 2;
-    let longest = lengths.iter().copied().max().unwrap_or(0);
-    let table = rope_table(longest, head_dim, base);
+    let end = sequences.iter().map(|&(first, len)| first + len).max().unwrap_or(0);
+    let table = rope_table(end, head_dim, base);
     let rotate = |a: &mut f32, b: &mut f32, (cos, sin): (f32, f32)| {
         let (x0, x1) = (*a, *b);
         *a = x0 * cos - x1 * sin;
         *b = x0 * sin + x1 * cos;
     };
-    let width = x.len() / lengths.iter().sum::<usize>().max(1);
+    let width = x.len() / sequences.iter().map(|s| s.1).sum::<usize>().max(1);
     let mut at = 0;
-    for &len in lengths {
+    for &(first, len) in sequences {
         for p in 0..len {
-            let angles = &table[p * half..(p + 1) * half];
+            let angles = &table[(first + p) * half..(first + p + 1) * half];
             for head in x[(at + p) * width..(at + p + 1) * width].chunks_exact_mut(head_dim) {
                 match layout {
                     Rope::Halves => {
@@ -276,8 +283,18 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], shape: Atte
     parallel::chunks_mut(&mut pieces, 1, |_, piece| {
         let (start, len, out) = &mut piece[0];
         let (qs, kvs) = (*start * q_width..(*start + *len) * q_width, *start * kv_width..(*start + *len) * kv_width);
-        sequence_attention(&q[qs], &k[kvs.clone()], &v[kvs], *len, shape, out);
+        sequence_attention(&q[qs], &k[kvs.clone()], &v[kvs], (0, *len), shape, out);
     });
+    out
+}
+
+/// One sequence's attention for queries that follow `cached` earlier
+/// tokens: `q` holds the new tokens' rows, `k` and `v` every token's
+/// (the cache's, then the new ones').
+pub fn attention_after(q: &[f32], k: &[f32], v: &[f32], cached: usize, shape: AttentionShape) -> Vec<f32> {
+    let queries = q.len() / (shape.heads * shape.head_dim);
+    let mut out = vec![0f32; q.len()];
+    sequence_attention(q, k, v, (cached, queries), shape, &mut out);
     out
 }
 
@@ -286,20 +303,30 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], shape: Atte
 /// half the square and a windowed one a band.
 const QUERY_BLOCK: usize = 64;
 
-/// One sequence's attention into `out` (`len × heads·head_dim`).
-fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: AttentionShape, out: &mut [f32]) {
+/// One sequence's attention into `out` (`queries × heads·head_dim`) for
+/// `(cached, queries)`: queries at positions `cached..cached + queries`,
+/// keys and values at every position up to the last query's.
+fn sequence_attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    (cached, queries): (usize, usize),
+    shape: AttentionShape,
+    out: &mut [f32],
+) {
     let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
     let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
     let group = heads / kv_heads.max(1);
-    assert_eq!(out.len(), len * q_width, "attention output shape");
-    let mut scores = vec![0f32; QUERY_BLOCK.min(len) * len];
+    let len = cached + queries;
+    assert_eq!(out.len(), queries * q_width, "attention output shape");
+    let mut scores = vec![0f32; QUERY_BLOCK.min(queries) * len];
     for h in 0..heads {
         let (q_column, kv_column) = (h * head_dim, (h / group) * head_dim);
-        for first in (0..len).step_by(QUERY_BLOCK) {
-            let rows = QUERY_BLOCK.min(len - first);
+        for first in (0..queries).step_by(QUERY_BLOCK) {
+            let rows = QUERY_BLOCK.min(queries - first);
             // The windows only move forward with the query, so the block's
             // keys run from its first row's first key to its last row's last.
-            let span = window.keys(first, len).start..window.keys(first + rows - 1, len).end;
+            let span = window.keys(cached + first, len).start..window.keys(cached + first + rows - 1, len).end;
             let width = span.len();
             // scores = scale · Q_h[block] · K_h[span]ᵀ
             // SAFETY: Q_h[block] is the rows × head_dim block at (first,
@@ -325,7 +352,7 @@ fn sequence_attention(q: &[f32], k: &[f32], v: &[f32], len: usize, shape: Attent
                 );
             }
             for (i, row) in scores[..rows * width].chunks_exact_mut(width).enumerate() {
-                let keys = window.keys(first + i, len);
+                let keys = window.keys(cached + first + i, len);
                 let keys = keys.start - span.start..keys.end - span.start;
                 row[..keys.start].fill(0.0);
                 row[keys.end..].fill(0.0);

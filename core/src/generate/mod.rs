@@ -1,6 +1,10 @@
 //! Text generation on the decoder models (qmd's query expansion, a Qwen3
 //! fine-tune): what constrains, samples and loops over the decoder.
 //! [`grammar`] holds qmd's expansion grammar as an automaton over bytes
-//! and the mask it puts on each step's tokens.
+//! and the mask it puts on each step's tokens; [`session`] a running
+//! sequence over the blocks' key/value caches.
 
 pub mod grammar;
+pub mod session;
+
+pub use session::Session;

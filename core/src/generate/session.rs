@@ -1,0 +1,54 @@
+//! A decoder model's running sequence: the prompt processed in one pass,
+//! then one token at a time, each step's keys and values kept in the
+//! blocks' caches (llama.cpp's KV cache, f16 values), so a step costs the
+//! new token's products and its attention over the cache, not the whole
+//! sequence again.
+
+use crate::arch::Decoder;
+use crate::arch::block::KvCache;
+use crate::error::Result;
+
+pub struct Session<'m> {
+    model: &'m Decoder,
+    cache: Vec<KvCache>,
+    tokens: Vec<u32>,
+}
+
+impl<'m> Session<'m> {
+    pub fn new(model: &'m Decoder) -> Session<'m> {
+        Session { model, cache: model.new_cache(), tokens: Vec::new() }
+    }
+
+    /// Every token the sequence holds.
+    pub fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+
+    /// Appends `tokens` (a prompt, or the token just chosen) and returns
+    /// the logits for the token after them.
+    pub fn feed(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let state = self.model.extend(&mut self.cache, self.tokens.len(), tokens)?;
+        self.tokens.extend_from_slice(tokens);
+        Ok(self.model.logits(&state))
+    }
+
+    /// Up to `count` tokens after `prompt`, each the most probable (ties
+    /// to the lowest id), stopping after any of `stop`.
+    pub fn greedy(&mut self, prompt: &[u32], count: usize, stop: &[u32]) -> Result<Vec<u32>> {
+        let mut logits = self.feed(prompt)?;
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let next = logits
+                .iter()
+                .enumerate()
+                .fold((0, f32::NEG_INFINITY), |best, (i, &l)| if l > best.1 { (i, l) } else { best })
+                .0 as u32;
+            out.push(next);
+            if stop.contains(&next) || out.len() == count {
+                break;
+            }
+            logits = self.feed(&[next])?;
+        }
+        Ok(out)
+    }
+}
