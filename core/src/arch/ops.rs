@@ -454,11 +454,38 @@ mod tests {
                 let k: Vec<f32> = (0..len * 16).map(|_| random()).collect();
                 let v: Vec<f32> = (0..len * 16).map(|_| random()).collect();
                 let mut ours = vec![0f32; len * 32];
-                sequence_attention(&q, &k, &v, len, shape, &mut ours);
-                for (a, b) in ours.iter().zip(naive(&q, &k, &v, len, shape)) {
+                sequence_attention(&q, &k, &v, (0, len), shape, &mut ours);
+                let whole = naive(&q, &k, &v, len, shape);
+                for (a, b) in ours.iter().zip(&whole) {
                     assert!((a - b).abs() < 1e-5, "{window:?} len {len}: {a} vs {b}");
                 }
+                // The last tokens' queries after the others are cached: the
+                // whole pass's last rows (a decoding step, and a prompt
+                // that follows a cache).
+                if window == Window::Causal {
+                    for new in [1, len.min(3), len] {
+                        let cached = len - new;
+                        let after = attention_after(&q[cached * 32..], &k, &v, cached, shape);
+                        for (a, b) in after.iter().zip(&whole[cached * 32..]) {
+                            assert!((a - b).abs() < 1e-5, "len {len}, {new} after {cached}: {a} vs {b}");
+                        }
+                    }
+                }
             }
+        }
+    }
+
+    /// Positions from a cache's length rotate as the same positions of
+    /// the whole sequence.
+    #[test]
+    fn rope_from_a_position_equals_the_whole_sequences() {
+        for layout in [Rope::Halves, Rope::Pairs] {
+            let (len, head_dim) = (9, 8);
+            let mut whole: Vec<f32> = (0..len * 2 * head_dim).map(|i| (i as f32 * 0.37).sin()).collect();
+            let mut tail = whole[5 * 2 * head_dim..].to_vec();
+            rope(&mut whole, &[len], head_dim, 10_000.0, layout);
+            rope_from(&mut tail, &[(5, len - 5)], head_dim, 10_000.0, layout);
+            assert_eq!(tail, whole[5 * 2 * head_dim..], "{layout:?}");
         }
     }
 }
