@@ -16,6 +16,11 @@
 //! vocabulary needs fewer characters for that: tldr pages joined and cut
 //! by its own tokens) and 16 tldr pages as they are; llama.cpp ranks the
 //! same with qmd's ranking contexts (4,096 tokens, `rankAll`).
+//!
+//! Generation: SmolLM2-135M-Instruct Q4_1 (the real model), a short chat
+//! prompt and a tldr page as a long one, 64 greedy tokens each: prompt
+//! tokens/s (time to the first token) and decoding tokens/s (the rest),
+//! next to llama.cpp's on 2 threads, each after a warm-up run.
 //! `BENCH_OURS_ONLY=1` skips llama.cpp (to profile this project's side).
 //! `BENCH_PYTORCH=1` adds PyTorch fp32 (sentence-transformers, every core;
 //! `tests/models/torch_bench.py` in the venv `scripts/python-env.sh torch` makes,
@@ -63,7 +68,8 @@ fn throughput_on(texts: &[String], embed: impl Fn(&[String])) -> f64 {
 static TEXT_SET: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 
 fn main() {
-    // `cargo bench --bench gguf -- rerank` runs one section (embed, rerank).
+    // `cargo bench --bench gguf -- rerank` runs one section (embed, rerank,
+    // generate).
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let wanted = |section: &str| filters.is_empty() || filters.iter().any(|f| f == section);
     if wanted("embed") {
@@ -71,6 +77,68 @@ fn main() {
     }
     if wanted("rerank") {
         rerank();
+    }
+    if wanted("generate") {
+        generate();
+    }
+}
+
+/// Tokens generated per prompt.
+const GENERATED: usize = 64;
+
+fn generate() {
+    let f = fixtures();
+    let path = f.smollm2();
+    let bytes: qmd_core::arch::ModelBytes = Arc::new(std::fs::read(&path).unwrap());
+    let file = qmd_core::gguf::GgufFile::parse("smollm2", (*bytes).as_ref()).unwrap();
+    let tokenizer = qmd_core::gguf::BpeTokenizer::from_gguf(&file).unwrap();
+    let model = qmd_core::arch::Decoder::load(&file, bytes.clone()).unwrap();
+    let page = markdown_files(&tldr_corpus_dir())
+        .into_iter()
+        .find(|(p, _)| p.ends_with("pages/common/tar.md"))
+        .map(|(_, b)| String::from_utf8_lossy(&b).into_owned())
+        .expect("tldr's tar page");
+    let chat = |text: &str| format!("<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n");
+    let prompts = [chat("List three uses of a search index."), chat(&format!("Summarise this page:\n\n{page}"))];
+    println!("\nSmolLM2-135M-Instruct Q4_1, {GENERATED} greedy tokens a prompt\n");
+    println!("| prompt | runtime | prompt tokens/s | decoding tokens/s |");
+    println!("|---|---|---:|---:|");
+    for prompt in &prompts {
+        let mut tokens = tokenizer.encode(prompt, true);
+        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
+            tokens.insert(0, bos);
+        }
+        let run = || {
+            let mut session = qmd_core::generate::Session::new(&model);
+            let start = Instant::now();
+            let mut logits = session.feed(&tokens).unwrap();
+            let first = start.elapsed().as_secs_f64();
+            for _ in 1..GENERATED {
+                let next = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
+                logits = session.feed(&[next]).unwrap();
+            }
+            (first, start.elapsed().as_secs_f64() - first)
+        };
+        run();
+        let (first, rest) = run();
+        let label = format!("{} tokens", tokens.len());
+        println!(
+            "| {label} | this project | {:.0} | {:.1} |",
+            tokens.len() as f64 / first,
+            (GENERATED - 1) as f64 / rest
+        );
+        if std::env::var_os("BENCH_OURS_ONLY").is_none() {
+            let theirs = f.llama(
+                "bench-generate",
+                &path,
+                &serde_json::json!({"prompt": prompt, "tokens": GENERATED, "threads": 2}),
+            );
+            println!(
+                "| {label} | llama.cpp, 2 threads | {:.0} | {:.1} |",
+                theirs["prompt_per_s"].as_f64().unwrap(),
+                theirs["decode_per_s"].as_f64().unwrap()
+            );
+        }
     }
 }
 

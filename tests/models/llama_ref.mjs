@@ -14,6 +14,8 @@
 //       -> {"plain": [[id...] per text], "special": [[id...] per text]}
 //   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs greedy MODEL.gguf < {"prompt", "tokens"}
 //       -> {"prompt": [id...], "generated": [id...], "first": [[id, probability]...]}
+//   LLAMA_REF_DIR=$ref node tests/models/llama_ref.mjs bench-generate MODEL.gguf < {"prompt", "tokens", "threads"}
+//       -> {"prompt_tokens", "prompt_per_s", "generated", "decode_per_s", "peak_rss_bytes", "start_rss_bytes"}
 //
 // `tokenize` gives llama.cpp's tokens of each text with special tokens
 // left as text (`plain`) and parsed (`special`), no BOS/EOS added.
@@ -40,8 +42,8 @@ function fail(message) {
 // takes off the peak to see the model's own share.
 const startRssBytes = process.memoryUsage().rss;
 
-const USAGE = "usage: llama_ref.mjs embed|bench-embed|rank|bench-rank|tokenize|greedy MODEL.gguf < input.json";
-const COMMANDS = ["embed", "bench-embed", "rank", "bench-rank", "tokenize", "greedy"];
+const USAGE = "usage: llama_ref.mjs embed|bench-embed|rank|bench-rank|tokenize|greedy|bench-generate MODEL.gguf < input.json";
+const COMMANDS = ["embed", "bench-embed", "rank", "bench-rank", "tokenize", "greedy", "bench-generate"];
 const [command, modelPath] = process.argv.slice(2);
 if (!COMMANDS.includes(command) || !modelPath)
     fail(USAGE);
@@ -75,9 +77,9 @@ if (command === "rank" || command === "bench-rank") {
     if (typeof input?.query !== "string" || !Array.isArray(input?.documents) ||
         !input.documents.every((d) => typeof d === "string"))
         fail('rank reads {"query": string, "documents": [string, ...]} on stdin');
-} else if (command === "greedy") {
+} else if (command === "greedy" || command === "bench-generate") {
     if (typeof input?.prompt !== "string" || !Number.isInteger(input?.tokens))
-        fail('greedy reads {"prompt": string, "tokens": integer} on stdin');
+        fail(`${command} reads {"prompt": string, "tokens": integer} on stdin`);
 } else if (!Array.isArray(input) || !input.every((t) => typeof t === "string"))
     fail(`${command} reads a JSON array of strings on stdin`);
 
@@ -209,10 +211,46 @@ async function greedy({ prompt, tokens: count }) {
     return { prompt: tokens, generated, first };
 }
 
+// Prompt processing and decoding speed, greedy, one sequence: the time to
+// the first generated token is the prompt's, the rest the decoding's (a
+// first run warms the weights up).
+async function benchGenerate({ prompt, tokens: count, threads }) {
+    const tokens = Array.from(model.tokenize(prompt, true));
+    if (model.tokens.shouldPrependBosToken && tokens[0] !== model.tokens.bos)
+        tokens.unshift(model.tokens.bos);
+    let timing;
+    for (let run = 0; run < 2; run++) {
+        const context = await model.createContext({ contextSize: 2048, batchSize: 2048, threads });
+        const sequence = context.getSequence();
+        const start = process.hrtime.bigint();
+        let first = null;
+        let generated = 0;
+        for await (const token of sequence.evaluate(tokens, { temperature: 0, yieldEogToken: true })) {
+            if (first == null)
+                first = process.hrtime.bigint();
+            if (++generated >= count)
+                break;
+        }
+        const end = process.hrtime.bigint();
+        timing = { first: Number(first - start) / 1e9, rest: Number(end - first) / 1e9, generated };
+        await context.dispose();
+    }
+    return {
+        prompt_tokens: tokens.length,
+        prompt_per_s: tokens.length / timing.first,
+        generated: timing.generated,
+        decode_per_s: (timing.generated - 1) / timing.rest,
+        peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+        start_rss_bytes: startRssBytes,
+    };
+}
+
 let result;
 try {
     if (command === "greedy")
         result = await greedy(input);
+    else if (command === "bench-generate")
+        result = await benchGenerate(input);
     else if (command === "bench-rank")
         result = await benchRank(input);
     else if (command === "tokenize")

@@ -95,10 +95,16 @@ pub fn last_rows(x: &[f32], lengths: &[usize]) -> Vec<f32> {
 /// `(cos, sin)` of each position below `positions` and each pair of a
 /// head, shared by every head and sequence.
 pub fn rope_table(positions: usize, head_dim: usize, base: f32) -> Vec<(f32, f32)> {
+    rope_rows(0..positions, head_dim, base)
+}
+
+/// [`rope_table`]'s rows for `positions` only (a decoding step needs one
+/// row, not the whole sequence's).
+fn rope_rows(positions: std::ops::Range<usize>, head_dim: usize, base: f32) -> Vec<(f32, f32)> {
     let half = head_dim / 2;
     let theta_scale = base.powf(-2.0 / head_dim as f32);
-    let mut table = vec![(0f32, 0f32); positions * half];
-    for (p, row) in table.chunks_exact_mut(half.max(1)).enumerate() {
+    let mut table = vec![(0f32, 0f32); positions.len() * half];
+    for (p, row) in positions.zip(table.chunks_exact_mut(half.max(1))) {
         let mut theta = p as f32;
         for entry in row {
             *entry = (theta.cos(), theta.sin());
@@ -131,8 +137,9 @@ pub fn rope(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32, layout
 /// cache of earlier ones.
 pub fn rope_from(x: &mut [f32], sequences: &[(usize, usize)], head_dim: usize, base: f32, layout: Rope) {
     let half = head_dim / 2;
+    let start = sequences.iter().map(|&(first, _)| first).min().unwrap_or(0);
     let end = sequences.iter().map(|&(first, len)| first + len).max().unwrap_or(0);
-    let table = rope_table(end, head_dim, base);
+    let table = rope_rows(start..end, head_dim, base);
     let rotate = |a: &mut f32, b: &mut f32, (cos, sin): (f32, f32)| {
         let (x0, x1) = (*a, *b);
         *a = x0 * cos - x1 * sin;
@@ -142,7 +149,7 @@ pub fn rope_from(x: &mut [f32], sequences: &[(usize, usize)], head_dim: usize, b
     let mut at = 0;
     for &(first, len) in sequences {
         for p in 0..len {
-            let angles = &table[(first + p) * half..(first + p + 1) * half];
+            let angles = &table[(first + p - start) * half..(first + p - start + 1) * half];
             for head in x[(at + p) * width..(at + p + 1) * width].chunks_exact_mut(head_dim) {
                 match layout {
                     Rope::Halves => {
@@ -319,6 +326,9 @@ fn sequence_attention(
     let group = heads / kv_heads.max(1);
     let len = cached + queries;
     assert_eq!(out.len(), queries * q_width, "attention output shape");
+    if queries == 1 {
+        return one_query_attention(q, k, v, (cached, len), shape, out);
+    }
     let mut scores = vec![0f32; QUERY_BLOCK.min(queries) * len];
     for h in 0..heads {
         let (q_column, kv_column) = (h * head_dim, (h / group) * head_dim);
@@ -377,6 +387,48 @@ fn sequence_attention(
             }
         }
     }
+}
+
+/// One query's attention (a decoding step) at `position` of `len` tokens:
+/// each head's scores as dot products over its keys' contiguous rows, the
+/// heads over the cores. (gemm read the keys as a strided transpose and
+/// packed them first: at one query that packing cost more than the
+/// products.)
+fn one_query_attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    (position, len): (usize, usize),
+    shape: AttentionShape,
+    out: &mut [f32],
+) {
+    let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
+    let (kv_width, group) = (kv_heads * head_dim, heads / kv_heads.max(1));
+    let keys = window.keys(position, len);
+    parallel::chunks_mut(out, head_dim, |h, out| {
+        let kv_column = (h / group) * head_dim;
+        let query = &q[h * head_dim..][..head_dim];
+        let at = |j: usize| j * kv_width + kv_column..j * kv_width + kv_column + head_dim;
+        let mut scores: Vec<f32> = keys.clone().map(|j| scale * dot(query, &k[at(j)])).collect();
+        softmax(&mut scores);
+        out.fill(0.0);
+        for (j, &p) in keys.clone().zip(&scores) {
+            out.iter_mut().zip(&v[at(j)]).for_each(|(o, &x)| *o += p * x);
+        }
+    });
+}
+
+/// `a · b`, in eight lanes (so it vectorises).
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = a8.remainder().iter().zip(b8.remainder()).map(|(x, y)| x * y).sum();
+    for (a, b) in a8.zip(b8) {
+        for i in 0..8 {
+            lanes[i] += a[i] * b[i];
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// The mean of each sequence's token states, `[sequences × width]`.
