@@ -311,6 +311,21 @@ fn rank_scores_on(file: &str, device: &ModelDevice, queries: usize) -> (Vec<f32>
     (ours, theirs)
 }
 
+/// Our rank scores on a quantized `file` against llama.cpp's on it:
+/// (worst, mean) difference, and the mean by which llama.cpp's own scores
+/// on it move from its F32 file's.
+fn quantized_rank_scores(file: &str) -> (f32, f32, f32) {
+    let (ours, theirs) = rank_scores(file);
+    let (_, theirs_f32) = rank_scores("qwen3-reranker-f32.gguf");
+    let (worst, mean) = differences(&ours, &theirs);
+    let (_, shift) = differences(&theirs, &theirs_f32);
+    eprintln!(
+        "{file}: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}; llama.cpp's on it vs its F32: \
+         mean {shift:.1e}"
+    );
+    (worst, mean, shift)
+}
+
 /// (largest, mean) absolute difference.
 fn differences(a: &[f32], b: &[f32]) -> (f32, f32) {
     let d: Vec<f32> = a.iter().zip(b).map(|(x, y)| (x - y).abs()).collect();
@@ -339,14 +354,7 @@ fn qwen3_reranker_f32_gguf_matches_llama_cpp() {
 /// Q8_0 is nearer llama.cpp's Q8_0 than llama.cpp's Q8_0 is to its F32.
 #[test]
 fn qwen3_reranker_q8_0_gguf_matches_llama_cpp() {
-    let (ours, theirs) = rank_scores("qwen3-reranker-q8_0.gguf");
-    let (_, theirs_f32) = rank_scores("qwen3-reranker-f32.gguf");
-    let (worst, mean) = differences(&ours, &theirs);
-    let (_, shift) = differences(&theirs, &theirs_f32);
-    eprintln!(
-        "qwen3-reranker Q8_0: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}; \
-         llama.cpp Q8_0 vs its F32: mean {shift:.1e}"
-    );
+    let (worst, mean, shift) = quantized_rank_scores("qwen3-reranker-q8_0.gguf");
     assert!(worst <= 1e-2, "worst difference {worst}");
     assert!(mean <= shift, "mean difference {mean} exceeds llama.cpp's own F32 → Q8_0 shift {shift}");
 }
@@ -358,14 +366,7 @@ fn qwen3_reranker_q8_0_gguf_matches_llama_cpp() {
 #[test]
 fn qwen3_reranker_q4_k_m_gguf_matches_llama_cpp() {
     fixtures().quantized("qwen3-reranker", "q4_k_m");
-    let (ours, theirs) = rank_scores("qwen3-reranker-q4_k_m.gguf");
-    let (_, theirs_f32) = rank_scores("qwen3-reranker-f32.gguf");
-    let (worst, mean) = differences(&ours, &theirs);
-    let (_, shift) = differences(&theirs, &theirs_f32);
-    eprintln!(
-        "qwen3-reranker Q4_K_M: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}; \
-         llama.cpp Q4_K_M vs its F32: mean {shift:.1e}"
-    );
+    let (worst, mean, shift) = quantized_rank_scores("qwen3-reranker-q4_k_m.gguf");
     assert!(worst <= 2e-2, "worst difference {worst}");
     assert!(
         mean <= shift / 10.0,

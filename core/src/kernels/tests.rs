@@ -38,6 +38,26 @@ pub(crate) fn random_matrix(kind: GgmlType, rows: usize, cols: usize, seed: u64)
     bytes
 }
 
+/// `got` holds `expected`'s sums up to float summation order: within
+/// 1e-5 of the largest (scale and minimum terms may cancel).
+pub(crate) fn assert_same_sums(got: &[f32], expected: &[f32], what: &str) {
+    let largest = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        assert!((g - e).abs() <= 1e-5 * largest, "{what} [{i}]: {g} vs {e}");
+    }
+}
+
+/// Runs `check` on each AArch64 kernel variant this CPU has (`dotprod`
+/// only where it has the instruction).
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn each_arm_kernel<K>(kernels: [(&str, K); 2], mut check: impl FnMut(&str, K)) {
+    for (name, kernel) in kernels {
+        if name != "dotprod" || std::arch::is_aarch64_feature_detected!("dotprod") {
+            check(name, kernel);
+        }
+    }
+}
+
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
 }
@@ -164,18 +184,15 @@ fn q4_kernels_match_the_scalar_reference() {
             kernel(&x, 0..m, &w, &mut got);
             // AArch64's kernels scale in the scalar kernel's order.
             #[cfg(target_arch = "aarch64")]
-            for (name, kernel) in [("neon", arm::q4_neon_matmul as Q8Kernel), ("dotprod", arm::q4_dotprod_matmul)] {
-                if name == "dotprod" && !std::arch::is_aarch64_feature_detected!("dotprod") {
-                    continue;
-                }
-                let mut exact = vec![0f32; m * n];
-                kernel(&x, 0..m, &w, &mut exact);
-                assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
-            }
-            let largest = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
-            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
-                assert!((g - e).abs() <= 1e-5 * largest, "{kind} {m}×{n}×{k} [{i}]: {g} vs {e}");
-            }
+            each_arm_kernel(
+                [("neon", arm::q4_neon_matmul as Q8Kernel), ("dotprod", arm::q4_dotprod_matmul)],
+                |name, kernel| {
+                    let mut exact = vec![0f32; m * n];
+                    kernel(&x, 0..m, &w, &mut exact);
+                    assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
+                },
+            );
+            assert_same_sums(&got, &expected, &format!("{kind} {m}×{n}×{k}"));
         }
     }
 }

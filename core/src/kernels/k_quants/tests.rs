@@ -1,6 +1,8 @@
 use super::*;
 use crate::gguf::{GgmlType, dequantize};
-use crate::kernels::tests::random_matrix;
+#[cfg(target_arch = "aarch64")]
+use crate::kernels::tests::each_arm_kernel;
+use crate::kernels::tests::{assert_same_sums, random_matrix};
 
 const KINDS: [GgmlType; 3] = [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K];
 
@@ -48,22 +50,17 @@ fn kernels_match_the_scalar_reference() {
             scalar::matmul(&x, 0..m, &w, &mut expected);
             let mut got = vec![0f32; m * n];
             kernel()(&x, 0..m, &w, &mut got);
-            // The same integer sums; the floats (whose minimum and scale
-            // terms cancel) summed in another order.
             // AArch64's kernels scale in the scalar kernel's order.
             #[cfg(target_arch = "aarch64")]
-            for (name, kernel) in [("neon", arm::neon_matmul as Kernel), ("dotprod", arm::dotprod_matmul)] {
-                if name == "dotprod" && !std::arch::is_aarch64_feature_detected!("dotprod") {
-                    continue;
-                }
-                let mut exact = vec![0f32; m * n];
-                kernel(&x, 0..m, &w, &mut exact);
-                assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
-            }
-            let largest = expected.iter().fold(0f32, |m, e| m.max(e.abs()));
-            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
-                assert!((g - e).abs() <= 1e-5 * largest, "{kind} {m}×{n}×{k} [{i}]: {g} vs {e}");
-            }
+            each_arm_kernel(
+                [("neon", arm::neon_matmul as Kernel), ("dotprod", arm::dotprod_matmul)],
+                |name, kernel| {
+                    let mut exact = vec![0f32; m * n];
+                    kernel(&x, 0..m, &w, &mut exact);
+                    assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
+                },
+            );
+            assert_same_sums(&got, &expected, &format!("{kind} {m}×{n}×{k}"));
             // A task's rows start anywhere: rows 1.. of the same product.
             if m > 1 {
                 let mut tail = vec![0f32; (m - 1) * n];
