@@ -92,15 +92,10 @@ pub fn last_rows(x: &[f32], lengths: &[usize]) -> Vec<f32> {
     out
 }
 
-/// `(cos, sin)` of each position below `positions` and each pair of a
-/// head, shared by every head and sequence.
-pub fn rope_table(positions: usize, head_dim: usize, base: f32) -> Vec<(f32, f32)> {
-    rope_rows(0..positions, head_dim, base)
-}
-
-/// [`rope_table`]'s rows for `positions` only (a decoding step needs one
-/// row, not the whole sequence's).
-fn rope_rows(positions: std::ops::Range<usize>, head_dim: usize, base: f32) -> Vec<(f32, f32)> {
+/// `(cos, sin)` of each of `positions` and each pair of a head, shared by
+/// every head and sequence (a decoding step needs its position's row
+/// only, not the whole sequence's).
+pub fn rope_table(positions: std::ops::Range<usize>, head_dim: usize, base: f32) -> Vec<(f32, f32)> {
     let half = head_dim / 2;
     let theta_scale = base.powf(-2.0 / head_dim as f32);
     let mut table = vec![(0f32, 0f32); positions.len() * half];
@@ -139,7 +134,7 @@ pub fn rope_from(x: &mut [f32], sequences: &[(usize, usize)], head_dim: usize, b
     let half = head_dim / 2;
     let start = sequences.iter().map(|&(first, _)| first).min().unwrap_or(0);
     let end = sequences.iter().map(|&(first, len)| first + len).max().unwrap_or(0);
-    let table = rope_rows(start..end, head_dim, base);
+    let table = rope_table(start..end, head_dim, base);
     let rotate = |a: &mut f32, b: &mut f32, (cos, sin): (f32, f32)| {
         let (x0, x1) = (*a, *b);
         *a = x0 * cos - x1 * sin;

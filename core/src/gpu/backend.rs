@@ -236,7 +236,7 @@ impl Backend for Gpu {
         let positions = positions(lengths.iter().copied());
         let longest = lengths.iter().copied().max().unwrap_or(0);
         let table: Vec<[f32; 2]> =
-            rope_table(longest, head_dim, base).into_iter().map(|(cos, sin)| [cos, sin]).collect();
+            rope_table(0..longest, head_dim, base).into_iter().map(|(cos, sin)| [cos, sin]).collect();
         let positions = self.context.buffer_with("positions", &positions);
         let table = self.context.buffer_with("rope", &table);
         let pairs = u32::from(layout == Rope::Pairs);
