@@ -114,8 +114,7 @@ fn generate() {
             let mut logits = session.feed(&tokens).unwrap();
             let first = start.elapsed().as_secs_f64();
             for _ in 1..GENERATED {
-                let next = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
-                logits = session.feed(&[next]).unwrap();
+                logits = session.feed(&[qmd_core::generate::session::most_probable(&logits)]).unwrap();
             }
             (first, start.elapsed().as_secs_f64() - first)
         };

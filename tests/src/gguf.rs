@@ -86,15 +86,11 @@ impl GgufFixtures {
     }
 
     fn full_size(&self, model: &str) -> PathBuf {
-        let path = self.file(&format!("{model}-full-q8_0.gguf"));
-        if !path.is_file() {
-            let partial = path.with_extension("partial");
+        self.made_once(&format!("{model}-full-q8_0.gguf"), |partial| {
             let corpus = repo().join("tests/fixtures/qmd-eval/docs");
             let args = ["--type", "q8_0", "--size", "full"].map(std::ffi::OsStr::new);
             self.make_gguf(&[&[model.as_ref(), corpus.as_os_str(), partial.as_os_str()][..], &args].concat());
-            std::fs::rename(&partial, &path).expect("publish the full-size model");
-        }
-        path
+        })
     }
 
     /// SmolLM2-135M-Instruct as Q4_1 GGUF, a real Llama-architecture
@@ -106,24 +102,16 @@ impl GgufFixtures {
     /// [`Self::smollm2`] with every tensor dequantized to F32 (540 MB,
     /// made on first use).
     pub fn smollm2_f32(&self) -> PathBuf {
-        let path = self.file("smollm2-f32.gguf");
-        if !path.is_file() {
-            let partial = path.with_extension("partial");
+        self.made_once("smollm2-f32.gguf", |partial| {
             let source = self.smollm2();
             self.make_gguf(&["dequantize".as_ref(), source.as_os_str(), partial.as_os_str()]);
-            std::fs::rename(&partial, &path).expect("publish the F32 model");
-        }
-        path
+        })
     }
 
     /// `{model}-f32.gguf` quantized to `ftype` (`q4_k_m` …) by llama.cpp's
     /// own quantizer (`tests/models/quantize.py`), made on first use.
     pub fn quantized(&self, model: &str, ftype: &str) -> PathBuf {
-        static QUANTIZING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one_at_a_time = QUANTIZING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let path = self.file(&format!("{model}-{ftype}.gguf"));
-        if !path.is_file() {
-            let partial = path.with_extension("partial");
+        self.made_once(&format!("{model}-{ftype}.gguf"), |partial| {
             let out = Command::new(&self.python)
                 .arg(repo().join("tests/models/quantize.py"))
                 .args([self.file(&format!("{model}-f32.gguf")).as_os_str(), partial.as_os_str(), ftype.as_ref()])
@@ -131,7 +119,21 @@ impl GgufFixtures {
                 .output()
                 .expect("run quantize.py");
             assert!(out.status.success(), "quantize.py {model} {ftype}: {}", String::from_utf8_lossy(&out.stderr));
-            std::fs::rename(&partial, &path).expect("publish the quantized model");
+        })
+    }
+
+    /// The fixture file `name`, made by `make` (into the path it is given)
+    /// on first use, then renamed into place: a run cut short never leaves
+    /// half a file under the real name. One at a time, so tests asking for
+    /// the same file at once do not write it twice.
+    fn made_once(&self, name: &str, make: impl FnOnce(&Path)) -> PathBuf {
+        static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = MAKING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let path = self.file(name);
+        if !path.is_file() {
+            let partial = path.with_extension("partial");
+            make(&partial);
+            std::fs::rename(&partial, &path).unwrap_or_else(|e| panic!("publish {name}: {e}"));
         }
         path
     }

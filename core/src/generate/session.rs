@@ -38,11 +38,7 @@ impl<'m> Session<'m> {
         let mut logits = self.feed(prompt)?;
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
-            let next = logits
-                .iter()
-                .enumerate()
-                .fold((0, f32::NEG_INFINITY), |best, (i, &l)| if l > best.1 { (i, l) } else { best })
-                .0 as u32;
+            let next = most_probable(&logits);
             out.push(next);
             if stop.contains(&next) || out.len() == count {
                 break;
@@ -51,4 +47,10 @@ impl<'m> Session<'m> {
         }
         Ok(out)
     }
+}
+
+/// The token of the largest logit (the lowest id among equals).
+pub fn most_probable(logits: &[f32]) -> u32 {
+    logits.iter().enumerate().fold((0, f32::NEG_INFINITY), |best, (i, &l)| if l > best.1 { (i, l) } else { best }).0
+        as u32
 }

@@ -16,7 +16,7 @@ use crate::gguf::GgmlType;
 
 /// A block's 32 values as four 8-lane 16-bit vectors.
 #[inline(always)]
-fn widen(values: *const u8) -> [v128; 4] {
+pub(super) fn widen(values: *const u8) -> [v128; 4] {
     // SAFETY (callers): `values` points at 32 readable bytes.
     let (low, high) = unsafe { (v128_load(values as *const v128), v128_load(values.add(16) as *const v128)) };
     [
@@ -32,6 +32,12 @@ fn block_dot(x: &[v128; 4], w: &[v128; 4]) -> v128 {
     let a = i32x4_add(i32x4_dot_i16x8(x[0], w[0]), i32x4_dot_i16x8(x[1], w[1]));
     let b = i32x4_add(i32x4_dot_i16x8(x[2], w[2]), i32x4_dot_i16x8(x[3], w[3]));
     i32x4_add(a, b)
+}
+
+/// The sum of the four 32-bit lanes.
+#[inline(always)]
+pub(super) fn lane_sum(v: v128) -> i32 {
+    i32x4_extract_lane::<0>(v) + i32x4_extract_lane::<1>(v) + i32x4_extract_lane::<2>(v) + i32x4_extract_lane::<3>(v)
 }
 
 /// The four lanes' sums of each of `a`, `b`, `c`, `d`, as `[Σa, Σb, Σc, Σd]`.
@@ -119,10 +125,7 @@ pub fn q4_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix, o
             let (mut products, mut minimums) = (0f32, 0f32);
             for (b, (wide, &(dw, mw))) in widened_w.iter().zip(&factors).enumerate() {
                 let lanes = block_dot(&widened_x[i * blocks + b], wide);
-                let mut sum = i32x4_extract_lane::<0>(lanes)
-                    + i32x4_extract_lane::<1>(lanes)
-                    + i32x4_extract_lane::<2>(lanes)
-                    + i32x4_extract_lane::<3>(lanes);
+                let mut sum = lane_sum(lanes);
                 if q4_1 {
                     minimums += mw * scaled_sums[b];
                 } else {

@@ -12,6 +12,7 @@ use std::ops::Range;
 use super::activations::{GROUP, Q8KRows, SUPER};
 use super::blocks::{Scales, scales, values};
 use crate::kernels::QMatrix;
+use crate::kernels::wasm::{lane_sum, widen};
 
 /// 16-bit lanes per vector.
 const LANES: usize = 8;
@@ -20,14 +21,7 @@ pub fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     let (k, blocks) = (w.cols, w.cols / SUPER);
     let widened_x: Vec<v128> = rows
         .clone()
-        .flat_map(|r| {
-            let values = x.row(r).values;
-            // SAFETY: 16 of the row's k values each.
-            values.chunks_exact(16).flat_map(|v| {
-                let v = unsafe { v128_load(v.as_ptr() as *const v128) };
-                [i16x8_extend_low_i8x16(v), i16x8_extend_high_i8x16(v)]
-            })
-        })
+        .flat_map(|r| x.row(r).values.chunks_exact(32).flat_map(|v| widen(v.as_ptr() as *const u8)))
         .collect();
     let mut widened_w = vec![i16x8_splat(0); k / LANES];
     let mut factors: Vec<Scales> = Vec::with_capacity(blocks);
@@ -57,10 +51,7 @@ pub fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
                     );
                     lanes = i32x4_add(lanes, i32x4_mul(dot, i32x4_splat(i32::from(scale))));
                 }
-                let products = i32x4_extract_lane::<0>(lanes)
-                    + i32x4_extract_lane::<1>(lanes)
-                    + i32x4_extract_lane::<2>(lanes)
-                    + i32x4_extract_lane::<3>(lanes);
+                let products = lane_sum(lanes);
                 let offsets: i32 = s.offsets.iter().zip(xs).map(|(&o, &x)| i32::from(o) * i32::from(x)).sum();
                 sum += (s.d * dx) * products as f32 - (s.dmin * dx) * offsets as f32;
             }
