@@ -15,7 +15,9 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=QMD_COMPONENT_WASM");
     println!("cargo:rerun-if-env-changed=QMD_SITE_ENGINE_WASM");
+    println!("cargo:rerun-if-env-changed=QMD_EDGE_WASM");
     build_site_engine(&workspace);
+    build_edge(&workspace);
 
     // A prebuilt component may be supplied (e.g. by a packager).
     if let Ok(prebuilt) = env::var("QMD_COMPONENT_WASM") {
@@ -29,9 +31,34 @@ fn main() {
         &["--package", "qmd-core", "--features", "component", "--target", "wasm32-wasip2", "--profile", "component"],
         "the engine component (qmd-core for wasm32-wasip2)",
     );
-    let wasm = component_target.join("wasm32-wasip2/component/qmd_core.wasm");
+    let wasm = kept_as(&component_target, "qmd-engine.wasm");
     println!("cargo:rustc-env=QMD_COMPONENT_PATH={}", wasm.display());
     emit_hash(&wasm);
+}
+
+/// The component cargo just built for `wasm32-wasip2`, copied under a name
+/// of its own: the engine and the edge component are the same crate with
+/// other features, so each build replaces the other's `qmd_core.wasm`.
+fn kept_as(target: &std::path::Path, name: &str) -> PathBuf {
+    let kept = target.join(name);
+    std::fs::copy(target.join("wasm32-wasip2/component/qmd_core.wasm"), &kept)
+        .unwrap_or_else(|e| panic!("cannot copy the component to {}: {e}", kept.display()));
+    kept
+}
+
+/// The edge component (`qmd edge build` writes it out): qmd's HTTP API as
+/// a `wasi:http` proxy, with the models inside it.
+fn build_edge(workspace: &std::path::Path) {
+    if let Ok(prebuilt) = env::var("QMD_EDGE_WASM") {
+        println!("cargo:rustc-env=QMD_EDGE_PATH={prebuilt}");
+        return;
+    }
+    let target = nested_build(
+        workspace,
+        &["--package", "qmd-core", "--features", "edge", "--target", "wasm32-wasip2", "--profile", "component"],
+        "the edge component (qmd-core --features edge for wasm32-wasip2)",
+    );
+    println!("cargo:rustc-env=QMD_EDGE_PATH={}", kept_as(&target, "qmd-edge.wasm").display());
 }
 
 /// A stable hash of the component, so the precompiled-code cache is keyed

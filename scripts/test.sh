@@ -2,7 +2,8 @@
 # Runs every test: unit tests of the engine, the CLI end to end (through the
 # WASI component), containment, crash safety, damage and fuzzing passes,
 # retrieval quality, the MCP server driven by the official Python MCP SDK,
-# and the browser app in headless Chromium driven by Playwright.
+# the edge component under `wasmtime serve`, and the browser app in
+# headless Chromium driven by Playwright.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # One shared target dir outside the clone, so reruns (and CI) reuse builds.
@@ -35,6 +36,10 @@ bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
 # The MCP server through the official Python MCP SDK (stdio and HTTP).
 py_env="$(scripts/python-env.sh)"
 QMD_BIN="$CARGO_TARGET_DIR/release/qmd" "$py_env/bin/pytest" -q tests/mcp
+# The edge component under `wasmtime serve` (wasmtime-cli built once from
+# crates.io), against `qmd mcp --http` and the CLI.
+QMD_BIN="$CARGO_TARGET_DIR/release/qmd" WASMTIME_BIN="$(scripts/wasmtime-cli.sh)" \
+    QMD_TEST_MODEL_DIR="$(scripts/test-weights.sh)" "$py_env/bin/pytest" -q tests/edge
 # The browser app (web/ + www/), served by `qmd web`, in Debian's Chromium.
 bash scripts/build-web.sh
 (cd tests/browser && npm ci --no-audit --no-fund --silent && npm test)

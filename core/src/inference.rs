@@ -12,7 +12,7 @@
 use crate::error::Result;
 
 /// The embedding model as the engine sees it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EmbedderInfo {
     /// Hugging Face repo id or local path: recorded with the vectors.
     pub model: String,

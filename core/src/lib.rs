@@ -28,6 +28,7 @@ mod api;
 #[cfg(feature = "models")]
 pub mod arch;
 pub mod chunk;
+pub mod clock;
 pub mod collection;
 pub mod directory;
 pub mod display;
@@ -48,6 +49,7 @@ pub mod lookup;
 pub mod model;
 pub mod query;
 pub mod search;
+pub mod serve;
 pub mod site;
 pub mod source;
 pub mod vector;
@@ -55,6 +57,10 @@ pub mod vpath;
 
 #[cfg(feature = "component")]
 mod component;
+#[cfg(feature = "edge")]
+mod edge;
+#[cfg(any(feature = "component", feature = "edge"))]
+mod wasi;
 
 pub use api::*;
 pub use directory::{Directory, RamDirectory};

@@ -13,6 +13,19 @@ use anyhow::{Context, Result, bail};
 /// planted at its name is removed (the link itself), never written
 /// through; the rename then replaces whatever was at `path`, a link too.
 pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
+    replace_with(path, |file| file.write_all(data))
+}
+
+/// [`write_atomically`] with the bytes of the file `from`, streamed (a
+/// model file need not fit in memory).
+pub fn copy_atomically(path: &Path, from: &Path) -> Result<()> {
+    let mut source = fs::File::open(from).with_context(|| format!("cannot read {}", shown(from)))?;
+    replace_with(path, |file| std::io::copy(&mut source, file).map(|_| ()))
+}
+
+/// The file at `path` replaced by what `fill` writes, as
+/// [`write_atomically`] describes.
+fn replace_with(path: &Path, fill: impl FnOnce(&mut fs::File) -> std::io::Result<()>) -> Result<()> {
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent).with_context(|| format!("cannot create {}", shown(parent)))?;
     }
@@ -25,7 +38,7 @@ pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
         other => other,
     }
     .with_context(|| format!("cannot write {}", shown(&temp)))?;
-    let written = file.write_all(data).and_then(|_| file.flush());
+    let written = fill(&mut file).and_then(|_| file.flush());
     drop(file);
     written.and_then(|_| fs::rename(&temp, path)).map_err(|e| {
         let _ = fs::remove_file(&temp);
@@ -115,6 +128,12 @@ impl OwnedDir {
     /// and whatever was at that name, a link included, is replaced).
     pub fn write(&self, rel: &str, data: &[u8]) -> Result<()> {
         write_atomically(&self.inside(rel, true)?.expect("made"), data)
+    }
+
+    /// Copies the file `from` to `rel` ([`copy_atomically`], with the
+    /// same guarantees as [`write`](Self::write)).
+    pub fn copy_in(&self, rel: &str, from: &Path) -> Result<()> {
+        copy_atomically(&self.inside(rel, true)?.expect("made"), from)
     }
 
     /// Whether `rel` is a file (not a link) of `len` bytes.

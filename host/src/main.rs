@@ -3,6 +3,7 @@
 mod cli;
 mod clock;
 mod component;
+mod edge;
 mod files;
 mod lock;
 mod mcp;

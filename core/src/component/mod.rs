@@ -4,16 +4,10 @@
 // Generated bindings mirror WIT signatures, some with many parameters.
 #![allow(clippy::too_many_arguments)]
 
-mod fs;
 #[cfg(not(feature = "plugin"))]
 mod models;
 
-use std::cell::RefCell;
-use std::rc::Rc;
-
-use fs::{FsDirectory, FsSource};
-
-use crate::Engine;
+use crate::wasi::engine;
 
 #[cfg(not(feature = "plugin"))]
 wit_bindgen::generate!({
@@ -29,50 +23,6 @@ wit_bindgen::generate!({
 });
 
 use qmd::engine::types as wit;
-
-/// Where the index and config directories are in the guest unless
-/// `QMD_INDEX_DIR` / `QMD_CONFIG_DIR` say otherwise (the `qmd` host mounts
-/// them at their own host paths, so messages name real paths; plugin hosts
-/// often do the same). `QMD_CONFIG_FILE` names the config file in its
-/// directory (default `<index name>.yml`). `QMD_PATH_BASE` (and
-/// `QMD_HOME`, for `~`) is what relative collection paths mean.
-const INDEX_DIR: &str = "/.qmd/index";
-const CONFIG_DIR: &str = "/.qmd/config";
-
-fn mount(var: &str, default: &str) -> String {
-    std::env::var(var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
-}
-
-thread_local! {
-    /// One engine per instance: a warm instance (MCP server) reuses loaded
-    /// segment sections across calls.
-    static ENGINE: RefCell<Option<Rc<Engine>>> = const { RefCell::new(None) };
-}
-
-fn engine() -> Rc<Engine> {
-    ENGINE.with(|cell| {
-        cell.borrow_mut()
-            .get_or_insert_with(|| {
-                let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
-                let config_file = mount("QMD_CONFIG_FILE", &format!("{name}.yml"));
-                let engine = Engine::new(
-                    Rc::new(FsDirectory::new(mount("QMD_INDEX_DIR", INDEX_DIR))),
-                    Rc::new(FsDirectory::new(mount("QMD_CONFIG_DIR", CONFIG_DIR))),
-                    &config_file,
-                    Rc::new(FsSource),
-                );
-                // Relative collection paths: against the folder the host names.
-                Rc::new(match std::env::var("QMD_PATH_BASE").ok().filter(|b| !b.is_empty()) {
-                    Some(base) => engine.with_path_base(crate::collection::PathBase {
-                        base,
-                        home: std::env::var("QMD_HOME").ok().filter(|h| !h.is_empty()),
-                    }),
-                    None => engine,
-                })
-            })
-            .clone()
-    })
-}
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)

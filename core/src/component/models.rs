@@ -1,6 +1,7 @@
 //! The host's `inference` import as the engine's [`Inference`], and the
-//! exports that need it (`embed`, `vsearch`). Only in the `engine` world:
-//! plugin hosts offer no models, and `query` there runs keyword-only.
+//! exports that need it (`embed`, `vsearch`, the HTTP API). Only in the
+//! `engine` world: plugin hosts offer no models, and `query` there runs
+//! keyword-only.
 
 use super::qmd::engine::inference as host;
 use super::{R, engine, hit, options, wit};
@@ -57,6 +58,19 @@ impl super::exports::qmd::engine::vectors::Guest for super::Component {
             eligible: s.eligible,
             checked: s.checked.into_iter().map(|c| wit::SampleCheck { file: c.file, distance: c.distance }).collect(),
         })
+    }
+}
+
+impl super::exports::qmd::engine::http_api::Guest for super::Component {
+    fn handle(method: String, path: String, body: Vec<u8>) -> super::exports::qmd::engine::http_api::HttpResponse {
+        let request = crate::serve::HttpRequest { method: &method, path: &path, body: &body };
+        let response = crate::serve::handle(&engine(), Some(&HostModels), &request);
+        super::exports::qmd::engine::http_api::HttpResponse {
+            status: response.status,
+            content_type: response.content_type.to_string(),
+            body: response.body,
+            allow: response.allow.map(str::to_string),
+        }
     }
 }
 

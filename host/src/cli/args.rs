@@ -63,6 +63,9 @@ pub enum Command {
     /// Static-site search: build a search bundle for a folder of pages.
     #[command(subcommand)]
     Site(SiteCommand),
+    /// The index as a `wasi:http` service: build a folder to deploy.
+    #[command(subcommand)]
+    Edge(EdgeCommand),
     /// Show or install the qmd skill for coding agents.
     #[command(subcommand)]
     Skill(SkillCommand),
@@ -187,6 +190,28 @@ pub struct SiteBuildArgs {
     /// allowed; at least 0.1).
     #[arg(long, default_value_t = 12.0)]
     pub shard_kb: f64,
+}
+
+#[derive(Subcommand)]
+pub enum EdgeCommand {
+    /// Write the edge component, a snapshot of the index and the models its
+    /// vectors need into <out>; prints the `wasmtime serve` command last.
+    Build(EdgeBuildArgs),
+}
+
+#[derive(Args)]
+pub struct EdgeBuildArgs {
+    /// The folder to write (new, empty, or an earlier edge build).
+    #[arg(long)]
+    pub out: String,
+    /// Leave the models out: the service answers with keyword search only.
+    #[arg(long)]
+    pub keyword_only: bool,
+    /// Also ship the reranker. Left out by default: it is large, and an
+    /// edge instance runs it on one core without a GPU (seconds per
+    /// query); without it queries fuse keyword and vector results.
+    #[arg(long, conflicts_with = "keyword_only")]
+    pub with_reranker: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

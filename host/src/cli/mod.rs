@@ -92,6 +92,7 @@ pub fn run() -> Result<ExitCode> {
         Command::Query(args) => query(&session, args),
         Command::Get(args) => get(&session, args),
         Command::MultiGet(args) => multi_get(&session, args),
+        Command::Edge(args::EdgeCommand::Build(args)) => crate::edge::build(&session, args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(args) => match args.action {
             Some(McpAction::Stop) => crate::mcp::stop(&session),
             None => crate::mcp::run(

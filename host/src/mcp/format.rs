@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 use crate::clock::iso8601;
 use crate::component::bindings::{ExcludedInfo, IndexStatus, QueryHit};
 use qmd_core::document::number_lines;
-use qmd_core::vpath;
 
 /// `<!-- Context: … -->` before a document's text, when it has one.
 pub fn with_context(context: Option<&str>, text: String) -> String {
@@ -24,14 +23,13 @@ pub fn excluded_message(name: &str, info: &ExcludedInfo) -> String {
     )
 }
 
-/// A query hit as qmd's MCP `structuredContent` (and REST) show it; `file`
-/// is `coll/path` for MCP and a `qmd://` URI for REST.
-pub fn hit_json(hit: &QueryHit, file_as_uri: bool) -> Value {
+/// A query hit as qmd's MCP `structuredContent` shows it: `file` is
+/// `coll/path` (REST's answer, `qmd_core::serve`, names a `qmd://` URI).
+pub fn hit_json(hit: &QueryHit) -> Value {
     let h = &hit.hit;
-    let file = if file_as_uri { vpath::uri(&h.collection, &h.path) } else { format!("{}/{}", h.collection, h.path) };
     json!({
         "docid": format!("#{}", h.docid),
-        "file": file,
+        "file": format!("{}/{}", h.collection, h.path),
         "title": h.title,
         "score": (h.score * 100.0).round() / 100.0,
         "context": h.context,

@@ -1,6 +1,6 @@
-//! `qmd mcp --http`: MCP over streamable HTTP at `/mcp` (stateless), plus
-//! qmd's REST `POST /query` (alias `/search`) and `GET /health`, all behind
-//! the Origin/Host guard.
+//! `qmd mcp --http`: MCP over streamable HTTP at `/mcp` (stateless), the
+//! engine's HTTP API (qmd's REST `POST /query`, alias `/search`, and the
+//! read routes) and `GET /health`, all behind the Origin/Host guard.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,16 +10,16 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::format;
+use qmd_core::serve;
+
 use super::guard::OriginGuard;
-use super::server::{QmdServer, QueryParams, Shared, count};
-use crate::component::bindings::SearchType;
+use super::server::{QmdServer, Shared};
 
 struct HttpState {
     shared: Arc<Shared>,
@@ -55,53 +55,35 @@ async fn health(State(state): State<Arc<HttpState>>) -> Response {
     json_response(StatusCode::OK, json!({"status": "ok", "uptime": state.started.elapsed().as_secs()}))
 }
 
-/// qmd's REST query: typed searches only, loose typing as in qmd.
-async fn rest_query(State(state): State<Arc<HttpState>>, body: String) -> Response {
-    let Ok(params) = serde_json::from_str::<Value>(&body) else {
-        return json_response(StatusCode::BAD_REQUEST, json!({"error": "Request body must be JSON"}));
+/// The engine's HTTP API (`qmd_core::serve`: qmd's REST `/query` and
+/// `/search`, `/get`, `/multi-get`, `/status`), answered by a pooled
+/// instance: the same code as the edge component's. Other paths: 404.
+async fn engine_api(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_string();
+    if !serve::serves(&path) {
+        return not_found().await;
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, serve::MAX_BODY_BYTES).await else {
+        let refused = serve::HttpResponse::too_large();
+        return (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONTENT_TYPE, refused.content_type)], refused.body)
+            .into_response();
     };
-    let Some(searches) = params.get("searches").and_then(Value::as_array) else {
-        return json_response(StatusCode::BAD_REQUEST, json!({"error": "Missing required field: searches (array)"}));
-    };
-    let mut typed = Vec::new();
-    for s in searches {
-        let kind = match s.get("type").and_then(Value::as_str) {
-            Some("lex") => SearchType::Lex,
-            Some("vec") => SearchType::Vec,
-            Some("hyde") => SearchType::Hyde,
-            other => {
-                let error = format!("Invalid search type: {}", other.unwrap_or("(missing)"));
-                return json_response(StatusCode::BAD_REQUEST, json!({ "error": error }));
+    let method = parts.method.as_str().to_string();
+    let answer = state
+        .shared
+        .pool
+        .call(move |store, engine| Ok(engine.qmd_engine_http_api().call_handle(store, &method, &path, &bytes)?))
+        .await;
+    match answer {
+        Ok(answer) => {
+            let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = (status, [(header::CONTENT_TYPE, answer.content_type)], answer.body).into_response();
+            if let Some(allow) = answer.allow.and_then(|a| header::HeaderValue::from_str(&a).ok()) {
+                response.headers_mut().insert(header::ALLOW, allow);
             }
-        };
-        let query = match s.get("query") {
-            Some(Value::String(q)) => q.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        };
-        typed.push((kind, query));
-    }
-    let request = QueryParams {
-        query: None,
-        searches: typed,
-        collections: params
-            .get("collections")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_string)).collect())
-            .unwrap_or_default(),
-        limit: params.get("limit").and_then(Value::as_f64).map_or(10, count),
-        min_score: params.get("minScore").and_then(Value::as_f64).unwrap_or(0.0),
-        candidate_limit: params.get("candidateLimit").and_then(Value::as_f64).map(count),
-        intent: params.get("intent").and_then(Value::as_str).map(str::to_string),
-        rerank: params.get("rerank").and_then(Value::as_bool).unwrap_or(true),
-    }
-    .request();
-    match super::server::run_query(&state.shared.pool, request).await {
-        Ok(Ok(result)) => {
-            let results: Vec<Value> = result.hits.iter().map(|h| format::hit_json(h, true)).collect();
-            json_response(StatusCode::OK, json!({ "results": results }))
+            response
         }
-        Ok(Err(e)) => json_response(StatusCode::BAD_REQUEST, json!({ "error": e.message })),
         Err(e) => {
             eprintln!("HTTP handler error: {e:#}");
             (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
@@ -171,10 +153,8 @@ pub async fn serve(
     let state = Arc::new(HttpState { shared, guard, started: Instant::now() });
     let app = Router::new()
         .route("/health", get(health))
-        .route("/query", post(rest_query))
-        .route("/search", post(rest_query))
         .nest_service("/mcp", Router::new().fallback_service(mcp).layer(middleware::from_fn(json_rpc_errors)))
-        .fallback(not_found)
+        .fallback(engine_api)
         .layer(middleware::from_fn_with_state(state.clone(), check_origin))
         .with_state(state);
     let bind = if host.contains(':') && !host.starts_with('[') {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::format;
 use super::pool::EnginePool;
 use crate::component::bindings::{self, GetError, SearchType};
+use qmd_core::serve::count;
 use qmd_core::vpath;
 
 /// State shared by every connection (stdio) or request (HTTP).
@@ -111,11 +112,6 @@ pub struct MultiGetArgs {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct StatusArgs {}
-
-/// A JSON number argument as a count (negative and fractional clamp).
-pub fn count(n: f64) -> u32 {
-    if n.is_finite() { n.clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 }
-}
 
 fn error_result(text: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.into())])
@@ -221,7 +217,7 @@ impl QmdServer {
         .request();
         match run_query(&self.shared.pool, request).await.map_err(internal)? {
             Ok(result) => {
-                let results: Vec<Value> = result.hits.iter().map(|h| format::hit_json(h, false)).collect();
+                let results: Vec<Value> = result.hits.iter().map(format::hit_json).collect();
                 let mut out = CallToolResult::success(vec![ContentBlock::text(format::search_summary(
                     &results,
                     &result.primary_query,

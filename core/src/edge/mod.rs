@@ -1,0 +1,109 @@
+//! The edge service: the engine as a `wasi:http` proxy component, for
+//! `wasmtime serve` and the platforms that run such components. It answers
+//! qmd's HTTP API ([`crate::serve`]) over a read-only index snapshot that
+//! `qmd edge build` wrote, mounted at the same places as the `qmd` host's
+//! component mounts them (`/.qmd/index`, `/.qmd/config`), with the models
+//! at `/.qmd/models` ([`models`]). A host may create an instance per
+//! request: opening the index reads only its manifest, and the rest is
+//! read as the request needs it.
+
+mod models;
+
+use std::io::{Read, Write};
+
+use wasip2::http::types::{
+    Fields, IncomingBody, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
+};
+
+use crate::serve::{self, HttpRequest, HttpResponse, MAX_BODY_BYTES};
+
+struct Edge;
+
+wasip2::http::proxy::export!(Edge);
+
+impl wasip2::exports::http::incoming_handler::Guest for Edge {
+    fn handle(request: IncomingRequest, out: ResponseOutparam) {
+        let response = answer(&request);
+        send(out, &response);
+    }
+}
+
+thread_local! {
+    /// When this instance began serving, for `/health`.
+    static STARTED: std::time::Instant = std::time::Instant::now();
+}
+
+fn method_name(method: &Method) -> String {
+    match method {
+        Method::Get => "GET".into(),
+        Method::Head => "HEAD".into(),
+        Method::Post => "POST".into(),
+        Method::Put => "PUT".into(),
+        Method::Delete => "DELETE".into(),
+        Method::Connect => "CONNECT".into(),
+        Method::Options => "OPTIONS".into(),
+        Method::Trace => "TRACE".into(),
+        Method::Patch => "PATCH".into(),
+        Method::Other(name) => name.clone(),
+    }
+}
+
+fn answer(request: &IncomingRequest) -> HttpResponse {
+    let started = STARTED.with(|s| *s);
+    let target = request.path_with_query().unwrap_or_else(|| "/".into());
+    let path = target.split(['?', '#']).next().unwrap_or("/");
+    let method = method_name(&request.method());
+    if path == "/health" {
+        return match method.as_str() {
+            "GET" => serve::health(started.elapsed().as_secs()),
+            _ => HttpResponse::error(405, "Method Not Allowed: /health takes GET"),
+        };
+    }
+    if !serve::serves(path) {
+        return HttpResponse::not_found();
+    }
+    let body = match read_body(request) {
+        Ok(Some(body)) => body,
+        Ok(None) => return HttpResponse::too_large(),
+        Err(message) => return HttpResponse::error(400, message),
+    };
+    let engine = crate::wasi::engine();
+    let request = HttpRequest { method: &method, path, body: &body };
+    models::with_models(|models| serve::handle(&engine, Some(models), &request))
+}
+
+/// The request body, or `None` when it is longer than [`MAX_BODY_BYTES`]
+/// (read no further than that: a huge body costs the instance nothing).
+fn read_body(request: &IncomingRequest) -> Result<Option<Vec<u8>>, String> {
+    let body: IncomingBody = request.consume().map_err(|()| "the request body could not be read".to_string())?;
+    let mut bytes = Vec::new();
+    {
+        // The stream is the body's child: it goes first.
+        let stream = body.stream().map_err(|()| "the request body could not be read".to_string())?;
+        let limit = MAX_BODY_BYTES as u64 + 1;
+        stream.take(limit).read_to_end(&mut bytes).map_err(|e| format!("reading the request body: {e}"))?;
+    }
+    drop(body);
+    Ok((bytes.len() <= MAX_BODY_BYTES).then_some(bytes))
+}
+
+fn send(out: ResponseOutparam, response: &HttpResponse) {
+    let mut headers: Vec<(String, Vec<u8>)> = vec![
+        ("content-type".into(), response.content_type.as_bytes().to_vec()),
+        ("content-length".into(), response.body.len().to_string().into_bytes()),
+    ];
+    if let Some(allow) = response.allow {
+        headers.push(("allow".into(), allow.as_bytes().to_vec()));
+    }
+    let fields = Fields::from_list(&headers).unwrap_or_else(|_| Fields::new());
+    let outgoing = OutgoingResponse::new(fields);
+    // Every status the API uses is valid; the call cannot fail on them.
+    let _ = outgoing.set_status_code(response.status);
+    let Ok(body) = outgoing.body() else { return };
+    ResponseOutparam::set(out, Ok(outgoing));
+    if let Ok(mut stream) = body.write() {
+        // A client that went away is not an error of ours.
+        let _ = stream.write_all(response.body.as_bytes()).and_then(|()| Write::flush(&mut stream));
+    }
+    let _ = OutgoingBody::finish(body, None);
+}

@@ -1,0 +1,274 @@
+"""The edge component under `wasmtime serve`, built by `qmd edge build`.
+
+The index (qmd's eval documents, embedded with the test weights) is built
+with the `qmd` CLI; `qmd edge build` writes the component, the snapshot and
+the model; the command it prints is run as printed (plus a loopback
+address). Answers are compared with `qmd mcp --http` (the same REST API
+from the native host) and with the CLI's `query --json`.
+
+    QMD_BIN=~/.cache/qmd/target/release/qmd WASMTIME_BIN=$(scripts/wasmtime-cli.sh) \\
+    QMD_TEST_MODEL_DIR=$(scripts/test-weights.sh) "$(scripts/python-env.sh)/bin/pytest" tests/edge
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+QMD_BIN = os.environ.get("QMD_BIN", "")
+WASMTIME_BIN = os.environ.get("WASMTIME_BIN", "")
+MODEL_DIR = os.environ.get("QMD_TEST_MODEL_DIR", "")
+if not (QMD_BIN and WASMTIME_BIN and MODEL_DIR):
+    pytest.fail("set QMD_BIN, WASMTIME_BIN and QMD_TEST_MODEL_DIR (see this file's docstring)", pytrace=False)
+
+EVAL_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "qmd-eval"
+TIMEOUT_S = 300
+
+
+def run_qmd(env: dict[str, str], cwd: Path, *args: str) -> str:
+    proc = subprocess.run(
+        [QMD_BIN, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"qmd {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes
+    headers: dict[str, str]
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def request(port: int, method: str, path: str, body: Any = None, timeout: float = 120) -> Response:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        data = None if body is None else body if isinstance(body, bytes) else json.dumps(body).encode()
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+        resp = conn.getresponse()
+        return Response(resp.status, resp.read(), {k.lower(): v for k, v in resp.getheaders()})
+    finally:
+        conn.close()
+
+
+class Server:
+    """A server process on a loopback port, with its output kept."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str], ready: re.Pattern[str]):
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(
+            args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        found = threading.Event()
+        self.port = 0
+
+        def pump() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                self.lines.append(line)
+                match = ready.search(line)
+                if match and not found.is_set():
+                    self.port = int(match.group(1))
+                    found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not found.wait(120):
+            self.stop()
+            pytest.fail(f"{args[0]} did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        return "".join(self.lines)[-6000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Setup:
+    root: Path
+    env: dict[str, str]
+    edge: Server
+    native: Server
+    build_stdout: str
+    queries: list[str]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("qmd-edge")))
+    shutil.copytree(EVAL_DIR / "docs", root / "docs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QMD_")}
+    env.update(HOME=str(root), XDG_CACHE_HOME=str(root / "cache"), XDG_CONFIG_HOME=str(root / "config"), NO_COLOR="1")
+    env["QMD_EMBED_MODEL"] = MODEL_DIR
+    run_qmd(env, root, "collection", "add", str(root / "docs"), "--name", "eval")
+    run_qmd(env, root, "context", "add", "qmd://eval/", "Company handbook and engineering notes")
+    run_qmd(env, root, "embed")
+    build_stdout = run_qmd(env, root, "edge", "build", "--out", str(root / "edge"))
+
+    # The printed command, run as printed from the build folder (on a free
+    # loopback port instead of wasmtime's default 0.0.0.0:8080).
+    command = shlex.split(build_stdout.strip().splitlines()[-1])
+    assert command[:2] == ["wasmtime", "serve"], build_stdout
+    command = [WASMTIME_BIN, "serve", "--addr", "127.0.0.1:0", *command[2:]]
+    serving = re.compile(r"Serving HTTP on http://127\.0\.0\.1:(\d+)/")
+    edge = Server(command, root / "edge", {"PATH": os.environ.get("PATH", "")}, serving)
+    port = free_port()
+    listening = re.compile(r"listening on http://127\.0\.0\.1:(\d+)/mcp")
+    native = Server([QMD_BIN, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], root, env, listening)
+    queries = [json.loads(line)["query"] for line in (EVAL_DIR / "queries.jsonl").read_text().splitlines() if line]
+    yield Setup(root, env, edge, native, build_stdout, queries)
+    edge.stop()
+    native.stop()
+    assert "trap" not in edge.log().lower(), edge.log()
+
+
+def lex(query: str, **extra: Any) -> dict[str, Any]:
+    return {"searches": [{"type": "lex", "query": query}], "limit": 5, **extra}
+
+
+def hybrid(query: str) -> dict[str, Any]:
+    return {"searches": [{"type": "lex", "query": query}, {"type": "vec", "query": query}], "limit": 5}
+
+
+def test_build_writes_a_snapshot_without_host_paths(setup: Setup):
+    edge_dir = setup.root / "edge"
+    assert (edge_dir / "qmd-edge.wasm").is_file()
+    assert (edge_dir / "index" / "manifest.json").is_file()
+    assert (edge_dir / "models" / "embed" / "model.safetensors").is_file()
+    models = json.loads((edge_dir / "models" / "models.json").read_text())
+    assert models["embed"]["id"] == MODEL_DIR
+    config = (edge_dir / "config" / "index.yml").read_text()
+    assert str(setup.root) not in config, config
+    assert "Company handbook" in config
+    # The bundle is complete on its own: a second build replaces it.
+    again = run_qmd(setup.env, setup.root, "edge", "build", "--out", str(edge_dir))
+    assert again.strip().splitlines()[-1] == setup.build_stdout.strip().splitlines()[-1]
+
+
+def test_keyword_answers_equal_the_native_servers(setup: Setup):
+    for query in setup.queries:
+        edge = request(setup.edge.port, "POST", "/query", lex(query))
+        native = request(setup.native.port, "POST", "/query", lex(query))
+        assert edge.status == native.status == 200, (query, edge.body, native.body)
+        assert edge.json() == native.json(), query
+    assert any(request(setup.edge.port, "POST", "/search", lex(q)).json()["results"] for q in setup.queries)
+
+
+def test_keyword_answers_equal_the_cli(setup: Setup):
+    for query in setup.queries[:8]:
+        cli = json.loads(run_qmd(setup.env, setup.root, "query", "--json", "-n", "5", f"lex: {query}"))
+        edge = request(setup.edge.port, "POST", "/query", lex(query)).json()["results"]
+        assert [r["docid"] for r in edge] == [r["docid"] for r in cli], query
+        for mine, theirs in zip(edge, cli):
+            assert abs(mine["score"] - theirs["score"]) <= 0.005 + 1e-9, (query, mine, theirs)
+
+
+def test_hybrid_answers_match_the_native_servers(setup: Setup):
+    """Vector search runs the embedding model inside the component (wasm
+    SIMD): the same documents in the same order, scores within 0.01."""
+    compared = 0
+    for query in setup.queries:
+        edge = request(setup.edge.port, "POST", "/query", hybrid(query))
+        native = request(setup.native.port, "POST", "/query", hybrid(query))
+        assert edge.status == native.status == 200, (query, edge.body)
+        mine, theirs = edge.json()["results"], native.json()["results"]
+        assert [r["file"] for r in mine] == [r["file"] for r in theirs], query
+        for a, b in zip(mine, theirs):
+            assert abs(a["score"] - b["score"]) <= 0.01 + 1e-9, (query, a, b)
+            compared += 1
+    assert compared > 0
+    # Vectors made a difference: a query with no keyword hit still finds
+    # documents through the model.
+    semantic = request(setup.edge.port, "POST", "/query", {"searches": [{"type": "vec", "query": "raising money from investors"}]})
+    assert semantic.status == 200
+    assert semantic.json()["results"], semantic.body
+
+
+def test_concurrent_requests_answer_as_sequential_ones(setup: Setup):
+    bodies = [lex(q) for q in setup.queries] + [hybrid(q) for q in setup.queries[:8]]
+    bodies = (bodies * 3)[:64]
+    sequential = [request(setup.edge.port, "POST", "/query", b).json() for b in bodies]
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        concurrent = list(pool.map(lambda b: request(setup.edge.port, "POST", "/query", b), bodies))
+    assert all(r.status == 200 for r in concurrent)
+    assert [r.json() for r in concurrent] == sequential
+
+
+def test_read_routes(setup: Setup):
+    port = setup.edge.port
+    health = request(port, "GET", "/health")
+    assert health.status == 200 and health.json()["status"] == "ok"
+    status = request(port, "GET", "/status").json()
+    assert status["totalDocuments"] == len(list((setup.root / "docs").glob("*.md")))
+    assert status["hasVectorIndex"] is True
+    top = request(port, "POST", "/query", lex("CAP theorem")).json()["results"][0]
+    doc = request(port, "POST", "/get", {"file": top["docid"], "lineNumbers": False})
+    assert doc.status == 200
+    cli = run_qmd(setup.env, setup.root, "get", top["docid"], "--no-line-numbers")
+    assert doc.json()["body"].strip() in cli
+    assert doc.json()["context"] == "Company handbook and engineering notes"
+    sliced = request(port, "POST", "/get", {"file": top["file"] + ":2:2"}).json()
+    assert sliced["body"].splitlines()[0].startswith("2: ")
+    many = request(port, "POST", "/multi-get", {"pattern": "eval/*.md", "maxBytes": 100000})
+    assert many.status == 200
+    assert len(many.json()["documents"]) == status["totalDocuments"]
+
+
+@pytest.mark.parametrize(
+    "method,path,body,status,message",
+    [
+        ("POST", "/query", b"{not json", 400, "Request body must be JSON"),
+        ("POST", "/query", b"[]", 400, "must be a JSON object"),
+        ("POST", "/query", {"searches": "x"}, 400, "Missing required field: searches"),
+        ("POST", "/query", {"searches": [{"type": "sql", "query": "x"}]}, 400, "Invalid search type: sql"),
+        ("POST", "/query", {"searches": [{"type": "lex", "query": "x"}], "limit": "9"}, 400, "limit must be a number"),
+        ("POST", "/query", {"searches": [{"type": "lex", "query": "x"}], "collections": ["nope"]}, 404, "nope"),
+        ("POST", "/query", b"{" + b" " * (2 * 1024 * 1024) + b"}", 413, "Payload Too Large"),
+        ("GET", "/query", None, 405, "takes POST"),
+        ("GET", "/nowhere", None, 404, "Not Found"),
+        ("POST", "/get", {"file": "qmd://eval/../../etc/passwd"}, 404, ""),
+        ("POST", "/get", {"file": "/etc/passwd"}, 404, ""),
+        ("POST", "/get", {"file": "../../../../etc/hostname"}, 404, ""),
+        ("POST", "/get", {"file": "qmd://eval/%2e%2e/%2e%2e/etc/passwd"}, 404, ""),
+        ("POST", "/get", {}, 400, "Missing required field: file"),
+        ("POST", "/multi-get", {"pattern": "../../**/*"}, 404, ""),
+    ],
+)
+def test_bad_requests_get_clear_4xx(setup: Setup, method: str, path: str, body: Any, status: int, message: str):
+    resp = request(setup.edge.port, method, path, body)
+    assert resp.status == status, resp.body
+    assert message.encode() in resp.body, resp.body
+    assert b"root:" not in resp.body
+    # The instance that answered did not trap, and the server goes on.
+    assert request(setup.edge.port, "GET", "/health").status == 200
