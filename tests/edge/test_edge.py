@@ -119,9 +119,22 @@ class Setup:
     root: Path
     env: dict[str, str]
     edge: Server
+    bundled: Server
     native: Server
     build_stdout: str
     queries: list[str]
+
+
+SERVING = re.compile(r"Serving HTTP on http://127\.0\.0\.1:(\d+)/")
+
+
+def serve_build(printed: str, folder: Path) -> Server:
+    """The printed command, run as printed from the build folder (on a free
+    loopback port instead of wasmtime's default 0.0.0.0:8080)."""
+    command = shlex.split(printed.strip().splitlines()[-1])
+    assert command[:2] == ["wasmtime", "serve"], printed
+    command = [WASMTIME_BIN, "serve", "--addr", "127.0.0.1:0", *command[2:]]
+    return Server(command, folder, {"PATH": os.environ.get("PATH", "")}, SERVING)
 
 
 @pytest.fixture(scope="module")
@@ -135,22 +148,18 @@ def setup(tmp_path_factory):
     run_qmd(env, root, "context", "add", "qmd://eval/", "Company handbook and engineering notes")
     run_qmd(env, root, "embed")
     build_stdout = run_qmd(env, root, "edge", "build", "--out", str(root / "edge"))
-
-    # The printed command, run as printed from the build folder (on a free
-    # loopback port instead of wasmtime's default 0.0.0.0:8080).
-    command = shlex.split(build_stdout.strip().splitlines()[-1])
-    assert command[:2] == ["wasmtime", "serve"], build_stdout
-    command = [WASMTIME_BIN, "serve", "--addr", "127.0.0.1:0", *command[2:]]
-    serving = re.compile(r"Serving HTTP on http://127\.0\.0\.1:(\d+)/")
-    edge = Server(command, root / "edge", {"PATH": os.environ.get("PATH", "")}, serving)
+    edge = serve_build(build_stdout, root / "edge")
+    bundle_stdout = run_qmd(env, root, "edge", "build", "--bundle", "--wasmtime", WASMTIME_BIN, "--out", str(root / "bundle"))
+    bundled = serve_build(bundle_stdout, root / "bundle")
     port = free_port()
     listening = re.compile(r"listening on http://127\.0\.0\.1:(\d+)/mcp")
     native = Server([QMD_BIN, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], root, env, listening)
     queries = [json.loads(line)["query"] for line in (EVAL_DIR / "queries.jsonl").read_text().splitlines() if line]
-    yield Setup(root, env, edge, native, build_stdout, queries)
-    edge.stop()
-    native.stop()
-    assert "trap" not in edge.log().lower(), edge.log()
+    yield Setup(root, env, edge, bundled, native, build_stdout, queries)
+    for server in (edge, bundled, native):
+        server.stop()
+    for server in (edge, bundled):
+        assert "trap" not in server.log().lower(), server.log()
 
 
 def lex(query: str, **extra: Any) -> dict[str, Any]:
@@ -215,14 +224,53 @@ def test_hybrid_answers_match_the_native_servers(setup: Setup):
     assert semantic.json()["results"], semantic.body
 
 
+def test_bundled_build_is_one_file_that_answers_alike(setup: Setup):
+    """Pre-initialised: no folders to mount, the same answers as the
+    mounted build (the same model, loaded before the snapshot)."""
+    assert sorted(p.name for p in (setup.root / "bundle").iterdir()) == ["qmd-edge.wasm"]
+    assert (setup.root / "bundle" / "qmd-edge.wasm").stat().st_size > 80_000_000, "the model is inside"
+    assert "--dir" not in " ".join(setup.bundled.proc.args)
+    for query in setup.queries:
+        for body in (lex(query), hybrid(query)):
+            bundled = request(setup.bundled.port, "POST", "/query", body)
+            mounted = request(setup.edge.port, "POST", "/query", body)
+            assert bundled.status == mounted.status == 200, (query, bundled.body)
+            assert bundled.json() == mounted.json(), query
+    assert request(setup.bundled.port, "GET", "/status").json() == request(setup.edge.port, "GET", "/status").json()
+    # A document read through the bundle equals the mounted build's.
+    doc = {"file": "qmd://eval/" + sorted(p.name for p in (setup.root / "docs").glob("*.md"))[0]}
+    assert request(setup.bundled.port, "POST", "/get", doc).json() == request(setup.edge.port, "POST", "/get", doc).json()
+
+
+def test_bundle_refuses_a_missing_wasmtime(setup: Setup):
+    proc = subprocess.run(
+        [QMD_BIN, "edge", "build", "--bundle", "--wasmtime", str(setup.root / "no-wasmtime"), "--out", str(setup.root / "b2")],
+        cwd=setup.root, env=setup.env, capture_output=True, text=True, timeout=TIMEOUT_S,
+    )
+    assert proc.returncode != 0
+    assert "no-wasmtime" in proc.stderr and "wasmtime-cli 48" in proc.stderr, proc.stderr
+
+
+def test_build_refuses_a_folder_that_is_not_a_build(setup: Setup):
+    other = setup.root / "not-a-build"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    proc = subprocess.run(
+        [QMD_BIN, "edge", "build", "--out", str(other)], cwd=setup.root, env=setup.env, capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and "not empty" in proc.stderr, proc.stderr
+    assert (other / "notes.txt").read_text() == "mine"
+
+
 def test_concurrent_requests_answer_as_sequential_ones(setup: Setup):
     bodies = [lex(q) for q in setup.queries] + [hybrid(q) for q in setup.queries[:8]]
     bodies = (bodies * 3)[:64]
-    sequential = [request(setup.edge.port, "POST", "/query", b).json() for b in bodies]
-    with ThreadPoolExecutor(max_workers=64) as pool:
-        concurrent = list(pool.map(lambda b: request(setup.edge.port, "POST", "/query", b), bodies))
-    assert all(r.status == 200 for r in concurrent)
-    assert [r.json() for r in concurrent] == sequential
+    for port in (setup.edge.port, setup.bundled.port):
+        sequential = [request(port, "POST", "/query", b).json() for b in bodies]
+        with ThreadPoolExecutor(max_workers=64) as pool:
+            concurrent = list(pool.map(lambda b: request(port, "POST", "/query", b), bodies))
+        assert all(r.status == 200 for r in concurrent)
+        assert [r.json() for r in concurrent] == sequential
 
 
 def test_read_routes(setup: Setup):
@@ -266,9 +314,10 @@ def test_read_routes(setup: Setup):
     ],
 )
 def test_bad_requests_get_clear_4xx(setup: Setup, method: str, path: str, body: Any, status: int, message: str):
-    resp = request(setup.edge.port, method, path, body)
-    assert resp.status == status, resp.body
-    assert message.encode() in resp.body, resp.body
-    assert b"root:" not in resp.body
-    # The instance that answered did not trap, and the server goes on.
-    assert request(setup.edge.port, "GET", "/health").status == 200
+    for port in (setup.edge.port, setup.bundled.port):
+        resp = request(port, method, path, body)
+        assert resp.status == status, resp.body
+        assert message.encode() in resp.body, resp.body
+        assert b"root:" not in resp.body
+        # The instance that answered did not trap, and the server goes on.
+        assert request(port, "GET", "/health").status == 200

@@ -1,12 +1,17 @@
-//! The edge service: the engine as a `wasi:http` proxy component, for
-//! `wasmtime serve` and the platforms that run such components. It answers
-//! qmd's HTTP API ([`crate::serve`]) over a read-only index snapshot that
-//! `qmd edge build` wrote, mounted at the same places as the `qmd` host's
-//! component mounts them (`/.qmd/index`, `/.qmd/config`), with the models
-//! at `/.qmd/models` ([`models`]). A host may create an instance per
-//! request: opening the index reads only its manifest, and the rest is
-//! read as the request needs it.
+//! The edge service: the engine as a `wasi:http` proxy component (WIT
+//! world `edge`), for `wasmtime serve` and the platforms that run such
+//! components. It answers qmd's HTTP API ([`crate::serve`]) over a
+//! read-only index snapshot that `qmd edge build` wrote, mounted at the
+//! same places as the `qmd` host's component mounts them (`/.qmd/index`,
+//! `/.qmd/config`), with the models at `/.qmd/models` ([`models`]). A host
+//! may create an instance per request: opening the index reads only its
+//! manifest, and the rest is read as the request needs it.
+//!
+//! Pre-initialised (`wizer-initialize`, [`bundle`]), the component holds
+//! the index, config and loaded models in its own memory instead, and
+//! serves with no filesystem.
 
+mod bundle;
 mod models;
 
 use std::io::{Read, Write};
@@ -17,14 +22,40 @@ use wasip2::http::types::{
 
 use crate::serve::{self, HttpRequest, HttpResponse, MAX_BODY_BYTES};
 
+// The world's WASI interfaces are the `wasip2` crate's, so the handler
+// uses that crate's types (and its `std::io` adapters for streams).
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "edge",
+    with: {
+        "wasi:http/types@0.2.12": wasip2::http::types,
+        "wasi:http/outgoing-handler@0.2.12": wasip2::http::outgoing_handler,
+        "wasi:io/poll@0.2.12": wasip2::io::poll,
+        "wasi:io/error@0.2.12": wasip2::io::error,
+        "wasi:io/streams@0.2.12": wasip2::io::streams,
+        "wasi:clocks/monotonic-clock@0.2.12": wasip2::clocks::monotonic_clock,
+        "wasi:clocks/wall-clock@0.2.12": wasip2::clocks::wall_clock,
+        "wasi:random/random@0.2.12": wasip2::random::random,
+        "wasi:cli/stdout@0.2.12": wasip2::cli::stdout,
+        "wasi:cli/stderr@0.2.12": wasip2::cli::stderr,
+        "wasi:cli/stdin@0.2.12": wasip2::cli::stdin,
+    },
+});
+
 struct Edge;
 
-wasip2::http::proxy::export!(Edge);
+export!(Edge);
 
-impl wasip2::exports::http::incoming_handler::Guest for Edge {
+impl exports::wasi::http::incoming_handler::Guest for Edge {
     fn handle(request: IncomingRequest, out: ResponseOutparam) {
         let response = answer(&request);
         send(out, &response);
+    }
+}
+
+impl Guest for Edge {
+    fn wizer_initialize() {
+        bundle::initialize();
     }
 }
 
@@ -67,7 +98,7 @@ fn answer(request: &IncomingRequest) -> HttpResponse {
         Ok(None) => return HttpResponse::too_large(),
         Err(message) => return HttpResponse::error(400, message),
     };
-    let engine = crate::wasi::engine();
+    let engine = bundle::engine().unwrap_or_else(crate::wasi::engine);
     let request = HttpRequest { method: &method, path, body: &body };
     models::with_models(|models| serve::handle(&engine, Some(models), &request))
 }

@@ -135,6 +135,19 @@ thread_local! {
     static MODELS: EdgeModels = EdgeModels::from_manifest();
 }
 
+/// Loads every model the deployment has (pre-initialisation).
+pub fn preload() -> Result<()> {
+    MODELS.with(|models| {
+        if models.embed.entry.is_some() {
+            models.loaded_embedder().map_err(model_error)?;
+        }
+        if models.rerank.entry.is_some() {
+            models.loaded_ranker().map_err(model_error)?;
+        }
+        Ok(())
+    })
+}
+
 /// Runs `f` with this instance's models.
 pub fn with_models<R>(f: impl FnOnce(&dyn Inference) -> R) -> R {
     MODELS.with(|models| f(models))

@@ -25,6 +25,12 @@ pub fn mount(var: &str, default: &str) -> String {
     std::env::var(var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
 }
 
+/// The config file's name in its directory.
+pub fn config_file() -> String {
+    let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
+    mount("QMD_CONFIG_FILE", &format!("{name}.yml"))
+}
+
 thread_local! {
     /// One engine per instance: a warm instance (MCP server) reuses loaded
     /// segment sections across calls.
@@ -35,12 +41,10 @@ pub fn engine() -> Rc<Engine> {
     ENGINE.with(|cell| {
         cell.borrow_mut()
             .get_or_insert_with(|| {
-                let name = std::env::var("QMD_INDEX_NAME").unwrap_or_else(|_| "index".into());
-                let config_file = mount("QMD_CONFIG_FILE", &format!("{name}.yml"));
                 let engine = Engine::new(
                     Rc::new(FsDirectory::new(mount("QMD_INDEX_DIR", INDEX_DIR))),
                     Rc::new(FsDirectory::new(mount("QMD_CONFIG_DIR", CONFIG_DIR))),
-                    &config_file,
+                    &config_file(),
                     Rc::new(FsSource),
                 );
                 // Relative collection paths: against the folder the host names.

@@ -212,6 +212,14 @@ pub struct EdgeBuildArgs {
     /// query); without it queries fuse keyword and vector results.
     #[arg(long, conflicts_with = "keyword_only")]
     pub with_reranker: bool,
+    /// Pre-initialise the component (`wasmtime wizer`): one file holding
+    /// the index, config and loaded models, served with no folders, every
+    /// fresh instance starting warm. Needs wasmtime-cli 48.
+    #[arg(long)]
+    pub bundle: bool,
+    /// The `wasmtime` command `--bundle` runs (default: the one on PATH).
+    #[arg(long, requires = "bundle")]
+    pub wasmtime: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -4,6 +4,7 @@
 //! and the models its vectors need, in one folder; and the `wasmtime
 //! serve` command that serves it.
 
+mod bundle;
 mod snapshot;
 
 use std::path::{Path, PathBuf};
@@ -26,17 +27,34 @@ pub const MOUNTS: [(&str, &str); 3] =
     [("index", "/.qmd/index"), ("config", "/.qmd/config"), ("models", "/.qmd/models")];
 
 /// What `wasmtime serve` needs to serve a build, run from its folder:
-/// `-Scli` for the filesystem, one `--dir` per mount.
-pub fn serve_command() -> String {
-    let dirs: Vec<String> = MOUNTS.iter().map(|(host, guest)| format!("--dir {host}::{guest}")).collect();
-    format!("wasmtime serve -Scli {} {COMPONENT_FILE}", dirs.join(" "))
+/// `-Scli` for the WASI interfaces Rust's standard library imports (the
+/// proxy world alone has no filesystem), and one `--dir` per mount unless
+/// the build is pre-initialised (then it holds everything itself).
+pub fn serve_command(bundled: bool) -> String {
+    let dirs: Vec<String> = match bundled {
+        true => Vec::new(),
+        false => MOUNTS.iter().map(|(host, guest)| format!("--dir {host}::{guest} ")).collect(),
+    };
+    format!("wasmtime serve -Scli {}{COMPONENT_FILE}", dirs.concat())
 }
 
 pub fn build(session: &Session, args: EdgeBuildArgs) -> Result<()> {
     let out = PathBuf::from(&args.out);
+    // Found before anything is written: a missing tool fails fast.
+    let wasmtime = match (args.bundle, &args.wasmtime) {
+        (false, _) => None,
+        (true, Some(path)) => Some(PathBuf::from(path)),
+        (true, None) => Some(bundle::wasmtime_on_path().ok_or_else(|| {
+            anyhow::anyhow!("--bundle runs `wasmtime wizer`: install wasmtime-cli 48 or name it with --wasmtime")
+        })?),
+    };
     let owned = prepare(&out)?;
     let report = snapshot::write(session, &owned, &args)?;
     owned.write(COMPONENT_FILE, EDGE_COMPONENT)?;
+    if let Some(wasmtime) = &wasmtime {
+        eprintln!("Pre-initialising the component (index, config and models into its memory)...");
+        bundle::preinitialize(wasmtime, &owned)?;
+    }
     eprintln!(
         "Wrote {}: {} documents in {} collection{}, {} vectors{}.",
         shown(&out),
@@ -50,7 +68,7 @@ pub fn build(session: &Session, args: EdgeBuildArgs) -> Result<()> {
         }
     );
     eprintln!("Serve it (run from {}):", shown(&out));
-    println!("{}", serve_command());
+    println!("{}", serve_command(args.bundle));
     Ok(())
 }
 
