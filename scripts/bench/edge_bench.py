@@ -4,10 +4,12 @@
 Indexes and embeds a corpus in an isolated home, runs `qmd edge build`,
 and serves the build three ways in one run, next to the native server:
   - `qmd mcp --http` (the baseline: warm engine instances in one process),
-  - `wasmtime serve` exactly as `qmd edge build` prints it (an instance per
-    request, as edge platforms run WASIp2 components),
-  - the same with `--max-instance-reuse-count` (an instance serves requests
-    in turn, so a loaded model stays loaded).
+  - `wasmtime serve` as `qmd edge build` prints it (`--max-instance-reuse-
+    count`: an instance serves requests in turn, so a loaded model stays
+    loaded), and without that flag (an instance per request, as edge
+    platforms run WASIp2 components),
+  - the same two for the `--bundle` build (pre-initialised: every fresh
+    instance starts with the index and the model in memory).
 For keyword (`lex`) and hybrid (`lex` + `vec`) queries it measures
 sequential latency (p50/p99) and 64 concurrent requests (requests/s,
 p50/p99), and checks that every server gives the native server's files in
@@ -74,6 +76,12 @@ def start(command: list[str], cwd: Path, env: dict, ready: str) -> tuple[subproc
     raise RuntimeError(f"{command[0]} exited before serving")
 
 
+def without_reuse(command: list[str]) -> list[str]:
+    """The command with wasmtime's default of an instance per request."""
+    at = command.index("--max-instance-reuse-count")
+    return command[:at] + command[at + 2:]
+
+
 def run(env: dict, cwd: Path, *args: str) -> str:
     return subprocess.run(args, env=env, cwd=cwd, check=True, capture_output=True, text=True).stdout
 
@@ -97,16 +105,23 @@ def main() -> int:
     printed = run(env, home, args.qmd, "edge", "build", "--out", str(home / "edge")).strip().splitlines()[-1]
     served = shlex.split(printed)[2:]
     size_mb = sum(f.stat().st_size for f in (home / "edge").rglob("*") if f.is_file()) / 1e6
+    started = time.perf_counter()
+    bundled = run(env, home, args.qmd, "edge", "build", "--bundle", "--wasmtime", args.wasmtime,
+                  "--out", str(home / "bundle")).strip().splitlines()[-1]
+    bundle_s = time.perf_counter() - started
+    bundle_mb = (home / "bundle" / "qmd-edge.wasm").stat().st_size / 1e6
 
     native_port = free_port()
+    wasm_env, ready = {"PATH": os.environ["PATH"]}, r"Serving HTTP on http://127\.0\.0\.1:(\d+)/"
+    mounted = [args.wasmtime, "serve", "--addr", "127.0.0.1:0", *served]
+    bundle = [args.wasmtime, "serve", "--addr", "127.0.0.1:0", *shlex.split(bundled)[2:]]
     servers = [
         ("`qmd mcp --http` (baseline)", [args.qmd, "mcp", "--http", "--port", str(native_port), "--host", "127.0.0.1"],
          home, env, r"listening on http://127\.0\.0\.1:(\d+)/mcp"),
-        ("`wasmtime serve`, as printed", [args.wasmtime, "serve", "--addr", "127.0.0.1:0", *served],
-         home / "edge", {"PATH": os.environ["PATH"]}, r"Serving HTTP on http://127\.0\.0\.1:(\d+)/"),
-        ("`wasmtime serve --max-instance-reuse-count 1000`",
-         [args.wasmtime, "serve", "--addr", "127.0.0.1:0", "--max-instance-reuse-count", "1000", *served],
-         home / "edge", {"PATH": os.environ["PATH"]}, r"Serving HTTP on http://127\.0\.0\.1:(\d+)/"),
+        ("edge build, an instance per request", without_reuse(mounted), home / "edge", wasm_env, ready),
+        ("edge build, as printed (instances reused)", mounted, home / "edge", wasm_env, ready),
+        ("`--bundle` build, an instance per request", without_reuse(bundle), home / "bundle", wasm_env, ready),
+        ("`--bundle` build, as printed (instances reused)", bundle, home / "bundle", wasm_env, ready),
     ]
     rows, expected = [], {}
     # Keyword answers must be identical; hybrid ones run the model in wasm
@@ -149,7 +164,8 @@ def main() -> int:
     ms = lambda s: f"{s * 1000:.1f} ms"  # noqa: E731
     baseline = {mode: rps for name, mode, _, _, rps in rows if name.endswith("(baseline)")}
     print(f"Corpus: {args.corpus} ({sum(1 for _ in Path(args.corpus).rglob('*.md'))} files), embedded with "
-          f"{Path(args.model).name} in {embed_s:.0f} s; edge build {size_mb:.0f} MB; {len(QUERIES)} distinct queries; "
+          f"{Path(args.model).name} in {embed_s:.0f} s; edge build {size_mb:.0f} MB; `--bundle` build "
+          f"{bundle_mb:.0f} MB in {bundle_s:.0f} s; {len(QUERIES)} distinct queries; "
           f"{args.rounds} rounds; {os.cpu_count()} CPUs.\n")
     print("| server | queries | sequential p50 | sequential p99 | 64 concurrent: requests/s | p50 | p99 | requests/s × baseline |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")

@@ -118,21 +118,30 @@ def free_port() -> int:
 class Setup:
     root: Path
     env: dict[str, str]
-    edge: Server
+    edge: Server  # as printed: instances reused
+    fresh: Server  # an instance per request, as edge platforms run it
     bundled: Server
     native: Server
     build_stdout: str
     queries: list[str]
 
+    def wasm_servers(self) -> list[Server]:
+        return [self.edge, self.fresh, self.bundled]
+
 
 SERVING = re.compile(r"Serving HTTP on http://127\.0\.0\.1:(\d+)/")
 
 
-def serve_build(printed: str, folder: Path) -> Server:
+def serve_build(printed: str, folder: Path, fresh: bool = False) -> Server:
     """The printed command, run as printed from the build folder (on a free
-    loopback port instead of wasmtime's default 0.0.0.0:8080)."""
+    loopback port instead of wasmtime's default 0.0.0.0:8080); `fresh`
+    drops its instance reuse, for wasmtime's default of an instance per
+    request."""
     command = shlex.split(printed.strip().splitlines()[-1])
     assert command[:2] == ["wasmtime", "serve"], printed
+    assert command[3:5] == ["--max-instance-reuse-count", "1000"], printed
+    if fresh:
+        del command[3:5]
     command = [WASMTIME_BIN, "serve", "--addr", "127.0.0.1:0", *command[2:]]
     return Server(command, folder, {"PATH": os.environ.get("PATH", "")}, SERVING)
 
@@ -149,16 +158,18 @@ def setup(tmp_path_factory):
     run_qmd(env, root, "embed")
     build_stdout = run_qmd(env, root, "edge", "build", "--out", str(root / "edge"))
     edge = serve_build(build_stdout, root / "edge")
+    fresh = serve_build(build_stdout, root / "edge", fresh=True)
     bundle_stdout = run_qmd(env, root, "edge", "build", "--bundle", "--wasmtime", WASMTIME_BIN, "--out", str(root / "bundle"))
     bundled = serve_build(bundle_stdout, root / "bundle")
     port = free_port()
     listening = re.compile(r"listening on http://127\.0\.0\.1:(\d+)/mcp")
     native = Server([QMD_BIN, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], root, env, listening)
     queries = [json.loads(line)["query"] for line in (EVAL_DIR / "queries.jsonl").read_text().splitlines() if line]
-    yield Setup(root, env, edge, bundled, native, build_stdout, queries)
-    for server in (edge, bundled, native):
+    setup = Setup(root, env, edge, fresh, bundled, native, build_stdout, queries)
+    yield setup
+    for server in [*setup.wasm_servers(), native]:
         server.stop()
-    for server in (edge, bundled):
+    for server in setup.wasm_servers():
         assert "trap" not in server.log().lower(), server.log()
 
 
@@ -187,10 +198,11 @@ def test_build_writes_a_snapshot_without_host_paths(setup: Setup):
 
 def test_keyword_answers_equal_the_native_servers(setup: Setup):
     for query in setup.queries:
-        edge = request(setup.edge.port, "POST", "/query", lex(query))
         native = request(setup.native.port, "POST", "/query", lex(query))
-        assert edge.status == native.status == 200, (query, edge.body, native.body)
-        assert edge.json() == native.json(), query
+        for server in (setup.edge, setup.fresh):
+            edge = request(server.port, "POST", "/query", lex(query))
+            assert edge.status == native.status == 200, (query, edge.body, native.body)
+            assert edge.json() == native.json(), query
     assert any(request(setup.edge.port, "POST", "/search", lex(q)).json()["results"] for q in setup.queries)
 
 
@@ -208,7 +220,7 @@ def test_hybrid_answers_match_the_native_servers(setup: Setup):
     SIMD): the same documents in the same order, scores within 0.01."""
     compared = 0
     for query in setup.queries:
-        edge = request(setup.edge.port, "POST", "/query", hybrid(query))
+        edge = request(setup.fresh.port, "POST", "/query", hybrid(query))
         native = request(setup.native.port, "POST", "/query", hybrid(query))
         assert edge.status == native.status == 200, (query, edge.body)
         mine, theirs = edge.json()["results"], native.json()["results"]
@@ -265,7 +277,7 @@ def test_build_refuses_a_folder_that_is_not_a_build(setup: Setup):
 def test_concurrent_requests_answer_as_sequential_ones(setup: Setup):
     bodies = [lex(q) for q in setup.queries] + [hybrid(q) for q in setup.queries[:8]]
     bodies = (bodies * 3)[:64]
-    for port in (setup.edge.port, setup.bundled.port):
+    for port in (server.port for server in setup.wasm_servers()):
         sequential = [request(port, "POST", "/query", b).json() for b in bodies]
         with ThreadPoolExecutor(max_workers=64) as pool:
             concurrent = list(pool.map(lambda b: request(port, "POST", "/query", b), bodies))
@@ -314,7 +326,7 @@ def test_read_routes(setup: Setup):
     ],
 )
 def test_bad_requests_get_clear_4xx(setup: Setup, method: str, path: str, body: Any, status: int, message: str):
-    for port in (setup.edge.port, setup.bundled.port):
+    for port in (server.port for server in setup.wasm_servers()):
         resp = request(port, method, path, body)
         assert resp.status == status, resp.body
         assert message.encode() in resp.body, resp.body

@@ -4,9 +4,11 @@
 //! keyword-only.
 
 use super::qmd::engine::inference as host;
-use super::{R, engine, hit, options, wit};
+use super::tools::options;
+use super::{R, hit, wit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::inference::{EmbedderInfo, Embedding, Inference};
+use crate::wasi::engine;
 
 pub struct HostModels;
 

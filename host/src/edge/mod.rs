@@ -26,6 +26,14 @@ pub const COMPONENT_FILE: &str = "qmd-edge.wasm";
 pub const MOUNTS: [(&str, &str); 3] =
     [("index", "/.qmd/index"), ("config", "/.qmd/config"), ("models", "/.qmd/models")];
 
+/// How many requests one instance serves in turn before `wasmtime serve`
+/// makes a new one. Its default for a WASIp2 component is 1 (an instance
+/// per request, as edge platforms do); reuse keeps a loaded model and the
+/// index's read sections (`bench/edge-results.md`), and is safe here: the
+/// component keeps no per-request state and re-reads the manifest on every
+/// request.
+pub const INSTANCE_REUSE: u32 = 1000;
+
 /// What `wasmtime serve` needs to serve a build, run from its folder:
 /// `-Scli` for the WASI interfaces Rust's standard library imports (the
 /// proxy world alone has no filesystem), and one `--dir` per mount unless
@@ -35,7 +43,7 @@ pub fn serve_command(bundled: bool) -> String {
         true => Vec::new(),
         false => MOUNTS.iter().map(|(host, guest)| format!("--dir {host}::{guest} ")).collect(),
     };
-    format!("wasmtime serve -Scli {}{COMPONENT_FILE}", dirs.concat())
+    format!("wasmtime serve -Scli --max-instance-reuse-count {INSTANCE_REUSE} {}{COMPONENT_FILE}", dirs.concat())
 }
 
 pub fn build(session: &Session, args: EdgeBuildArgs) -> Result<()> {
