@@ -17,7 +17,6 @@ the same order. Prints a Markdown table.
 """
 
 import argparse
-import http.client
 import json
 import os
 import re
@@ -33,7 +32,7 @@ import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mcp_bench import QUERIES, free_port, percentile, post  # noqa: E402
+from mcp_bench import QUERIES, concurrent_rounds, concurrently, free_port, percentile, post  # noqa: E402
 
 
 def body(mode: str, query: str) -> dict:
@@ -45,22 +44,6 @@ def body(mode: str, query: str) -> dict:
 
 def files(data: bytes) -> list[str]:
     return [urllib.parse.unquote(r["file"]) for r in json.loads(data)["results"]]
-
-
-def concurrently(port: int, mode: str) -> list[tuple[float, int, bytes]]:
-    results: list = [None] * len(QUERIES)
-    barrier = threading.Barrier(len(QUERIES))
-
-    def worker(i: int):
-        barrier.wait()
-        results[i] = post(port, "/query", body(mode, QUERIES[i]))
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(QUERIES))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
 
 
 def start(command: list[str], cwd: Path, env: dict, ready: str) -> tuple[subprocess.Popen, int]:
@@ -139,23 +122,17 @@ def main() -> int:
         proc, port = start(command, cwd, server_env, ready)
         try:
             for mode in ("keyword", "hybrid"):
-                concurrently(port, mode)  # warm-up: instances, pages, models
+                call = lambda port, q, mode=mode: post(port, "/query", body(mode, q))  # noqa: E731
+                concurrently(call, port)  # warm-up: instances, pages, models
                 sequential = []
                 for _ in range(args.rounds):
                     for q in QUERIES:
-                        elapsed, status, data = post(port, "/query", body(mode, q))
+                        elapsed, status, data = call(port, q)
                         assert status == 200, (name, q, status, data[:300])
                         check(mode, q, data, name)
                         sequential.append(elapsed)
-                latencies, walls = [], []
-                for _ in range(args.rounds):
-                    began = time.perf_counter()
-                    results = concurrently(port, mode)
-                    walls.append(time.perf_counter() - began)
-                    for q, (elapsed, status, data) in zip(QUERIES, results):
-                        assert status == 200, (name, q, status, data[:300])
-                        check(mode, q, data, name)
-                        latencies.append(elapsed)
+                latencies, walls = concurrent_rounds(
+                    call, port, args.rounds, lambda q, data, mode=mode, name=name: check(mode, q, data, name))
                 rows.append((name, mode, sequential, latencies, len(QUERIES) / statistics.median(walls)))
         finally:
             proc.send_signal(signal.SIGINT)

@@ -91,6 +91,21 @@ def concurrently(call, port: int) -> list[tuple[float, int, bytes]]:
     return results
 
 
+def concurrent_rounds(call, port: int, rounds: int, check) -> tuple[list[float], list[float]]:
+    """`rounds` times all queries at once: every call's latency and each
+    round's wall time; `check(query, body)` judges each answer."""
+    latencies, walls = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        results = concurrently(call, port)
+        walls.append(time.perf_counter() - start)
+        for q, (elapsed, status, data) in zip(QUERIES, results):
+            assert status == 200, (q, status, data[:200])
+            check(q, data)
+            latencies.append(elapsed)
+    return latencies, walls
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -130,15 +145,9 @@ def main() -> int:
                 sequential.append(elapsed)
         rows = []
         for name, call, files in (("REST POST /query", rest, rest_files), ("MCP tools/call query", mcp, mcp_files)):
-            latencies, walls = [], []
-            for _ in range(args.rounds):
-                start = time.perf_counter()
-                results = concurrently(call, port)
-                walls.append(time.perf_counter() - start)
-                for q, (elapsed, status, data) in zip(QUERIES, results):
-                    assert status == 200, (name, q, status, data[:200])
-                    assert files(data) == expected[q], (name, q)
-                    latencies.append(elapsed)
+            def same(q: str, data: bytes, files=files, name=name) -> None:
+                assert files(data) == expected[q], (name, q)
+            latencies, walls = concurrent_rounds(call, port, args.rounds, same)
             rows.append((name, latencies, walls))
     finally:
         server.send_signal(signal.SIGTERM)

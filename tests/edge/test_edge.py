@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
