@@ -556,6 +556,55 @@ fn smollm2_q4_1_greedy_with_the_kv_cache_matches_llama_cpp() {
     }
 }
 
+/// qmd's expansion, sampled as qmd configures it (seeded), on SmolLM2
+/// Q4_1 with qmd's grammar: every output is lines of `lex|vec|hyde: text`,
+/// a seed repeats its output, and greedy generation equals `greedy`.
+#[test]
+fn smollm2_sampling_under_qmds_grammar() {
+    use qmd_core::generate::grammar::TokenMask;
+    use qmd_core::generate::{Limits, Sampler, Sampling};
+    let path = fixtures().smollm2();
+    let bytes: ModelBytes = Arc::new(read(&path));
+    let file = GgufFile::parse("smollm2", (*bytes).as_ref()).unwrap();
+    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap();
+    let model = Decoder::load(&file, bytes.clone()).unwrap();
+    let end: Vec<u32> = ["<|im_end|>", "<|endoftext|>"].iter().filter_map(|t| tokenizer.id(t)).collect();
+    assert_eq!(end.len(), 2, "SmolLM2's end tokens");
+    let mask = TokenMask::new(&tokenizer.token_bytes(), end.clone());
+    let newline = tokenizer.encode("\n", false);
+    let prompt = tokenizer.encode(
+        "<|im_start|>user\n/no_think Expand this search query: rotate api keys<|im_end|>\n<|im_start|>assistant\n",
+        true,
+    );
+    let limits = Limits { max_tokens: 48, end: &end, unpunished: &newline, grammar: Some(&mask) };
+    let line = |l: &str| ["lex: ", "vec: ", "hyde: "].iter().any(|t| l.strip_prefix(t).is_some_and(|c| !c.is_empty()));
+    for seed in 1..=4 {
+        let run = || {
+            let mut sampler = Sampler::new(Sampling::QMD_EXPANSION.with_seed(seed));
+            Session::new(&model).generate(&prompt, &mut sampler, &limits).unwrap()
+        };
+        let tokens = run();
+        assert_eq!(run(), tokens, "seed {seed} repeats");
+        let text = String::from_utf8_lossy(&tokenizer.decode(&tokens, false)).into_owned();
+        eprintln!("seed {seed}: {text:?}");
+        let finished = tokens.len() < 48;
+        let lines: Vec<&str> = text.split('\n').collect();
+        let (last, whole) = lines.split_last().unwrap();
+        assert!(!whole.is_empty() || !finished, "at least one line: {text:?}");
+        assert!(whole.iter().all(|l| line(l)), "every line follows the grammar: {text:?}");
+        if finished {
+            assert!(last.is_empty(), "a finished output ends after a whole line: {text:?}");
+        } else {
+            let partial = ["lex: ", "vec: ", "hyde: "].iter().any(|t| last.starts_with(t) || t.starts_with(last));
+            assert!(partial, "a cut-off line is a prefix of one: {last:?}");
+        }
+    }
+    let mut greedy = Sampler::new(Sampling::GREEDY);
+    let free = Limits { max_tokens: 16, end: &[], unpunished: &[], grammar: None };
+    let generated = Session::new(&model).generate(&prompt, &mut greedy, &free).unwrap();
+    assert_eq!(generated, Session::new(&model).greedy(&prompt, 16, &[]).unwrap());
+}
+
 fn softmax(logits: &[f32]) -> Vec<f32> {
     let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
     let exps: Vec<f32> = logits.iter().map(|v| (v - max).exp()).collect();

@@ -1,10 +1,13 @@
 //! Text generation on the decoder models (qmd's query expansion, a Qwen3
 //! fine-tune): what constrains, samples and loops over the decoder.
 //! [`grammar`] holds qmd's expansion grammar as an automaton over bytes
-//! and the mask it puts on each step's tokens; [`session`] a running
-//! sequence over the blocks' key/value caches.
+//! and the mask it puts on each step's tokens; [`sampler`] draws tokens as
+//! qmd configures node-llama-cpp; [`session`] a running sequence over the
+//! blocks' key/value caches, and generation under those limits.
 
 pub mod grammar;
+pub mod sampler;
 pub mod session;
 
-pub use session::Session;
+pub use sampler::{Sampler, Sampling};
+pub use session::{Limits, Session};

@@ -4,9 +4,25 @@
 //! new token's products and its attention over the cache, not the whole
 //! sequence again.
 
+use super::grammar::{State, TokenMask};
+use super::sampler::Sampler;
 use crate::arch::Decoder;
 use crate::arch::block::KvCache;
 use crate::error::Result;
+
+/// How a generation stops, and what it may produce.
+pub struct Limits<'a> {
+    /// Most tokens generated.
+    pub max_tokens: usize,
+    /// Tokens that end generation (end of turn, end of text); not returned.
+    pub end: &'a [u32],
+    /// Tokens the presence penalty leaves alone (newlines, as
+    /// node-llama-cpp does by default).
+    pub unpunished: &'a [u32],
+    /// A grammar every output must follow; generation then ends only where
+    /// the grammar may end.
+    pub grammar: Option<&'a TokenMask>,
+}
 
 pub struct Session<'m> {
     model: &'m Decoder,
@@ -44,6 +60,41 @@ impl<'m> Session<'m> {
                 break;
             }
             logits = self.feed(&[next])?;
+        }
+        Ok(out)
+    }
+}
+
+impl Session<'_> {
+    /// Tokens after `prompt`, each drawn by `sampler` from what `limits`
+    /// allows, until an end token, the token limit, or a grammar with no
+    /// way on.
+    pub fn generate(&mut self, prompt: &[u32], sampler: &mut Sampler, limits: &Limits) -> Result<Vec<u32>> {
+        let mut logits = self.feed(prompt)?;
+        let mut state = State::START;
+        let mut out: Vec<u32> = Vec::new();
+        while out.len() < limits.max_tokens {
+            if let Some(mask) = limits.grammar {
+                mask.apply(state, &mut logits);
+                if logits.iter().all(|l| *l == f32::NEG_INFINITY) {
+                    break;
+                }
+            }
+            // node-llama-cpp's window: the last tokens generated, less those
+            // it does not punish.
+            let window = &out[out.len().saturating_sub(sampler.settings().window)..];
+            let recent: Vec<u32> = window.iter().copied().filter(|t| !limits.unpunished.contains(t)).collect();
+            let next = sampler.pick(&logits, &recent);
+            if limits.end.contains(&next) {
+                break;
+            }
+            if let Some(mask) = limits.grammar {
+                state = mask.after(state, next).expect("the mask allowed the token");
+            }
+            out.push(next);
+            if out.len() < limits.max_tokens {
+                logits = self.feed(&[next])?;
+            }
         }
         Ok(out)
     }

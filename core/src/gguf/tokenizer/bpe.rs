@@ -108,6 +108,14 @@ impl BpeTokenizer {
         out
     }
 
+    /// Each token's bytes in the output, by id; `None` for tokens that add
+    /// none (control tokens): what a grammar mask is built from.
+    pub fn token_bytes(&self) -> Vec<Option<Vec<u8>>> {
+        (0..self.pieces.len() as u32)
+            .map(|id| Some(self.decode(&[id], false)).filter(|bytes| !bytes.is_empty()))
+            .collect()
+    }
+
     /// The bytes the tokens stand for (llama.cpp's `detokenize`):
     /// control tokens' text only when `special`.
     pub fn decode(&self, tokens: &[u32], special: bool) -> Vec<u8> {
