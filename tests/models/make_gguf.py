@@ -4,6 +4,7 @@
     make_gguf.py blocks OUT.gguf OUT_EXPECTED.bin [--seed N]
     make_gguf.py gemma CORPUS_DIR OUT.gguf --type f32|q8_0 [--size test|full] [--seed N]
     make_gguf.py qwen3-reranker CORPUS_DIR OUT.gguf --type f32|q8_0 [--size test|full] [--seed N]
+    make_gguf.py qwen3 CORPUS_DIR OUT.gguf --type f32|q8_0 [--size test|full] [--seed N]
     make_gguf.py dequantize IN.gguf OUT.gguf
 
 `minilm` converts sentence-transformers all-MiniLM-L6-v2 (a Hugging Face
@@ -48,6 +49,13 @@ with Qwen2's pre-tokenizer expression. `--size test` keeps Qwen3-0.6B's head
 layout (head size 128, two query heads per key/value head) in 4 narrow layers;
 `--size full` is Qwen3-Reranker-0.6B's shape (1024 wide, 28 layers, 16/8
 heads, FFN 3072) with the small vocabulary, for the benchmark.
+
+`qwen3` writes the same architecture as a causal LM, the shape of qmd's
+query-expansion model (Qwen3-1.7B): the same vocabulary, an LM head of its
+own (untied, so greedy decoding with random weights does not just repeat
+the last token) scaled so each step has a clear most probable token, no
+pooling, and the ChatML chat template. `--size test` is 4 narrow layers; `--size full` is
+Qwen3-1.7B's shape (2048 wide, 28 layers, 16/8 heads, FFN 6144).
 
 `dequantize` rewrites a GGUF file with every tensor as F32 (gguf-py's
 dequantization) and the same metadata but the file type: a quantized model's
@@ -683,8 +691,23 @@ def train_bpe_vocabulary(corpus_dir, vocab_size):
     return tokens, toktypes, merges
 
 
-def qwen3_reranker(corpus_dir, out, type_name, size, seed):
-    dims = QWEN3_SIZES[size]
+# qwen3: qmd's query-expansion model's architecture (Qwen3-1.7B: 28 layers,
+# 16 heads, 8 KV heads, head dim 128, FFN 6144), with random weights, a
+# causal LM with Qwen3's chat markers.
+QWEN3_LM_SIZES = {
+    "test": dict(width=256, layers=4, heads=4, kv_heads=2, head_dim=128, ffn=768, vocab=3000),
+    "full": dict(width=2048, layers=28, heads=16, kv_heads=8, head_dim=128, ffn=6144, vocab=3000),
+}
+# The ChatML form Qwen3's own template renders for one user turn.
+QWEN3_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
+
+def qwen3_model(corpus_dir, out, type_name, size, seed, rerank):
+    """A Qwen3-architecture model with random weights: the reranker (a
+    ranking head on yes/no) or the causal LM qmd expands queries with."""
+    dims = (QWEN3_SIZES if rerank else QWEN3_LM_SIZES)[size]
     rng = np.random.default_rng(seed)
     ftype = FTYPES[type_name]
     arch = gguf.MODEL_ARCH.QWEN3
@@ -692,20 +715,28 @@ def qwen3_reranker(corpus_dir, out, type_name, size, seed):
     w, hd, ffn = dims["width"], dims["head_dim"], dims["ffn"]
     writer = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[arch])
     rw = RandomWeights(rng)
-    # Qwen3-Reranker-0.6B ties its LM head to the token embeddings, so the
-    # converter writes the embeddings' rows for "yes" and "no" as cls.output.
-    # Small enough that P(yes) spreads over (0, 1) instead of saturating.
-    embeddings = rw.weight(len(tokens), w, 0.05)
-    yes, no = tokens.index("yes"), tokens.index("no")
-    tensors = [("cls.output.weight", np.stack([embeddings[yes], embeddings[no]])),
-               ("token_embd.weight", embeddings)]
+    if rerank:
+        # Qwen3-Reranker-0.6B ties its LM head to the token embeddings, so the
+        # converter writes the embeddings' rows for "yes" and "no" as
+        # cls.output. Small enough that P(yes) spreads over (0, 1) instead of
+        # saturating.
+        embeddings = rw.weight(len(tokens), w, 0.05)
+        yes, no = tokens.index("yes"), tokens.index("no")
+        tensors = [("cls.output.weight", np.stack([embeddings[yes], embeddings[no]])),
+                   ("token_embd.weight", embeddings)]
+    else:
+        # Untied here (Qwen3-1.7B ties it): with random weights a tied head
+        # scores the last token's own embedding highest, and greedy decoding
+        # repeats one token. A separate head, large enough that each step
+        # has a clear most probable token, makes greedy runs that vary.
+        tensors = [("token_embd.weight", rw.weight(len(tokens), w)), ("output.weight", rw.weight(len(tokens), w, 0.25))]
     for b in range(dims["layers"]):
         tensors += attention_block(rw, b, dims, post_norms=False)
     tensors.append(("output_norm.weight", rw.norm(w)))
     report = add_quantized(writer, arch, tensors, ftype)
 
     writer.add_type(gguf.GGUFType.MODEL)
-    writer.add_name(f"qwen3-reranker-shaped-{size}-random")
+    writer.add_name(f"qwen3-{'reranker' if rerank else 'lm'}-shaped-{size}-random")
     # converter: TextModel.set_gguf_parameters (Qwen3's config keys)
     writer.add_block_count(dims["layers"])
     writer.add_context_length(40960)
@@ -718,10 +749,13 @@ def qwen3_reranker(corpus_dir, out, type_name, size, seed):
     writer.add_key_length(hd)
     writer.add_value_length(hd)
     writer.add_file_type(ftype)
-    # converter: Qwen3Model.set_gguf_parameters (is_rerank)
-    writer.add_pooling_type(gguf.PoolingType.RANK)
-    writer.add_classifier_output_labels(["yes", "no"])
-    writer.add_chat_template([{"name": "rerank", "template": QWEN3_RERANK_TEMPLATE}])
+    if rerank:
+        # converter: Qwen3Model.set_gguf_parameters (is_rerank)
+        writer.add_pooling_type(gguf.PoolingType.RANK)
+        writer.add_classifier_output_labels(["yes", "no"])
+        writer.add_chat_template([{"name": "rerank", "template": QWEN3_RERANK_TEMPLATE}])
+    else:
+        writer.add_chat_template(QWEN3_CHAT_TEMPLATE)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     # converter: _set_vocab_gpt2 + SpecialVocab(load_merges=True): Qwen3's
     # config names <|endoftext|> as BOS, <|im_end|> as EOS and padding.
@@ -775,7 +809,7 @@ def main():
     b.add_argument("out")
     b.add_argument("expected")
     b.add_argument("--seed", type=int, default=0)
-    for name, sizes in (("gemma", GEMMA_SIZES), ("qwen3-reranker", QWEN3_SIZES)):
+    for name, sizes in (("gemma", GEMMA_SIZES), ("qwen3-reranker", QWEN3_SIZES), ("qwen3", QWEN3_LM_SIZES)):
         r = sub.add_parser(name)
         r.add_argument("corpus_dir")
         r.add_argument("out")
@@ -788,8 +822,8 @@ def main():
     args = ap.parse_args()
     if args.command == "dequantize":
         dequantize(args.src, args.out)
-    elif args.command == "qwen3-reranker":
-        qwen3_reranker(args.corpus_dir, args.out, args.type, args.size, args.seed)
+    elif args.command in ("qwen3-reranker", "qwen3"):
+        qwen3_model(args.corpus_dir, args.out, args.type, args.size, args.seed, rerank=args.command != "qwen3")
     elif args.command == "minilm":
         minilm(args.model_dir, args.out, args.type)
     elif args.command == "gemma":

