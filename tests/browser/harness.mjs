@@ -102,7 +102,13 @@ export async function launch() {
   context.on('page', watch);
   const page = context.pages()[0] ?? (await context.newPage());
   watch(page);
-  return { context, page, requests, errors, close: () => context.close() };
+  // The profile (with the page's OPFS: indexes, models) is 300 MB or more:
+  // it goes with the browser, or every run leaves one in the temp folder.
+  const close = async () => {
+    await context.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  };
+  return { context, page, requests, errors, close };
 }
 
 /** Opens the app and waits until its index is open. */
