@@ -10,10 +10,7 @@ use std::sync::Arc;
 
 use js_sys::{Object, Reflect, Uint8Array};
 use qmd_core::inference::{EmbedderInfo, Embedding};
-use qmd_core::model::{
-    CrossEncoder, Device, DeviceChoice, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder,
-    TextEmbedder, TextReranker,
-};
+use qmd_core::model::{DeviceChoice, Loadable, ModelDevice, ModelFiles, TextEmbedder, TextReranker};
 use qmd_core::{Error, Result};
 use serde::Serialize;
 
@@ -45,17 +42,12 @@ impl PageFiles<'_> {
     }
 }
 
-/// A model from the page's files (repository path → `Uint8Array`, or
+/// Model `id` from the page's files (repository path → `Uint8Array`, or
 /// `model.gguf` alone) on the device `device` asks for (`auto`, `gpu` or
-/// `cpu`), and where it runs, for the status line: a GGUF file by `gguf`
-/// (on the device's GPU when it has one, else the CPU kernels), a
-/// safetensors repository by `burn`.
-async fn load_model<T>(
-    files: &Object,
-    device: &str,
-    gguf: impl FnOnce(Vec<u8>, &ModelDevice) -> Result<T>,
-    burn: impl FnOnce(ModelFiles, &Device) -> Result<T>,
-) -> Result<(T, String)> {
+/// `cpu`), and where it runs, for the status line: a GGUF file on the
+/// device's GPU when it has one, else the CPU kernels; a safetensors
+/// repository on burn.
+async fn load_model<T: Loadable>(id: &str, files: &Object, device: &str) -> Result<(T, String)> {
     let files = PageFiles(files);
     let choice = DeviceChoice::parse(device)?;
     if let Some(bytes) = files.gguf()? {
@@ -65,11 +57,11 @@ async fn load_model<T>(
             Some(_) => device.description.clone(),
             None => format!("CPU: {}", qmd_core::kernels::instruction_set()),
         };
-        return Ok((gguf(bytes, &device)?, description));
+        return Ok((T::load_gguf(id, Arc::new(bytes), &device)?, description));
     }
     let files = files.safetensors()?;
     let device = device_for(choice).await?;
-    Ok((burn(files, &device.device)?, device.description))
+    Ok((T::load(files, &device.device)?, device.description))
 }
 
 pub struct BrowserEmbedder {
@@ -90,13 +82,7 @@ pub struct LoadedModel {
 impl BrowserEmbedder {
     /// Loads `id` from the page's files (see [`load_model`]).
     pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserEmbedder> {
-        let (embedder, device) = load_model(
-            files,
-            device,
-            |bytes, device| Ok(TextEmbedder::Gguf(Box::new(GgufEncoder::load_on(id, Arc::new(bytes), device)?))),
-            |files, device| Ok(TextEmbedder::SafeTensors(Box::new(SentenceEncoder::load(files, device)?))),
-        )
-        .await?;
+        let (embedder, device) = load_model::<TextEmbedder>(id, files, device).await?;
         Ok(BrowserEmbedder { info: embedder.describe(id), embedder, device })
     }
 
@@ -132,13 +118,7 @@ pub struct LoadedReranker {
 impl BrowserReranker {
     /// As [`BrowserEmbedder::load`].
     pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserReranker> {
-        let (reranker, device) = load_model(
-            files,
-            device,
-            |bytes, device| Ok(TextReranker::Gguf(Box::new(GgufRanker::load_on(id, Arc::new(bytes), device)?))),
-            |files, device| Ok(TextReranker::SafeTensors(Box::new(CrossEncoder::load(files, device)?))),
-        )
-        .await?;
+        let (reranker, device) = load_model::<TextReranker>(id, files, device).await?;
         Ok(BrowserReranker { reranker, model: id.to_string(), device })
     }
 

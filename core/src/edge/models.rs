@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::inference::{EmbedderInfo, Embedding, Inference};
-use crate::model::{
-    CrossEncoder, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
-};
+use crate::model::{Loadable, ModelDevice, ModelFiles, TextEmbedder, TextReranker};
 use crate::serve::deployment::{DeployedModel as Entry, GGUF_FILE, MODELS_MANIFEST, ModelsManifest};
 
 pub const MODELS_DIR: &str = "/.qmd/models";
@@ -84,26 +82,22 @@ impl EdgeModels {
     }
 
     fn loaded_embedder(&self) -> std::result::Result<&(TextEmbedder, String), String> {
-        self.embed.get("embedding", |entry, dir| {
-            let device = ModelDevice::cpu();
-            let model = match gguf(dir)? {
-                Some(bytes) => TextEmbedder::Gguf(Box::new(GgufEncoder::load_on(&entry.id, bytes, &device)?)),
-                None => TextEmbedder::SafeTensors(Box::new(SentenceEncoder::load(safetensors(dir)?, &device.device)?)),
-            };
-            Ok((model, entry.id.clone()))
-        })
+        self.embed.get("embedding", load)
     }
 
     fn loaded_ranker(&self) -> std::result::Result<&(TextReranker, String), String> {
-        self.rerank.get("reranking", |entry, dir| {
-            let device = ModelDevice::cpu();
-            let model = match gguf(dir)? {
-                Some(bytes) => TextReranker::Gguf(Box::new(GgufRanker::load_on(&entry.id, bytes, &device)?)),
-                None => TextReranker::SafeTensors(Box::new(CrossEncoder::load(safetensors(dir)?, &device.device)?)),
-            };
-            Ok((model, entry.id.clone()))
-        })
+        self.rerank.get("reranking", load)
     }
+}
+
+/// The model in `dir`, on this instance's CPU, with the id it goes by.
+fn load<T: Loadable>(entry: &Entry, dir: &Path) -> Result<(T, String)> {
+    let device = ModelDevice::cpu();
+    let model = match gguf(dir)? {
+        Some(bytes) => T::load_gguf(&entry.id, bytes, &device)?,
+        None => T::load(safetensors(dir)?, &device.device)?,
+    };
+    Ok((model, entry.id.clone()))
 }
 
 fn model_error(message: String) -> Error {

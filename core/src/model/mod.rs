@@ -21,6 +21,7 @@ mod gguf_encoder;
 mod gguf_ranker;
 mod heap;
 mod load;
+mod loadable;
 pub(crate) mod parallel;
 mod reranker;
 mod tokenize;
@@ -34,6 +35,7 @@ pub use embedder::TextEmbedder;
 pub use encoder::SentenceEncoder;
 pub use gguf_encoder::GgufEncoder;
 pub use gguf_ranker::GgufRanker;
+pub use loadable::Loadable;
 pub use reranker::TextReranker;
 pub use tokenize::TextTokenizer;
 

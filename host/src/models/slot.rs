@@ -6,39 +6,9 @@ use std::sync::Mutex;
 use std::path::Path;
 use std::sync::Arc;
 
-use qmd_core::model::{
-    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
-};
+use qmd_core::model::{Loadable, ModelFiles};
 
 use super::{ModelSource, device};
-
-/// Models that load from a repository's files or a GGUF file.
-pub trait Loadable: Sized {
-    fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self>;
-    /// From a GGUF file's bytes, on `device`'s GPU when it has one; `name`
-    /// is how errors call it.
-    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes, device: &ModelDevice) -> qmd_core::Result<Self>;
-}
-
-impl Loadable for TextEmbedder {
-    fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
-        SentenceEncoder::load(files, device).map(|e| TextEmbedder::SafeTensors(Box::new(e)))
-    }
-
-    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes, device: &ModelDevice) -> qmd_core::Result<Self> {
-        GgufEncoder::load_on(name, bytes, device).map(|e| TextEmbedder::Gguf(Box::new(e)))
-    }
-}
-
-impl Loadable for TextReranker {
-    fn load(files: ModelFiles, device: &Device) -> qmd_core::Result<Self> {
-        CrossEncoder::load(files, device).map(|r| TextReranker::SafeTensors(Box::new(r)))
-    }
-
-    fn load_gguf(name: &str, bytes: qmd_core::arch::ModelBytes, device: &ModelDevice) -> qmd_core::Result<Self> {
-        GgufRanker::load_on(name, bytes, device).map(|r| TextReranker::Gguf(Box::new(r)))
-    }
-}
 
 /// The file mapped read-only: its pages are the page cache's, shared and
 /// never copied into the process's heap.

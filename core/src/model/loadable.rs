@@ -1,0 +1,38 @@
+//! The embedding model and the reranker from either file format: a
+//! safetensors repository (burn, on its device) or a GGUF file (the
+//! engine's kernels, on the device's GPU when it has one). One way to load
+//! them for every host: the CLI's model slots, the edge component, the
+//! browser.
+
+use super::{
+    CrossEncoder, Device, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
+};
+use crate::arch::ModelBytes;
+use crate::error::Result;
+
+/// Models that load from a repository's files or a GGUF file.
+pub trait Loadable: Sized {
+    fn load(files: ModelFiles, device: &Device) -> Result<Self>;
+    /// From a GGUF file's bytes; `name` is how errors call it.
+    fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self>;
+}
+
+impl Loadable for TextEmbedder {
+    fn load(files: ModelFiles, device: &Device) -> Result<Self> {
+        SentenceEncoder::load(files, device).map(|e| TextEmbedder::SafeTensors(Box::new(e)))
+    }
+
+    fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
+        GgufEncoder::load_on(name, bytes, device).map(|e| TextEmbedder::Gguf(Box::new(e)))
+    }
+}
+
+impl Loadable for TextReranker {
+    fn load(files: ModelFiles, device: &Device) -> Result<Self> {
+        CrossEncoder::load(files, device).map(|r| TextReranker::SafeTensors(Box::new(r)))
+    }
+
+    fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
+        GgufRanker::load_on(name, bytes, device).map(|r| TextReranker::Gguf(Box::new(r)))
+    }
+}
