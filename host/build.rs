@@ -1,7 +1,7 @@
-//! Builds the engine component (`qmd-core` for `wasm32-wasip2`) and the
-//! static-site keyword engine (`qmd-site-engine` for
-//! `wasm32-unknown-unknown`) so the binary can embed both. A nested cargo with its own target directory: the
-//! outer build holds the lock on ours.
+//! Builds what the binary embeds: the engine component and the edge
+//! component (`qmd-core` for `wasm32-wasip2`) and the static-site keyword
+//! engine (`qmd-site-engine` for `wasm32-unknown-unknown`). A nested cargo
+//! with its own target directory: the outer build holds the lock on ours.
 
 use std::env;
 use std::path::PathBuf;
@@ -13,27 +13,38 @@ fn main() {
     for watched in ["core/src", "core/Cargo.toml", "wit", "Cargo.lock", "web/site"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
-    println!("cargo:rerun-if-env-changed=QMD_COMPONENT_WASM");
-    println!("cargo:rerun-if-env-changed=QMD_SITE_ENGINE_WASM");
-    println!("cargo:rerun-if-env-changed=QMD_EDGE_WASM");
-    build_site_engine(&workspace);
-    build_edge(&workspace);
+    // The site engine ships inside every `qmd site build` bundle, so bundle
+    // and reader always match (as Pagefind's binary embeds its wasm).
+    embedded("QMD_SITE_ENGINE_WASM", "QMD_SITE_ENGINE_PATH", || {
+        let args = ["--package", "qmd-site-engine", "--target", "wasm32-unknown-unknown", "--profile", "site"];
+        let target = nested_build(&workspace, &args, "the site engine (qmd-site-engine for wasm32-unknown-unknown)");
+        target.join("wasm32-unknown-unknown/site/qmd_site_engine.wasm")
+    });
+    // `qmd edge build` writes it out: qmd's HTTP API as a `wasi:http`
+    // proxy, with the models inside it.
+    embedded("QMD_EDGE_WASM", "QMD_EDGE_PATH", || {
+        let args =
+            ["--package", "qmd-core", "--features", "edge", "--target", "wasm32-wasip2", "--profile", "component"];
+        let what = "the edge component (qmd-core --features edge for wasm32-wasip2)";
+        kept_as(&nested_build(&workspace, &args, what), "qmd-edge.wasm")
+    });
+    let engine = embedded("QMD_COMPONENT_WASM", "QMD_COMPONENT_PATH", || {
+        let args =
+            ["--package", "qmd-core", "--features", "component", "--target", "wasm32-wasip2", "--profile", "component"];
+        let what = "the engine component (qmd-core for wasm32-wasip2)";
+        kept_as(&nested_build(&workspace, &args, what), "qmd-engine.wasm")
+    });
+    emit_hash(&engine);
+}
 
-    // A prebuilt component may be supplied (e.g. by a packager).
-    if let Ok(prebuilt) = env::var("QMD_COMPONENT_WASM") {
-        println!("cargo:rustc-env=QMD_COMPONENT_PATH={prebuilt}");
-        emit_hash(std::path::Path::new(&prebuilt));
-        return;
-    }
-
-    let component_target = nested_build(
-        &workspace,
-        &["--package", "qmd-core", "--features", "component", "--target", "wasm32-wasip2", "--profile", "component"],
-        "the engine component (qmd-core for wasm32-wasip2)",
-    );
-    let wasm = kept_as(&component_target, "qmd-engine.wasm");
-    println!("cargo:rustc-env=QMD_COMPONENT_PATH={}", wasm.display());
-    emit_hash(&wasm);
+/// A wasm artifact the binary embeds, its path given to the compile as
+/// `path_var`: the file `prebuilt_var` names when set (a packager's
+/// build), else what `build` makes.
+fn embedded(prebuilt_var: &str, path_var: &str, build: impl FnOnce() -> PathBuf) -> PathBuf {
+    println!("cargo:rerun-if-env-changed={prebuilt_var}");
+    let wasm = env::var(prebuilt_var).map_or_else(|_| build(), PathBuf::from);
+    println!("cargo:rustc-env={path_var}={}", wasm.display());
+    wasm
 }
 
 /// The component cargo just built for `wasm32-wasip2`, copied under a name
@@ -46,21 +57,6 @@ fn kept_as(target: &std::path::Path, name: &str) -> PathBuf {
     kept
 }
 
-/// The edge component (`qmd edge build` writes it out): qmd's HTTP API as
-/// a `wasi:http` proxy, with the models inside it.
-fn build_edge(workspace: &std::path::Path) {
-    if let Ok(prebuilt) = env::var("QMD_EDGE_WASM") {
-        println!("cargo:rustc-env=QMD_EDGE_PATH={prebuilt}");
-        return;
-    }
-    let target = nested_build(
-        workspace,
-        &["--package", "qmd-core", "--features", "edge", "--target", "wasm32-wasip2", "--profile", "component"],
-        "the edge component (qmd-core --features edge for wasm32-wasip2)",
-    );
-    println!("cargo:rustc-env=QMD_EDGE_PATH={}", kept_as(&target, "qmd-edge.wasm").display());
-}
-
 /// A stable hash of the component, so the precompiled-code cache is keyed
 /// without hashing 2 MB on every CLI call.
 fn emit_hash(wasm: &std::path::Path) {
@@ -69,22 +65,6 @@ fn emit_hash(wasm: &std::path::Path) {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut hasher);
     println!("cargo:rustc-env=QMD_COMPONENT_HASH={:016x}", hasher.finish());
-}
-
-/// The site engine ships inside every `qmd site build` bundle, so bundle
-/// and reader always match (as Pagefind's binary embeds its wasm).
-fn build_site_engine(workspace: &std::path::Path) {
-    if let Ok(prebuilt) = env::var("QMD_SITE_ENGINE_WASM") {
-        println!("cargo:rustc-env=QMD_SITE_ENGINE_PATH={prebuilt}");
-        return;
-    }
-    let target = nested_build(
-        workspace,
-        &["--package", "qmd-site-engine", "--target", "wasm32-unknown-unknown", "--profile", "site"],
-        "the site engine (qmd-site-engine for wasm32-unknown-unknown)",
-    );
-    let wasm = target.join("wasm32-unknown-unknown/site/qmd_site_engine.wasm");
-    println!("cargo:rustc-env=QMD_SITE_ENGINE_PATH={}", wasm.display());
 }
 
 /// Runs `cargo build --locked <args>` for a wasm artifact in a target

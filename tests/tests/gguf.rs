@@ -544,7 +544,7 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str]) -> Vec<GreedyRun> 
         let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
         let probabilities = softmax(&logits);
         let first_step = first.iter().fold(0f32, |m, &(id, p)| m.max((probabilities[id as usize] - p).abs()));
-        let ours = Session::new(&model).greedy(&tokens, 32, &[]).unwrap();
+        let ours = Session::new(&model).greedy(&tokens, 32).unwrap();
         let agreed = ours.iter().zip(&theirs).take_while(|(a, b)| a == b).count();
         let mut gap = 0.0;
         if agreed < theirs.len() {
@@ -661,10 +661,15 @@ fn smollm2_sampling_under_qmds_grammar() {
             assert!(partial, "a cut-off line is a prefix of one: {last:?}");
         }
     }
-    let mut greedy = Sampler::new(Sampling::GREEDY);
-    let free = Limits { max_tokens: 16, end: &[], unpunished: &[], grammar: None };
-    let generated = Session::new(&model).generate(&prompt, &mut greedy, &free).unwrap();
-    assert_eq!(generated, Session::new(&model).greedy(&prompt, 16, &[]).unwrap());
+    // Greedy generation is the argmax of each step's logits.
+    let mut session = Session::new(&model);
+    let mut logits = session.feed(&prompt).unwrap();
+    let mut stepped = Vec::new();
+    while stepped.len() < 16 {
+        stepped.push(qmd_core::generate::session::most_probable(&logits));
+        logits = session.feed(&stepped[stepped.len() - 1..]).unwrap();
+    }
+    assert_eq!(Session::new(&model).greedy(&prompt, 16).unwrap(), stepped);
 }
 
 fn softmax(logits: &[f32]) -> Vec<f32> {

@@ -5,13 +5,6 @@
 use super::{Component, Guest, R, document, get_error, hit, index_status, multi_get_result, typed_search_in, wit};
 use crate::wasi::engine;
 
-/// The MCP `query` tool's bound on typed searches.
-const MAX_SEARCHES: usize = crate::serve::MAX_SEARCHES;
-
-fn invalid(message: &str) -> wit::Error {
-    crate::Error::invalid(message).into()
-}
-
 impl Guest for Component {
     fn query(
         query: Option<String>,
@@ -21,17 +14,8 @@ impl Guest for Component {
         min_score: Option<f64>,
         intent: Option<String>,
     ) -> R<Vec<wit::SearchHit>> {
+        // A blank text is no query (the engine refuses both or neither).
         let query = query.filter(|q| !q.trim().is_empty());
-        match (&query, searches.is_empty()) {
-            (None, true) => {
-                return Err(invalid("provide either 'query' (plain text) or 'searches' (typed sub-queries)"));
-            }
-            (Some(_), false) => return Err(invalid("'query' and 'searches' are mutually exclusive; provide only one")),
-            _ if searches.len() > MAX_SEARCHES => {
-                return Err(invalid(&format!("too many searches: {} (at most {MAX_SEARCHES})", searches.len())));
-            }
-            _ => {}
-        }
         let request = crate::QueryRequest {
             query,
             parse_document: false,

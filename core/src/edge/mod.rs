@@ -87,7 +87,7 @@ fn answer(request: &IncomingRequest) -> HttpResponse {
     if path == "/health" {
         return match method.as_str() {
             "GET" => serve::health(started.elapsed().as_secs()),
-            _ => HttpResponse::error(405, "Method Not Allowed: /health takes GET"),
+            _ => HttpResponse::method_not_allowed(path, "GET"),
         };
     }
     if !serve::serves(path) {

@@ -14,7 +14,7 @@ mod vsearch;
 
 pub use doctor::{IndexCheck, SampleCheck, VectorSample};
 pub use embed::{EmbedJob, EmbedOptions, EmbedReport, embed_fingerprint};
-pub use query::{QueryJob, QueryModels, QueryStep};
+pub use query::{MAX_SEARCHES, QueryJob, QueryModels, QueryStep};
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -69,6 +69,10 @@ impl Sampler {
     /// out what it does not punish, such as newlines).
     pub fn pick(&mut self, logits: &[f32], recent: &[u32]) -> u32 {
         let s = self.settings;
+        let penalised = s.presence_penalty != 0.0 && s.window > 0 && !recent.is_empty();
+        if (s.temperature <= 0.0 || s.top_k == 1) && !penalised {
+            return super::session::most_probable(logits);
+        }
         let mut scored: Vec<(u32, f32)> = logits
             .iter()
             .enumerate()
@@ -78,7 +82,7 @@ impl Sampler {
         if scored.is_empty() {
             return super::session::most_probable(logits);
         }
-        if s.presence_penalty != 0.0 && s.window > 0 {
+        if penalised {
             let window = &recent[recent.len().saturating_sub(s.window)..];
             for (token, logit) in &mut scored {
                 if window.contains(token) {

@@ -5,7 +5,7 @@
 //! sequence again.
 
 use super::grammar::{State, TokenMask};
-use super::sampler::Sampler;
+use super::sampler::{Sampler, Sampling};
 use crate::arch::Decoder;
 use crate::arch::block::KvCache;
 use crate::error::Result;
@@ -48,24 +48,14 @@ impl<'m> Session<'m> {
         Ok(self.model.logits(&state))
     }
 
-    /// Up to `count` tokens after `prompt`, each the most probable (ties
-    /// to the lowest id), stopping after any of `stop`.
-    pub fn greedy(&mut self, prompt: &[u32], count: usize, stop: &[u32]) -> Result<Vec<u32>> {
-        let mut logits = self.feed(prompt)?;
-        let mut out = Vec::with_capacity(count);
-        while out.len() < count {
-            let next = most_probable(&logits);
-            out.push(next);
-            if stop.contains(&next) || out.len() == count {
-                break;
-            }
-            logits = self.feed(&[next])?;
-        }
-        Ok(out)
+    /// `count` tokens after `prompt`, each the most probable (ties to the
+    /// lowest id), end-of-text tokens included: what llama.cpp's greedy
+    /// runs are compared with.
+    pub fn greedy(&mut self, prompt: &[u32], count: usize) -> Result<Vec<u32>> {
+        let limits = Limits { max_tokens: count, end: &[], unpunished: &[], grammar: None };
+        self.generate(prompt, &mut Sampler::new(Sampling::GREEDY), &limits)
     }
-}
 
-impl Session<'_> {
     /// Tokens after `prompt`, each drawn by `sampler` from what `limits`
     /// allows, until an end token, the token limit, or a grammar with no
     /// way on.

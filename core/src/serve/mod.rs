@@ -20,8 +20,9 @@ use crate::inference::Inference;
 /// 413 before it is parsed.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// The most typed searches one query may carry (the MCP tool's own bound).
-pub const MAX_SEARCHES: usize = 10;
+/// The most typed searches one query may carry (the engine's bound,
+/// checked here before the searches are read).
+pub use crate::engine::MAX_SEARCHES;
 
 pub struct HttpRequest<'a> {
     pub method: &'a str,
@@ -52,6 +53,13 @@ impl HttpResponse {
     /// qmd's answer to a path it does not serve.
     pub fn not_found() -> HttpResponse {
         HttpResponse { status: 404, content_type: "text/plain", body: "Not Found".into(), allow: None }
+    }
+
+    /// A method `path` does not take; `allowed` is the one it does.
+    pub fn method_not_allowed(path: &str, allowed: &'static str) -> HttpResponse {
+        let mut refused = HttpResponse::error(405, format!("Method Not Allowed: {path} takes {allowed}"));
+        refused.allow = Some(allowed);
+        refused
     }
 
     /// A body over [`MAX_BODY_BYTES`].
@@ -100,9 +108,7 @@ pub fn handle(engine: &Engine, models: Option<&dyn Inference>, request: &HttpReq
         _ => "POST",
     };
     if request.method != wanted {
-        let mut refused = HttpResponse::error(405, format!("Method Not Allowed: {} takes {wanted}", request.path));
-        refused.allow = Some(wanted);
-        return refused;
+        return HttpResponse::method_not_allowed(request.path, wanted);
     }
     if request.body.len() > MAX_BODY_BYTES {
         return HttpResponse::too_large();

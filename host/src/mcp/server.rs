@@ -196,17 +196,11 @@ impl QmdServer {
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn query(&self, Parameters(args): Parameters<QueryArgs>) -> Result<CallToolResult, ErrorData> {
-        let query = args.query.filter(|q| !q.is_empty());
-        let searches = args.searches.unwrap_or_default();
-        if query.is_none() && searches.is_empty() {
-            return Ok(error_result("Error: provide either 'query' (plain text) or 'searches' (typed sub-queries)"));
-        }
-        if query.is_some() && !searches.is_empty() {
-            return Ok(error_result("Error: 'query' and 'searches' are mutually exclusive; provide only one"));
-        }
+        // Neither or both of `query` and `searches`: the engine refuses
+        // them, in qmd's words.
         let request = QueryParams {
-            query,
-            searches: searches.into_iter().map(|s| (search_type(s.kind), s.query)).collect(),
+            query: args.query.filter(|q| !q.is_empty()),
+            searches: args.searches.unwrap_or_default().into_iter().map(|s| (search_type(s.kind), s.query)).collect(),
             collections: args.collections.unwrap_or_default(),
             limit: count(args.limit),
             min_score: args.min_score,
