@@ -72,6 +72,20 @@ pub trait Inference {
     fn reranker(&self) -> Option<String>;
     /// Relevance in [0, 1] of each document to the query.
     fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>>;
+    /// The query-expansion model's id, or `None` when expansion is off or
+    /// its model unavailable (queries then expand by qmd's fallback).
+    fn generator(&self) -> Option<String> {
+        None
+    }
+    /// qmd's expansion of a plain query: the model's lines read by
+    /// [`parse_expansion`](crate::query::expansion::parse_expansion), from
+    /// the implementation's cache when it has them.
+    fn expand(&self, _query: &str) -> Result<Vec<crate::api::TypedSearch>> {
+        Err(crate::error::Error::invalid("no query-expansion model"))
+    }
+    /// Drops a cached expansion whose searches all found nothing (qmd's
+    /// `invalidateExpansionCache`), so a repeat asks the model again.
+    fn forget_expansion(&self, _query: &str) {}
 }
 
 #[cfg(test)]

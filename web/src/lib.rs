@@ -297,6 +297,8 @@ impl QmdIndex {
             let models = QueryModels {
                 embedder: embedder.as_ref().map(|e| e.info.clone()),
                 reranker: reranker.as_ref().map(|r| r.model.clone()),
+                // The page has no expansion model yet: qmd's fallback.
+                generator: None,
             };
             let engine = &inner.engine;
             let (mut job, mut step) = engine.query_start(&request, models).map_err(to_js)?;
@@ -309,6 +311,7 @@ impl QmdIndex {
                         let vectors = vectors.into_iter().map(|e| e.vector).collect();
                         engine.query_answer_vectors(&mut job, vectors).map_err(to_js)?
                     }
+                    QueryStep::Expand(_) => return Err(JsError::new("no expansion model loaded").into()),
                     QueryStep::Rerank { query, documents } => {
                         let reranker = reranker.as_ref().ok_or_else(|| JsError::new("no reranker loaded"))?;
                         let scores = reranker.score(&query, &documents).await.map_err(to_js)?;

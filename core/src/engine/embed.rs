@@ -365,6 +365,11 @@ pub(crate) mod tests {
         /// Some(false): a reranker that fails.
         pub reranker: Option<bool>,
         pub document_prompt: String,
+        /// A recorded generation: what the expansion model "says" for
+        /// every query (`None`: no expansion model; `"!fail"`: it fails).
+        pub expansion: Option<String>,
+        /// Queries whose cached expansion the engine asked to drop.
+        pub forgotten: std::cell::RefCell<Vec<String>>,
     }
 
     impl WordHash {
@@ -375,6 +380,8 @@ pub(crate) mod tests {
                 calls: Cell::new(0),
                 reranker: None,
                 document_prompt: String::new(),
+                expansion: None,
+                forgotten: Default::default(),
             }
         }
     }
@@ -427,6 +434,18 @@ pub(crate) mod tests {
                     q.iter().filter(|w| d.contains(w.as_str())).count() as f32 / q.len().max(1) as f32
                 })
                 .collect())
+        }
+        fn generator(&self) -> Option<String> {
+            self.expansion.as_ref().map(|_| "test/recorded".into())
+        }
+        fn expand(&self, query: &str) -> Result<Vec<crate::api::TypedSearch>> {
+            match self.expansion.as_deref() {
+                Some("!fail") | None => Err(Error::invalid("generation failed")),
+                Some(output) => Ok(crate::query::expansion::parse_expansion(output, query, true)),
+            }
+        }
+        fn forget_expansion(&self, query: &str) {
+            self.forgotten.borrow_mut().push(query.to_string());
         }
     }
 
@@ -608,8 +627,11 @@ pub(crate) mod tests {
             ..Default::default()
         };
         // Step by step, as an asynchronous caller would.
-        let models =
-            crate::engine::QueryModels { embedder: Some(model.embedder().unwrap()), reranker: model.reranker() };
+        let models = crate::engine::QueryModels {
+            embedder: Some(model.embedder().unwrap()),
+            reranker: model.reranker(),
+            ..Default::default()
+        };
         let (mut job, step) = engine.query_start(&request, models).unwrap();
         let crate::QueryStep::Rerank { query, documents } = step else {
             panic!("expected a rerank step, got {step:?}")

@@ -6,6 +6,8 @@ mod cleanup;
 mod damage_tests;
 mod doctor;
 mod embed;
+#[cfg(test)]
+mod expansion_tests;
 mod manage;
 mod query;
 mod read;

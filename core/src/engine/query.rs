@@ -48,37 +48,6 @@ struct Plan {
     primary: String,
 }
 
-/// The ranked lists of one query, with what each was.
-struct Lists<'a> {
-    engine: &'a Engine,
-    index: &'a Index,
-    scope: &'a [String],
-    ranked: Vec<RankedList<DocAddress>>,
-    info: Vec<RankedListInfo>,
-}
-
-impl Lists<'_> {
-    /// Runs one BM25 list (in one collection, else the whole scope); an
-    /// empty list is not kept, as in qmd.
-    fn keyword(&mut self, query: &str, query_type: &str, collection: Option<&String>, weight: f64) -> Result<()> {
-        let within = collection.map_or(self.scope, std::slice::from_ref);
-        let hits = search_lex(self.index, &parse_lex(query), Some(within), LIST_LIMIT, &self.engine.bm25)?;
-        if hits.is_empty() {
-            return Ok(());
-        }
-        self.info.push(RankedListInfo {
-            source: "fts".into(),
-            query_type: query_type.into(),
-            query: query.into(),
-            collection: collection.cloned(),
-            weight,
-            hits: hits.len() as u32,
-        });
-        self.ranked.push(RankedList { weight, items: hits.into_iter().map(|h| (h.address, h.score)).collect() });
-        Ok(())
-    }
-}
-
 /// A candidate after fusion, with the chunk that represents it.
 struct Candidate {
     address: DocAddress,
@@ -176,6 +145,9 @@ fn blend_weight(rrf_rank: usize) -> f64 {
 /// What a [`QueryJob`] needs next.
 #[derive(Debug, PartialEq)]
 pub enum QueryStep {
+    /// Expand this plain query with the generation model (qmd's
+    /// `expandQuery`); answer with [`Engine::query_answer_expansion`].
+    Expand(String),
     /// Embed these texts (query prompt already applied), in order.
     Embed(Vec<String>),
     /// Score each document against the query with the reranker.
@@ -197,6 +169,8 @@ struct VectorSearch {
 pub struct QueryModels {
     pub embedder: Option<EmbedderInfo>,
     pub reranker: Option<String>,
+    /// The query-expansion model, when there is one.
+    pub generator: Option<String>,
 }
 
 /// A `query` in progress. Each step hands out at most one model request;
@@ -210,7 +184,9 @@ pub struct QueryJob {
     index: Rc<Index>,
     ranked: Vec<RankedList<DocAddress>>,
     vector_searches: Vec<VectorSearch>,
-    reranker: bool,
+    models: QueryModels,
+    /// The expansion came from the model (not qmd's fallback).
+    expanded_by_model: bool,
     candidates: Vec<Candidate>,
     result: QueryResult,
     step: Pending,
@@ -219,6 +195,8 @@ pub struct QueryJob {
 /// What a query waits for. Each state carries what its answer needs, so
 /// an answer in the wrong state has nothing to act on.
 enum Pending {
+    /// The plain query's expansion.
+    Expansion,
     /// Query vectors: the embedder they come from, and each vector
     /// search's text in the [`QueryStep::Embed`] batch.
     Vectors {
@@ -242,6 +220,47 @@ impl QueryJob {
     pub fn into_result(self) -> QueryResult {
         self.result
     }
+
+    /// The plain query whose model expansion added no list, though some of
+    /// its searches could run (lex always; vec/hyde where the index has
+    /// vectors): qmd then drops the cached expansion, which would replay
+    /// the same misses on every repeat.
+    pub fn fruitless_expansion(&self) -> Option<&str> {
+        if !self.expanded_by_model || self.result.expansion.is_empty() {
+            return None;
+        }
+        let vectors = matches!(self.index.vectors(), Ok(Some(_)));
+        let runnable = self.result.expansion.iter().any(|s| s.kind == SearchType::Lex || vectors);
+        let contributed = self.result.lists.iter().any(|l| l.query_type != "original");
+        (runnable && !contributed).then_some(self.plan.expand.as_deref()).flatten()
+    }
+
+    /// Runs one BM25 list (in one collection, else the whole scope); an
+    /// empty list is not kept, as in qmd.
+    fn keyword(
+        &mut self,
+        engine: &Engine,
+        query: &str,
+        query_type: &str,
+        collection: Option<&String>,
+        weight: f64,
+    ) -> Result<()> {
+        let within = collection.map_or(&self.scope[..], std::slice::from_ref);
+        let hits = search_lex(&self.index, &parse_lex(query), Some(within), LIST_LIMIT, &engine.bm25)?;
+        if hits.is_empty() {
+            return Ok(());
+        }
+        self.result.lists.push(RankedListInfo {
+            source: "fts".into(),
+            query_type: query_type.into(),
+            query: query.into(),
+            collection: collection.cloned(),
+            weight,
+            hits: hits.len() as u32,
+        });
+        self.ranked.push(RankedList { weight, items: hits.into_iter().map(|h| (h.address, h.score)).collect() });
+        Ok(())
+    }
 }
 
 impl Engine {
@@ -262,12 +281,22 @@ impl Engine {
                 Err(e) => notes.push(format!("embedding model unavailable: {}", e.message)),
             }
             models.reranker = inference.reranker();
+            models.generator = inference.generator();
         }
         let (mut job, mut step) = self.query_start(request, models)?;
         job.result.notes.splice(0..0, notes);
         loop {
             step = match (step, inference) {
-                (QueryStep::Done, _) => return Ok(job.into_result()),
+                (QueryStep::Done, _) => {
+                    if let (Some(inference), Some(query)) = (inference, job.fruitless_expansion()) {
+                        inference.forget_expansion(query);
+                    }
+                    return Ok(job.into_result());
+                }
+                (QueryStep::Expand(query), Some(inference)) => {
+                    let answer = inference.expand(&query);
+                    self.query_answer_expansion(&mut job, answer)?
+                }
                 (QueryStep::Embed(texts), Some(inference)) => {
                     let vectors = inference.embed(&texts)?;
                     self.query_answer_vectors(&mut job, vectors.into_iter().map(|e| e.vector).collect())?
@@ -291,117 +320,154 @@ impl Engine {
         }
     }
 
-    /// Plans the query and runs its keyword lists.
+    /// Plans the query and runs its keyword lists: a plain query's probe
+    /// first, then (unless the probe is a strong signal) its expansion.
     pub fn query_start(&self, request: &QueryRequest, models: QueryModels) -> Result<(QueryJob, QueryStep)> {
         let plan = plan(request)?;
         let config = self.config()?;
         let scope = self.scope(&config, &request.options.collections)?;
         let index = self.index()?;
-        let mut result =
+        let result =
             QueryResult { primary_query: plan.primary.clone(), intent: plan.intent.clone(), ..Default::default() };
-        let mut lists = Lists { index: &index, scope: &scope, engine: self, ranked: Vec::new(), info: Vec::new() };
-        let mut vector_searches = Vec::new();
-        if let Some(text) = &plan.expand {
-            // Probe: a strong, clear BM25 winner skips expansion.
-            lists.keyword(text, "original", None, 2.0)?;
-            let probe = lists.ranked.first().map(|l| &l.items[..]).unwrap_or_default();
-            let (top, second) = (probe.first().map_or(0.0, |h| h.1), probe.get(1).map_or(0.0, |h| h.1));
-            if plan.intent.is_none() && top >= STRONG_SIGNAL_MIN_SCORE && top - second >= STRONG_SIGNAL_MIN_GAP {
-                result.strong_signal = Some(top);
-            } else {
-                result.expansion = fallback_expansion(text);
-                result.notes.push("no query-expansion model: used the deterministic fallback expansion".into());
-            }
-            for search in result.expansion.iter().filter(|s| s.kind == SearchType::Lex) {
-                lists.keyword(&search.query, "lex", None, 1.0)?;
-            }
-            // qmd: the original text, then each vec/hyde expansion.
-            let original = VectorSearch { query_type: "original", text: text.clone(), collection: None, weight: 2.0 };
-            vector_searches.push(original);
-            for search in result.expansion.iter().filter(|s| s.kind != SearchType::Lex) {
-                let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
-                vector_searches.push(VectorSearch {
-                    query_type,
-                    text: search.query.clone(),
-                    collection: None,
-                    weight: 1.0,
-                });
-            }
-        } else {
-            // Each (search, collection) pair is its own list; the first list
-            // gets double weight.
-            let named: Vec<Option<&String>> = if request.options.collections.is_empty() {
-                vec![None]
-            } else {
-                request.options.collections.iter().map(Some).collect()
-            };
-            for search in plan.searches.iter().filter(|s| s.kind == SearchType::Lex) {
-                for collection in &named {
-                    let weight = if lists.ranked.is_empty() { 2.0 } else { 1.0 };
-                    lists.keyword(&search.query, "lex", *collection, weight)?;
-                }
-            }
-            // Weights of vector lists are settled when they run (the first
-            // non-empty list overall gets 2×).
-            for search in plan.searches.iter().filter(|s| s.kind != SearchType::Lex) {
-                let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
-                for collection in &named {
-                    let collection = collection.cloned();
-                    vector_searches.push(VectorSearch {
-                        query_type,
-                        text: search.query.clone(),
-                        collection,
-                        weight: 1.0,
-                    });
-                }
-            }
-        }
-        let (ranked, info) = (lists.ranked, lists.info);
-        result.lists = info;
-
-        let mut embedder = None;
-        if !vector_searches.is_empty() {
-            match (&models.embedder, index.vectors()?) {
-                (_, None) => {
-                    result.notes.push("no vector index: vec/hyde searches were skipped (run 'qmd embed')".into())
-                }
-                (None, Some(_)) => result.notes.push("no embedding model: vec/hyde searches were skipped".into()),
-                (Some(info), Some(_)) => match usable_vectors(&index, info) {
-                    Ok(_) => embedder = Some(info.clone()),
-                    Err(e) => result.notes.push(format!("vec/hyde searches were skipped: {}", e.message)),
-                },
-            }
-        }
         let mut job = QueryJob {
             request: request.clone(),
             plan,
             config,
             scope,
             index,
-            ranked,
-            vector_searches,
-            reranker: models.reranker.is_some(),
+            ranked: Vec::new(),
+            vector_searches: Vec::new(),
+            models,
+            expanded_by_model: false,
             candidates: Vec::new(),
             result,
             step: Pending::Done,
         };
-        if let Some(embedder) = embedder {
-            // One batch for every vector search (identical texts embed once).
-            let mut texts: Vec<String> = Vec::new();
-            let mut slots = Vec::new();
-            for search in &job.vector_searches {
-                let text = embedder.query_text(&search.text);
-                let slot = texts.iter().position(|t| *t == text).unwrap_or_else(|| {
-                    texts.push(text);
-                    texts.len() - 1
-                });
-                slots.push(slot);
-            }
-            job.step = Pending::Vectors { embedder, slots };
-            return Ok((job, QueryStep::Embed(texts)));
+        let Some(text) = job.plan.expand.clone() else {
+            let step = self.query_structured(&mut job)?;
+            return Ok((job, step));
+        };
+        // Probe: a strong, clear BM25 winner skips expansion.
+        job.keyword(self, &text, "original", None, 2.0)?;
+        let probe = job.ranked.first().map(|l| &l.items[..]).unwrap_or_default();
+        let (top, second) = (probe.first().map_or(0.0, |h| h.1), probe.get(1).map_or(0.0, |h| h.1));
+        if job.plan.intent.is_none() && top >= STRONG_SIGNAL_MIN_SCORE && top - second >= STRONG_SIGNAL_MIN_GAP {
+            job.result.strong_signal = Some(top);
+        } else if job.models.generator.is_some() {
+            job.step = Pending::Expansion;
+            return Ok((job, QueryStep::Expand(text)));
+        } else {
+            job.result.expansion = fallback_expansion(&text);
+            job.result.notes.push("no query-expansion model: used the deterministic fallback expansion".into());
         }
-        let step = self.query_fuse(&mut job)?;
+        let step = self.query_expanded(&mut job)?;
         Ok((job, step))
+    }
+
+    /// Takes the plain query's expansion (qmd's typed searches, the query's
+    /// own text already dropped), or the reason there is none: qmd then
+    /// searches the query alone.
+    pub fn query_answer_expansion(&self, job: &mut QueryJob, answer: Result<Vec<TypedSearch>>) -> Result<QueryStep> {
+        if !matches!(job.step, Pending::Expansion) {
+            return Err(Error::invalid("this query is not waiting for an expansion"));
+        }
+        job.step = Pending::Done;
+        match answer {
+            Ok(searches) => {
+                job.result.expansion = searches;
+                job.expanded_by_model = true;
+            }
+            Err(e) => {
+                job.result.notes.push(format!("query expansion failed ({}): searched the query alone", e.message))
+            }
+        }
+        self.query_expanded(job)
+    }
+
+    /// A plain query's lists after its expansion: each `lex` expansion's
+    /// BM25 list, then the original text and each vec/hyde expansion as
+    /// vector searches (qmd's order).
+    fn query_expanded(&self, job: &mut QueryJob) -> Result<QueryStep> {
+        let text = job.plan.expand.clone().unwrap_or_default();
+        let expansion = job.result.expansion.clone();
+        for search in expansion.iter().filter(|s| s.kind == SearchType::Lex) {
+            job.keyword(self, &search.query, "lex", None, 1.0)?;
+        }
+        let original = VectorSearch { query_type: "original", text, collection: None, weight: 2.0 };
+        job.vector_searches.push(original);
+        for search in expansion.iter().filter(|s| s.kind != SearchType::Lex) {
+            let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
+            job.vector_searches.push(VectorSearch {
+                query_type,
+                text: search.query.clone(),
+                collection: None,
+                weight: 1.0,
+            });
+        }
+        self.query_vectors(job)
+    }
+
+    /// A query document's lists: each (search, collection) pair is its own
+    /// list, and the first list gets double weight.
+    fn query_structured(&self, job: &mut QueryJob) -> Result<QueryStep> {
+        let named: Vec<Option<String>> = if job.request.options.collections.is_empty() {
+            vec![None]
+        } else {
+            job.request.options.collections.iter().cloned().map(Some).collect()
+        };
+        let searches = job.plan.searches.clone();
+        for search in searches.iter().filter(|s| s.kind == SearchType::Lex) {
+            for collection in &named {
+                let weight = if job.ranked.is_empty() { 2.0 } else { 1.0 };
+                job.keyword(self, &search.query, "lex", collection.as_ref(), weight)?;
+            }
+        }
+        // Weights of vector lists are settled when they run (the first
+        // non-empty list overall gets 2×).
+        for search in searches.iter().filter(|s| s.kind != SearchType::Lex) {
+            let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
+            for collection in &named {
+                job.vector_searches.push(VectorSearch {
+                    query_type,
+                    text: search.query.clone(),
+                    collection: collection.clone(),
+                    weight: 1.0,
+                });
+            }
+        }
+        self.query_vectors(job)
+    }
+
+    /// Asks for the vector searches' query vectors when the index and the
+    /// embedder allow them (a note says why not), else fuses.
+    fn query_vectors(&self, job: &mut QueryJob) -> Result<QueryStep> {
+        let mut embedder = None;
+        if !job.vector_searches.is_empty() {
+            match (&job.models.embedder, job.index.vectors()?) {
+                (_, None) => {
+                    job.result.notes.push("no vector index: vec/hyde searches were skipped (run 'qmd embed')".into())
+                }
+                (None, Some(_)) => job.result.notes.push("no embedding model: vec/hyde searches were skipped".into()),
+                (Some(info), Some(_)) => match usable_vectors(&job.index, info) {
+                    Ok(_) => embedder = Some(info.clone()),
+                    Err(e) => job.result.notes.push(format!("vec/hyde searches were skipped: {}", e.message)),
+                },
+            }
+        }
+        let Some(embedder) = embedder else { return self.query_fuse(job) };
+        // One batch for every vector search (identical texts embed once).
+        let mut texts: Vec<String> = Vec::new();
+        let mut slots = Vec::new();
+        for search in &job.vector_searches {
+            let text = embedder.query_text(&search.text);
+            let slot = texts.iter().position(|t| *t == text).unwrap_or_else(|| {
+                texts.push(text);
+                texts.len() - 1
+            });
+            slots.push(slot);
+        }
+        job.step = Pending::Vectors { embedder, slots };
+        Ok(QueryStep::Embed(texts))
     }
 
     /// Takes the query vectors (in the order of [`QueryStep::Embed`]) and
@@ -458,7 +524,7 @@ impl Engine {
         if !job.request.rerank || job.candidates.is_empty() {
             return self.query_finish(job, None);
         }
-        if !job.reranker {
+        if job.models.reranker.is_none() {
             job.result.notes.push("no reranker model: scores are the fused position 1/rank".into());
             return self.query_finish(job, None);
         }

@@ -81,9 +81,10 @@ pub(super) fn vector_list(
 }
 
 impl Engine {
-    /// qmd `vsearch`: the query (and the fallback `hyde` text) embedded and
-    /// searched; each document keeps its best score. Default `min_score`
-    /// for vsearch is 0.3 (the caller sets it).
+    /// qmd `vsearch`: the query and its vec/hyde expansions (the fallback
+    /// `hyde` text without an expansion model) embedded and searched; each
+    /// document keeps its best score. Default `min_score` for vsearch is
+    /// 0.3 (the caller sets it).
     pub fn vsearch_with(
         &self,
         query: &str,
@@ -91,11 +92,19 @@ impl Engine {
         inference: &dyn Inference,
     ) -> Result<Vec<SearchHit>> {
         crate::query::check_length("Query", query)?;
-        let embedder = inference.embedder()?;
-        let texts = vec![embedder.query_text(query), embedder.query_text(&fallback_hyde(query))];
         let index = self.index()?;
         if index.vectors()?.is_none() {
             return Ok(Vec::new());
+        }
+        let embedder = inference.embedder()?;
+        let mut texts = vec![embedder.query_text(query)];
+        if inference.generator().is_some() {
+            // qmd: a failed expansion leaves the query alone; lex lines
+            // target BM25, not vectors.
+            let expansion = inference.expand(query).unwrap_or_default();
+            texts.extend(expansion.iter().filter(|s| s.kind != SearchType::Lex).map(|s| embedder.query_text(&s.query)));
+        } else {
+            texts.push(embedder.query_text(&fallback_hyde(query)));
         }
         let vectors: Vec<Vec<f32>> = inference.embed(&texts)?.into_iter().map(|e| e.vector).collect();
         self.vector_search(&embedder, &vectors, query, options)

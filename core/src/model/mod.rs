@@ -19,7 +19,7 @@ mod encoder;
 mod gguf_device;
 mod gguf_encoder;
 mod gguf_ranker;
-mod heap;
+pub(crate) mod heap;
 mod load;
 mod loadable;
 pub(crate) mod parallel;

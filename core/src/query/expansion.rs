@@ -7,6 +7,7 @@
 //! every line), then stripped of texts equal to the query itself.
 
 use crate::api::{SearchType, TypedSearch};
+use crate::document::content_hash;
 
 /// The searches in a model's `output` for `query`; `lexical` false drops
 /// the `lex` lines (`vsearch` runs only vector searches). Empty when
@@ -52,6 +53,57 @@ fn query_terms(query: &str) -> Vec<String> {
         .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || c.is_whitespace() { c } else { ' ' })
         .collect();
     kept.split_whitespace().map(str::to_string).collect()
+}
+
+/// A cached expansion's name: qmd's `llm_cache` key for `expandQuery`,
+/// sha256 of `expandQuery` and `{"query":…,"model":…}`, in hex.
+pub fn cache_key(query: &str, model: &str) -> String {
+    let body = serde_json::json!({ "query": query, "model": model });
+    content_hash(format!("expandQuery{body}").as_bytes())
+}
+
+/// A cache entry: the query and model it was made for, and the searches
+/// in qmd's stored shape (`[{"type": "lex", "query": …}]`).
+pub fn encode_cached(query: &str, model: &str, searches: &[TypedSearch]) -> Vec<u8> {
+    let searches: Vec<serde_json::Value> =
+        searches.iter().map(|s| serde_json::json!({ "type": type_word(s.kind), "query": s.query })).collect();
+    serde_json::to_vec(&serde_json::json!({ "query": query, "model": model, "searches": searches }))
+        .expect("JSON values serialize")
+}
+
+/// The searches of a cache entry if it is whole and was made for this
+/// query and model. Anything else (a file cut short, bytes of another
+/// entry, a type or text no expansion could have) is a miss, so a damaged
+/// cache costs one generation and never a wrong or failed query.
+pub fn decode_cached(bytes: &[u8], query: &str, model: &str) -> Option<Vec<TypedSearch>> {
+    let entry: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    if entry.get("query")?.as_str()? != query || entry.get("model")?.as_str()? != model {
+        return None;
+    }
+    let searches = entry.get("searches")?.as_array()?;
+    let parsed = searches
+        .iter()
+        .map(|s| {
+            let kind = match s.get("type")?.as_str()? {
+                "lex" => SearchType::Lex,
+                "vec" => SearchType::Vec,
+                "hyde" => SearchType::Hyde,
+                _ => return None,
+            };
+            let text = s.get("query")?.as_str()?;
+            let plausible = !text.trim().is_empty() && !text.contains('\n') && text != query;
+            plausible.then(|| TypedSearch { kind, query: text.to_string() })
+        })
+        .collect::<Option<Vec<TypedSearch>>>()?;
+    (!parsed.is_empty()).then_some(parsed)
+}
+
+fn type_word(kind: SearchType) -> &'static str {
+    match kind {
+        SearchType::Lex => "lex",
+        SearchType::Vec => "vec",
+        SearchType::Hyde => "hyde",
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +159,39 @@ mod tests {
         assert_eq!(query_terms("Caf\u{e9} \u{65e5}\u{672c}"), ["caf"]);
         let kept = searches("vec: \u{6771}\u{4eac}\nlex: anything\n", "\u{65e5}\u{672c}", true);
         assert_eq!(kept.len(), 2, "{kept:?}");
+    }
+
+    #[test]
+    fn cache_entries_hit_only_their_query_and_model() {
+        let searches = parse_expansion("lex: rotate keys safely\nhyde: Keys rotate yearly.\n", "rotate keys", true);
+        let bytes = encode_cached("rotate keys", "m.gguf", &searches);
+        assert_eq!(decode_cached(&bytes, "rotate keys", "m.gguf"), Some(searches));
+        assert_eq!(decode_cached(&bytes, "rotate keys ", "m.gguf"), None);
+        assert_eq!(decode_cached(&bytes, "rotate keys", "other.gguf"), None);
+        assert_ne!(cache_key("rotate keys", "m.gguf"), cache_key("rotate keys", "other.gguf"));
+        assert_eq!(cache_key("q", "m").len(), 64);
+    }
+
+    /// Every damage a file can take reads as a miss, never as searches.
+    #[test]
+    fn damaged_cache_entries_are_misses() {
+        let good = encode_cached("q x", "m", &[TypedSearch { kind: SearchType::Lex, query: "x y".into() }]);
+        for cut in 0..good.len() {
+            assert_eq!(decode_cached(&good[..cut], "q x", "m"), None, "cut at {cut}");
+        }
+        let damaged = [
+            r#"{"query":"q x","model":"m","searches":[]}"#,
+            r#"{"query":"q x","model":"m","searches":[{"type":"lexx","query":"x"}]}"#,
+            r#"{"query":"q x","model":"m","searches":[{"type":"lex","query":""}]}"#,
+            r#"{"query":"q x","model":"m","searches":[{"type":"lex","query":"a\nb"}]}"#,
+            r#"{"query":"q x","model":"m","searches":[{"type":"lex","query":"q x"}]}"#,
+            r#"{"query":"q x","model":"m","searches":{"type":"lex"}}"#,
+            r#"{"query":"q x","model":"m"}"#,
+            r#"[{"type":"lex","query":"x"}]"#,
+            "\u{0}\u{0}\u{0}",
+        ];
+        for bytes in damaged {
+            assert_eq!(decode_cached(bytes.as_bytes(), "q x", "m"), None, "{bytes}");
+        }
     }
 }
