@@ -5,7 +5,7 @@
 
 use super::qmd::engine::inference as host;
 use super::tools::options;
-use super::{R, hit, wit};
+use super::{R, hit, typed_search_in, wit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::inference::{EmbedderInfo, Embedding, Inference};
 use crate::wasi::engine;
@@ -39,6 +39,18 @@ impl Inference for HostModels {
 
     fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>> {
         host::rerank(query, documents).map_err(model_error)
+    }
+
+    fn generator(&self) -> Option<String> {
+        host::generator()
+    }
+
+    fn expand(&self, query: &str) -> Result<Vec<crate::TypedSearch>> {
+        Ok(host::expand(query).map_err(model_error)?.into_iter().map(typed_search_in).collect())
+    }
+
+    fn forget_expansion(&self, query: &str) {
+        host::forget_expansion(query)
     }
 }
 

@@ -36,3 +36,17 @@ impl Loadable for TextReranker {
         GgufRanker::load_on(name, bytes, device).map(|r| TextReranker::Gguf(Box::new(r)))
     }
 }
+
+/// qmd's query-expansion model: a GGUF chat model, decoded on the CPU
+/// (one short generation per query; a GPU's start-up would cost more).
+impl Loadable for crate::generate::QueryExpander {
+    fn load(_files: ModelFiles, _device: &Device) -> Result<Self> {
+        Err(crate::error::Error::invalid(
+            "a query-expansion model is one GGUF file: hf:owner/repo/file.gguf, or the path of a .gguf file",
+        ))
+    }
+
+    fn load_gguf(name: &str, bytes: ModelBytes, _device: &ModelDevice) -> Result<Self> {
+        crate::generate::QueryExpander::load(name, bytes)
+    }
+}

@@ -361,6 +361,10 @@ pub struct QueryArgs {
     /// Rank by fusion only.
     #[arg(long)]
     pub no_rerank: bool,
+    /// Skip the expansion model: the query alone plus qmd's fallback
+    /// searches (its text as lex and vec, "Information about …" as hyde).
+    #[arg(long)]
+    pub no_expand: bool,
     /// Candidates considered after fusion.
     #[arg(short = 'C', long, default_value_t = 40)]
     pub candidate_limit: u32,

@@ -38,6 +38,7 @@ const OVERRIDES: &[(&str, &str)] = &[
     ("QMD_CONFIG_DIR", "index.yml and trusted.json are read from this folder"),
     ("QMD_EMBED_MODEL", "the embedding model when index.yml names none"),
     ("QMD_RERANK_MODEL", "the reranking model when index.yml names none"),
+    ("QMD_GENERATE_MODEL", "the query-expansion model when index.yml names none"),
     ("QMD_FORCE_CPU", "models run on the CPU"),
     ("QMD_DEVICE", "where models run (auto, cpu, gpu)"),
     ("QMD_TRUST_LOCAL_CONFIG", "project .qmd configs are trusted without asking"),
@@ -120,6 +121,21 @@ pub fn run(session: &Session) -> Result<ExitCode> {
             &format!("missing {}/2: {}. Next: run `qmd pull`", missing.len(), missing.join("; ")),
         );
         report.step("Run `qmd pull` to download the missing models before `qmd embed` or `qmd query`.");
+    }
+    let generate = &models.generate;
+    if generate.is_present() {
+        report.check("expansion model", true, &format!("{} present", generate.id));
+    } else {
+        report.check(
+            "expansion model",
+            false,
+            &format!(
+                "{} is not downloaded: plain queries expand with qmd's fallback. Next: run `qmd pull`",
+                generate.id
+            ),
+        );
+        report
+            .step("Run `qmd pull` to download the query-expansion model (or set QMD_GENERATE_MODEL to a local .gguf).");
     }
     report.check("device mode", true, &crate::models::device_summary());
     let probe = std::env::var("QMD_DOCTOR_DEVICE_PROBE").unwrap_or_default();

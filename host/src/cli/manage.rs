@@ -507,8 +507,8 @@ pub fn status(session: &Session) -> Result<ExitCode> {
         println!("\nGlobal context: {}", shown(global));
     }
     println!("\nModels");
-    let (embed, rerank) = (&session.models.embed, &session.models.rerank);
-    for (role, source) in [("Embedding", embed), ("Reranking", rerank)] {
+    let (embed, rerank, generate) = (&session.models.embed, &session.models.rerank, &session.models.generate);
+    for (role, source) in [("Embedding", embed), ("Reranking", rerank), ("Generation", generate)] {
         let state = if source.is_present() { "" } else { " (not downloaded: run 'qmd pull')" };
         let link = match &source.gguf {
             Some(gguf) if source.remote => format!("{} ({})", source.id, gguf.path.display()),
@@ -516,13 +516,6 @@ pub fn status(session: &Session) -> Result<ExitCode> {
             _ => source.id.clone(),
         };
         println!("  {role}: {}{state}", shown(&link));
-    }
-    if let Some(generate) = &session.models.generate {
-        println!(
-            "  Generation: {} (not run by this release: queries expand with qmd's fallback, \
-             hyde/lex/vec of the query itself)",
-            shown(generate)
-        );
     }
     if let Some(model) = s.embed_model.as_ref().filter(|m| **m != embed.id) {
         println!("  Vectors in the index are from {}: run 'qmd embed -f' to re-embed.", shown(model));

@@ -219,6 +219,8 @@ fn vsearch(session: &Session, args: SearchArgs) -> Result<ExitCode> {
         if !index_health_notes(store, engine)? {
             return Ok(Vec::new());
         }
+        let narrate = Some(output::Narration::Vsearch);
+        store.data_mut().set_expansion(crate::component::Expansion { off: false, narrate });
         engine_result(engine.qmd_engine_vectors().call_vsearch(store, &query, &options))
     })?;
     // qmd's vector search filters by score itself: an empty answer is
@@ -240,10 +242,14 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
     };
     let result = session.read(|store, engine| {
         index_health_notes(store, engine)?;
+        let narrate = Some(output::Narration::Query);
+        store.data_mut().set_expansion(crate::component::Expansion { off: args.no_expand, narrate });
         engine_result(engine.call_query(store, &request))
     })?;
     if args.explain {
         eprint!("{}", output::render_explain(&result));
+    } else if let Some(score) = result.strong_signal {
+        eprintln!("{}", output::strong_signal(score));
     }
     let min_score = request.options.min_score;
     print_hits(result.hits.into_iter().map(|h| h.hit).collect(), &args.search, format, min_score)?;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use bindings::TypedSearch;
 use bindings::qmd::engine::inference::{EmbedderInfo, Embedding};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
@@ -27,6 +28,22 @@ pub struct HostState {
     table: ResourceTable,
     progress: Option<ProgressFn>,
     models: Arc<Models>,
+    expansion: Expansion,
+}
+
+/// How a command wants plain queries expanded.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Expansion {
+    /// `--no-expand`: qmd's fallback expansion, no model.
+    pub off: bool,
+    /// The CLI's progress lines on stderr (servers print none).
+    pub narrate: Option<crate::cli::output::Narration>,
+}
+
+impl HostState {
+    pub fn set_expansion(&mut self, expansion: Expansion) {
+        self.expansion = expansion;
+    }
 }
 
 impl WasiView for HostState {
@@ -69,6 +86,40 @@ impl bindings::qmd::engine::inference::Host for HostState {
     fn rerank(&mut self, query: String, documents: Vec<String>) -> Result<Vec<f32>, String> {
         self.models.rerank(&query, &documents)
     }
+
+    fn generator(&mut self) -> Option<String> {
+        if self.expansion.off {
+            return None;
+        }
+        self.models.generator()
+    }
+
+    fn expand(&mut self, query: String) -> Result<Vec<TypedSearch>, String> {
+        use crate::cli::output::{EXPANDING, Narration, render_expansion};
+        let narrate = self.expansion.narrate;
+        if narrate == Some(Narration::Query) {
+            eprint!("{EXPANDING}");
+        }
+        let started = std::time::Instant::now();
+        let expansion = self.models.expand(&query);
+        if let Some(narration) = narrate {
+            eprint!("{}", render_expansion(narration, &query, &expansion, started.elapsed()));
+        }
+        Ok(expansion?.into_iter().map(typed_search).collect())
+    }
+
+    fn forget_expansion(&mut self, query: String) {
+        self.models.forget_expansion(&query)
+    }
+}
+
+fn typed_search(s: qmd_core::TypedSearch) -> TypedSearch {
+    let kind = match s.kind {
+        qmd_core::SearchType::Lex => bindings::SearchType::Lex,
+        qmd_core::SearchType::Vec => bindings::SearchType::Vec,
+        qmd_core::SearchType::Hyde => bindings::SearchType::Hyde,
+    };
+    TypedSearch { kind, query: s.query }
 }
 
 /// What one call may touch.
@@ -136,8 +187,13 @@ impl Runtime {
             // collection, when it cannot walk it.
             let _ = wasi.preopened_dir(root, &*guest_path(root), FsPerms::ReadOnly);
         }
-        let state =
-            HostState { wasi: wasi.build(), table: ResourceTable::new(), progress, models: self.models.clone() };
+        let state = HostState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            progress,
+            models: self.models.clone(),
+            expansion: Expansion::default(),
+        };
         let mut store = Store::new(&self.engine, state);
         let instance =
             bindings::Engine::instantiate(&mut store, &self.component, &self.linker).map_err(anyhow::Error::from)?;

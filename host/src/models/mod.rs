@@ -1,24 +1,33 @@
 //! The models behind the component's `inference` import, run natively with
-//! burn. Which models: `QMD_EMBED_MODEL` / `QMD_RERANK_MODEL` (a Hugging
-//! Face repo id, or a local directory in the repo's layout), else qmd-wasm's
-//! defaults. Repos are read from the model cache that `qmd pull` fills.
-//! Models load on first use and stay loaded for the process (the MCP
-//! server keeps them warm).
+//! burn. Which models: `QMD_EMBED_MODEL` / `QMD_RERANK_MODEL` /
+//! `QMD_GENERATE_MODEL` (a Hugging Face repo id or GGUF URI, or a local
+//! directory or `.gguf` file), else the defaults. Repos are read from the
+//! model cache that `qmd pull` fills. Models load on first use and stay
+//! loaded for the process (the MCP server keeps them warm).
 
+mod expansion_cache;
 pub mod pull;
 mod slot;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use qmd_core::TypedSearch;
+use qmd_core::generate::QueryExpander;
 use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{DeviceChoice, ModelDevice, TextEmbedder, TextReranker};
+use qmd_core::query::expansion::parse_expansion;
 
 use crate::paths;
+use expansion_cache::ExpansionCache;
 use slot::Slot;
 
 pub const DEFAULT_EMBED_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
 pub const DEFAULT_RERANK_MODEL: &str = "cross-encoder/ms-marco-MiniLM-L-6-v2";
+/// qmd's query-expansion model (a Qwen3-1.7B fine-tune, 1.1 GB).
+pub const DEFAULT_GENERATE_MODEL: &str = "hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf";
 
 /// The files `qmd pull` fetches for a model (the optional ones may be
 /// missing from a repo).
@@ -30,6 +39,7 @@ pub const OPTIONAL_FILES: [&str; 4] = qmd_core::model::ModelFiles::OPTIONAL;
 pub enum ModelRole {
     Embed,
     Rerank,
+    Generate,
 }
 
 impl ModelRole {
@@ -38,6 +48,7 @@ impl ModelRole {
         match self {
             ModelRole::Embed => "embedding",
             ModelRole::Rerank => "rerank",
+            ModelRole::Generate => "query-expansion",
         }
     }
 
@@ -46,6 +57,7 @@ impl ModelRole {
         match self {
             ModelRole::Embed => "embed",
             ModelRole::Rerank => "rerank",
+            ModelRole::Generate => "generate",
         }
     }
 
@@ -53,6 +65,7 @@ impl ModelRole {
         match self {
             ModelRole::Embed => "QMD_EMBED_MODEL",
             ModelRole::Rerank => "QMD_RERANK_MODEL",
+            ModelRole::Generate => "QMD_GENERATE_MODEL",
         }
     }
 
@@ -60,6 +73,7 @@ impl ModelRole {
         match self {
             ModelRole::Embed => DEFAULT_EMBED_MODEL,
             ModelRole::Rerank => DEFAULT_RERANK_MODEL,
+            ModelRole::Generate => DEFAULT_GENERATE_MODEL,
         }
     }
 }
@@ -278,10 +292,8 @@ pub fn device() -> Result<&'static ModelDevice, String> {
 pub struct ModelSources {
     pub embed: ModelSource,
     pub rerank: ModelSource,
-    /// `models.generate` / `QMD_GENERATE_MODEL` when set: qmd's query
-    /// expansion model, named but not run yet (queries expand with qmd's
-    /// fallback).
-    pub generate: Option<String>,
+    /// qmd's query-expansion model.
+    pub generate: ModelSource,
 }
 
 impl ModelSources {
@@ -298,9 +310,7 @@ impl ModelSources {
         Ok(ModelSources {
             embed: ModelSource::configured(ModelRole::Embed, &config),
             rerank: ModelSource::configured(ModelRole::Rerank, &config),
-            generate: config
-                .model("generate")
-                .or_else(|| std::env::var("QMD_GENERATE_MODEL").ok().filter(|v| !v.trim().is_empty())),
+            generate: ModelSource::configured(ModelRole::Generate, &config),
         })
     }
 }
@@ -309,11 +319,21 @@ impl ModelSources {
 pub struct Models {
     embed: Slot<TextEmbedder>,
     rerank: Slot<TextReranker>,
+    generate: Slot<QueryExpander>,
+    expansions: ExpansionCache,
+    /// Whether the missing expansion model was reported (once a process).
+    said_no_generator: AtomicBool,
 }
 
 impl Models {
     pub fn new(sources: &ModelSources) -> Models {
-        Models { embed: Slot::new(sources.embed.clone()), rerank: Slot::new(sources.rerank.clone()) }
+        Models {
+            embed: Slot::new(sources.embed.clone()),
+            rerank: Slot::new(sources.rerank.clone()),
+            generate: Slot::new(sources.generate.clone()),
+            expansions: ExpansionCache::new(paths::cache_dir().join("expansions")),
+            said_no_generator: AtomicBool::new(false),
+        }
     }
 
     pub fn embedder(&self) -> Result<EmbedderInfo, String> {
@@ -365,6 +385,42 @@ impl Models {
             let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
             reranker.score(query, &refs).map_err(|e| e.message)
         })
+    }
+
+    /// The expansion model's id when its file is there (not loaded: a
+    /// cached expansion needs no model). When it is missing, queries use
+    /// qmd's fallback expansion, and stderr says so once.
+    pub fn generator(&self) -> Option<String> {
+        let source = self.generate.source();
+        if source.is_present() {
+            return Some(source.id.clone());
+        }
+        if !self.said_no_generator.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "Note: {} — plain queries expand with qmd's fallback (the query itself, and \"Information about …\").",
+                source.missing_message()
+            );
+        }
+        None
+    }
+
+    /// qmd's expansion of `query`: from the cache, else generated, read by
+    /// qmd's rules, and cached when anything is left.
+    pub fn expand(&self, query: &str) -> Result<Vec<TypedSearch>, String> {
+        let model = self.generate.source().id.clone();
+        if let Some(cached) = self.expansions.get(query, &model) {
+            return Ok(cached);
+        }
+        let output = self.generate.with(|expander, _| expander.expand(query).map_err(|e| e.message))?;
+        let searches = parse_expansion(&output, query, true);
+        if !searches.is_empty() {
+            self.expansions.put(query, &model, &searches);
+        }
+        Ok(searches)
+    }
+
+    pub fn forget_expansion(&self, query: &str) {
+        self.expansions.remove(query, &self.generate.source().id);
     }
 }
 

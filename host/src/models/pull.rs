@@ -42,7 +42,7 @@ fn agent() -> ureq::Agent {
 
 pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     let agent = agent();
-    let sources = [&sources.embed, &sources.rerank];
+    let sources = [&sources.embed, &sources.generate, &sources.rerank];
     for source in sources {
         if !source.remote {
             println!("- {}: {} (local, not downloaded)", source.role.label(), escape_controls(&source.id));

@@ -32,6 +32,10 @@ impl<T: Loadable> Slot<T> {
         Slot { source, state: Mutex::new(None) }
     }
 
+    pub fn source(&self) -> &ModelSource {
+        &self.source
+    }
+
     pub fn with<R>(&self, f: impl FnOnce(&T, &ModelSource) -> Result<R, String>) -> Result<R, String> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = state.get_or_insert_with(|| self.load());

@@ -1,5 +1,85 @@
 //! `query --explain`: the lists, the RRF contributions and the notes,
-//! printed to stderr.
+//! printed to stderr; and the expansion's progress lines, which qmd's
+//! `query` and `vsearch` print on stderr every time.
+
+use std::time::Duration;
+
+use qmd_core::{SearchType, TypedSearch};
+
+/// Which command's progress lines an expansion prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Narration {
+    /// `query`: `Expanding query... (4.2s)`, the tree, `Searching N queries...`.
+    Query,
+    /// `vsearch`: the tree of its vector searches, `Searching N vector queries...`.
+    Vsearch,
+}
+
+/// What `query` prints before expanding.
+pub const EXPANDING: &str = "Expanding query...";
+
+/// qmd's `formatMs`: milliseconds below a second, else seconds to 0.1.
+fn format_ms(elapsed: Duration) -> String {
+    let ms = elapsed.as_millis();
+    if ms < 1000 { format!("{ms}ms") } else { format!("{:.1}s", ms as f64 / 1000.0) }
+}
+
+/// The lines after an expansion, as qmd's CLI prints them (its
+/// `logExpansionTree`): the query, then each search (newlines as spaces,
+/// past 72 characters cut to 69 and `...`), the last with `└─`.
+pub fn render_expansion(
+    narration: Narration,
+    query: &str,
+    expansion: &Result<Vec<TypedSearch>, String>,
+    elapsed: Duration,
+) -> String {
+    let mut out = String::new();
+    if narration == Narration::Query {
+        out += &format!(" ({})\n", format_ms(elapsed));
+    }
+    if let Err(e) = expansion {
+        out += &format!("Query expansion failed: {}\n", super::escape_controls(e));
+    }
+    let searches: Vec<&TypedSearch> = match expansion {
+        Ok(searches) => {
+            searches.iter().filter(|s| narration == Narration::Query || s.kind != SearchType::Lex).collect()
+        }
+        Err(_) => Vec::new(),
+    };
+    let mut lines = vec![format!("├─ {}", super::escape_controls(query))];
+    for s in &searches {
+        let mut preview = s.query.replace('\n', " ");
+        if preview.chars().count() > 72 {
+            preview = preview.chars().take(69).collect::<String>() + "...";
+        }
+        lines.push(format!("├─ {}: {}", type_word(s.kind), super::escape_controls(&preview)));
+    }
+    if let Some(last) = lines.last_mut() {
+        *last = last.replacen("├─", "└─", 1);
+    }
+    for line in lines {
+        out += &line;
+        out.push('\n');
+    }
+    out += &match narration {
+        Narration::Query => format!("Searching {} queries...\n", searches.len() + 1),
+        Narration::Vsearch => format!("Searching {} vector queries...\n", searches.len() + 1),
+    };
+    out
+}
+
+fn type_word(kind: SearchType) -> &'static str {
+    match kind {
+        SearchType::Lex => "lex",
+        SearchType::Vec => "vec",
+        SearchType::Hyde => "hyde",
+    }
+}
+
+/// qmd's line for a probe that made expansion unnecessary.
+pub fn strong_signal(score: f64) -> String {
+    format!("Strong BM25 signal ({score:.2}) — skipping expansion")
+}
 
 /// `--explain`: what ran, then how each result was ranked.
 pub fn render_explain(result: &crate::component::bindings::QueryResult) -> String {
@@ -11,7 +91,8 @@ pub fn render_explain(result: &crate::component::bindings::QueryResult) -> Strin
     };
     let mut out = String::new();
     if let Some(score) = result.strong_signal {
-        out += &format!("Strong BM25 signal ({score:.2}) — skipping expansion\n");
+        out += &strong_signal(score);
+        out.push('\n');
     }
     if !result.expansion.is_empty() {
         out += "Expansion:\n";
@@ -50,4 +131,35 @@ pub fn render_explain(result: &crate::component::bindings::QueryResult) -> Strin
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(kind: SearchType, query: &str) -> TypedSearch {
+        TypedSearch { kind, query: query.into() }
+    }
+
+    #[test]
+    fn the_expansion_tree_is_qmds() {
+        let long = "x".repeat(80);
+        let expansion = Ok(vec![
+            search(SearchType::Lex, "rotate keys"),
+            search(SearchType::Hyde, &long),
+            search(SearchType::Vec, "a\nb"),
+        ]);
+        let out = render_expansion(Narration::Query, "rotate", &expansion, Duration::from_millis(4210));
+        let want = format!(
+            " (4.2s)\n├─ rotate\n├─ lex: rotate keys\n├─ hyde: {}...\n└─ vec: a b\nSearching 4 queries...\n",
+            "x".repeat(69)
+        );
+        assert_eq!(out, want);
+        let out = render_expansion(Narration::Vsearch, "rotate", &expansion, Duration::from_millis(5));
+        assert!(
+            out.starts_with("├─ rotate\n├─ hyde: ") && out.ends_with("└─ vec: a b\nSearching 3 vector queries...\n")
+        );
+        let failed = render_expansion(Narration::Query, "rotate", &Err("no model".into()), Duration::from_millis(12));
+        assert_eq!(failed, " (12ms)\nQuery expansion failed: no model\n└─ rotate\nSearching 1 queries...\n");
+    }
 }

@@ -31,7 +31,7 @@ use md::*;
 use xml::*;
 
 pub use escape::escape_controls;
-pub use explain::render_explain;
+pub use explain::{EXPANDING, Narration, render_expansion, render_explain, strong_signal};
 
 use crate::component::bindings::{Document, MultiGetEntry, SearchHit};
 
