@@ -243,7 +243,13 @@ fn pull_downloads_resumes_and_checks() {
     let (hub, url) = Hub::start(files);
     let env = Env::new();
     let local_reranker = env.path("reranker").to_string_lossy().into_owned();
-    let envs = [("HF_ENDPOINT", url.as_str()), ("QMD_EMBED_MODEL", "acme/mini"), ("QMD_RERANK_MODEL", &local_reranker)];
+    let local_generator = env.path("generator.gguf").to_string_lossy().into_owned();
+    let envs = [
+        ("HF_ENDPOINT", url.as_str()),
+        ("QMD_EMBED_MODEL", "acme/mini"),
+        ("QMD_RERANK_MODEL", &local_reranker),
+        ("QMD_GENERATE_MODEL", &local_generator),
+    ];
     let pull = |extra: &[&str]| {
         let mut args = vec!["pull"];
         args.extend(extra);
@@ -457,7 +463,12 @@ fn gguf_embedding_models_from_paths_qmd_uris_and_pull() {
     let (hub, url) = Hub::start(files);
     configure_models(&env, "  embed: hf:acme/mini-GGUF/mini-q8_0.gguf\n");
     let local_reranker = env.path("reranker").to_string_lossy().into_owned();
-    let hub_env = [("HF_ENDPOINT", url.as_str()), ("QMD_RERANK_MODEL", local_reranker.as_str())];
+    let local_generator = env.path("generator.gguf").to_string_lossy().into_owned();
+    let hub_env = [
+        ("HF_ENDPOINT", url.as_str()),
+        ("QMD_RERANK_MODEL", local_reranker.as_str()),
+        ("QMD_GENERATE_MODEL", local_generator.as_str()),
+    ];
     let out = env.qmd_with(env.root(), &["vsearch", "tides"], &hub_env).failure();
     assert!(out.stderr.contains("is not downloaded") && out.stderr.contains("qmd pull"), "{}", out.stderr);
     let out = env.qmd_with(env.root(), &["pull"], &hub_env).success();
@@ -559,8 +570,7 @@ fn gguf_reranker_scores_query_results_as_llama_cpp() {
     std::fs::create_dir_all(&cache).unwrap();
     std::fs::copy(&gguf, cache.join("hf_ggml-org_qwen3-reranker-0.6b-q8_0.gguf")).unwrap();
     // qmd's three default URIs as qmd writes them into index.yml: the
-    // embedding model is not downloaded here, the generation model is
-    // named but not run yet.
+    // embedding and generation models are not downloaded here.
     let embed = "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf";
     let generate = "hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf";
     configure_models(&env, &format!("  embed: {embed}\n  rerank: {uri}\n  generate: {generate}\n"));
@@ -568,7 +578,8 @@ fn gguf_reranker_scores_query_results_as_llama_cpp() {
     let status = env.qmd_with(env.root(), &["status"], &offline).success().stdout;
     assert!(status.contains(&format!("Reranking: {uri}")), "{status}");
     assert!(status.contains(&format!("Embedding: {embed}")) && status.contains("not downloaded"), "{status}");
-    assert!(status.contains(&format!("Generation: {generate} (not run by this release")), "{status}");
+    let generation = status.lines().find(|l| l.contains("Generation:")).unwrap_or_default();
+    assert!(generation.contains(generate) && generation.contains("not downloaded"), "{status}");
 
     let query = "leader";
     let out = env.qmd_with(env.root(), &["query", "--explain", "--json", query], &offline).success();
