@@ -1388,3 +1388,49 @@ def test_query_reranks_with_a_gguf_reranker_as_the_cli_does(corpus: Corpus, qwen
     assert [r["file"] for r in reranked] == [c["file"].removeprefix("qmd://") for c in cli][: len(reranked)]
     assert [r["score"] for r in reranked] == [round(c["score"], 2) for c in cli][: len(reranked)]
     assert [r["score"] for r in reranked] != [r["score"] for r in plain], "the reranker changed nothing"
+
+
+# ---------------------------------------------------------------------------
+# Query expansion with a GGUF generator behind the MCP server
+# ---------------------------------------------------------------------------
+
+
+def test_plain_query_expands_with_the_generator_as_the_cli_does(corpus: Corpus, tmp_path: Path):
+    """MCP `query` with plain text and QMD_GENERATE_MODEL naming a GGUF chat
+    model (SmolLM2-135M Instruct, scripts/test-weights.sh smollm2): the
+    server runs the expansion model (its answer lands in the expansion
+    cache), prints no CLI progress, and answers with the files `qmd query
+    --json` finds with the same expansion."""
+    smollm2 = subprocess.run(
+        ["bash", str(REPO / "scripts" / "test-weights.sh"), "smollm2"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    env = {**corpus.env, "QMD_GENERATE_MODEL": smollm2}
+    question = "how should a team plan a product launch"
+    cache = Path(env["XDG_CACHE_HOME"]) / "qmd" / "expansions"
+
+    def entries() -> list[dict[str, Any]]:
+        files = sorted(cache.glob("*.json")) if cache.is_dir() else []
+        return [json.loads(f.read_text(encoding="utf-8")) for f in files]
+
+    assert not [e for e in entries() if e["query"] == question]
+
+    async def query():
+        params = StdioServerParameters(command=QMD_BIN, args=["mcp"], env=env, cwd=str(corpus.root))
+        with (tmp_path / "stderr.log").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    with anyio.fail_after(TIMEOUT_S):
+                        result = await call_ok(session, "query", {"query": question, "limit": 5})
+                    return result.structuredContent["results"]
+
+    results = anyio.run(query)
+    made = [e for e in entries() if e["query"] == question]
+    assert len(made) == 1, entries()
+    assert made[0]["model"] == smollm2
+    assert all(s["type"] in ("lex", "vec", "hyde") and s["query"] for s in made[0]["searches"]), made
+    assert "Expanding query" not in (tmp_path / "stderr.log").read_text(encoding="utf-8")
+    cli = run_qmd(env, corpus.root, "query", "--json", "-n", "5", question)
+    assert "Expanding query... (" in cli.stderr
+    files = [c["file"].removeprefix("qmd://") for c in json.loads(cli.stdout)]
+    assert results and [r["file"] for r in results] == files
