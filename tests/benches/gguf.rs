@@ -17,10 +17,12 @@
 //! by its own tokens) and 16 tldr pages as they are; llama.cpp ranks the
 //! same with qmd's ranking contexts (4,096 tokens, `rankAll`).
 //!
-//! Generation: SmolLM2-135M-Instruct Q4_1 (the real model), a short chat
-//! prompt and a tldr page as a long one, 64 greedy tokens each: prompt
-//! tokens/s (time to the first token) and decoding tokens/s (the rest),
-//! next to llama.cpp's on 2 threads, each after a warm-up run.
+//! Generation: SmolLM2-135M-Instruct Q4_1 (the real model) and a
+//! Qwen3-1.7B-shaped Q4_K_M (qmd's expansion model's shape, random
+//! weights), a short chat prompt and a tldr page as a long one, 64 greedy
+//! tokens each: prompt tokens/s (time to the first token) and decoding
+//! tokens/s (the rest), next to llama.cpp's on 2 threads, each after a
+//! warm-up run, and each side's peak memory.
 //! `BENCH_OURS_ONLY=1` skips llama.cpp (to profile this project's side).
 //! `BENCH_PYTORCH=1` adds PyTorch fp32 (sentence-transformers, every core;
 //! `tests/models/torch_bench.py` in the venv `scripts/python-env.sh torch` makes,
@@ -83,16 +85,12 @@ fn main() {
     }
 }
 
-/// Tokens generated per prompt.
-const GENERATED: usize = 64;
-
+/// Generation next to llama.cpp, each model in a process of its own
+/// (`qmd-gguf-bench generate`, so its peak memory is its own): prompt and
+/// decoding tokens/s for each prompt, then peak memory against the file
+/// and the KV cache.
 fn generate() {
     let f = fixtures();
-    let path = f.smollm2();
-    let bytes: qmd_core::arch::ModelBytes = Arc::new(std::fs::read(&path).unwrap());
-    let file = qmd_core::gguf::GgufFile::parse("smollm2", (*bytes).as_ref()).unwrap();
-    let tokenizer = qmd_core::gguf::BpeTokenizer::from_gguf(&file).unwrap();
-    let model = qmd_core::arch::Decoder::load(&file, bytes.clone()).unwrap();
     let page = markdown_files(&tldr_corpus_dir())
         .into_iter()
         .find(|(p, _)| p.ends_with("pages/common/tar.md"))
@@ -100,43 +98,63 @@ fn generate() {
         .expect("tldr's tar page");
     let chat = |text: &str| format!("<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n");
     let prompts = [chat("List three uses of a search index."), chat(&format!("Summarise this page:\n\n{page}"))];
-    println!("\nSmolLM2-135M-Instruct Q4_1, {GENERATED} greedy tokens a prompt\n");
-    println!("| prompt | runtime | prompt tokens/s | decoding tokens/s |");
-    println!("|---|---|---:|---:|");
-    for prompt in &prompts {
-        let mut tokens = tokenizer.encode(prompt, true);
-        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
-            tokens.insert(0, bos);
-        }
-        let run = || {
-            let mut session = qmd_core::generate::Session::new(&model);
-            let start = Instant::now();
-            let mut logits = session.feed(&tokens).unwrap();
-            let first = start.elapsed().as_secs_f64();
-            for _ in 1..GENERATED {
-                logits = session.feed(&[qmd_core::generate::session::most_probable(&logits)]).unwrap();
+    let models = [
+        ("SmolLM2-135M-Instruct Q4_1", f.smollm2()),
+        ("Qwen3-1.7B-shaped Q4_K_M (qmd's expansion model's shape, random weights)", f.qwen3_lm_full_q4_k_m()),
+    ];
+    let mib = |bytes: f64| bytes / (1024.0 * 1024.0);
+    for (name, path) in models {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("prompts.json");
+        std::fs::write(&input, serde_json::to_vec(&prompts).unwrap()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_qmd-gguf-bench"))
+            .args(["generate".as_ref(), path.as_os_str(), input.as_os_str()])
+            .output()
+            .expect("run qmd-gguf-bench");
+        assert!(out.status.success(), "qmd-gguf-bench: {}", String::from_utf8_lossy(&out.stderr));
+        let ours: serde_json::Value = serde_json::from_slice(&out.stdout).expect("qmd-gguf-bench prints JSON");
+        let generated = ours["runs"][0]["generated"].as_u64().unwrap();
+        println!("\n{name}, {generated} greedy tokens a prompt, 2 threads each\n");
+        println!("| prompt | runtime | prompt tokens/s | decoding tokens/s | this project = (prompt, decoding) |");
+        println!("|---|---|---:|---:|---:|");
+        let mut their_peak: (f64, f64) = (0.0, 0.0);
+        for (prompt, run) in prompts.iter().zip(ours["runs"].as_array().unwrap()) {
+            let rate = |v: &serde_json::Value, key: &str| v[key].as_f64().unwrap();
+            let label = format!("{} tokens", run["prompt_tokens"]);
+            let (prompt_rate, decode_rate) = (rate(run, "prompt_per_s"), rate(run, "decode_per_s"));
+            println!("| {label} | this project | {prompt_rate:.0} | {decode_rate:.1} | |");
+            if std::env::var_os("BENCH_OURS_ONLY").is_none() {
+                let theirs = f.llama(
+                    "bench-generate",
+                    &path,
+                    &serde_json::json!({"prompt": prompt, "tokens": generated, "threads": 2}),
+                );
+                let (p, d) = (rate(&theirs, "prompt_per_s"), rate(&theirs, "decode_per_s"));
+                println!(
+                    "| {label} | llama.cpp, 2 threads | {p:.0} | {d:.1} | {:.2}×, {:.2}× |",
+                    prompt_rate / p,
+                    decode_rate / d
+                );
+                let (start, peak) = (rate(&theirs, "start_rss_bytes"), rate(&theirs, "peak_rss_bytes"));
+                if peak - start > their_peak.1 - their_peak.0 {
+                    their_peak = (start, peak);
+                }
             }
-            (first, start.elapsed().as_secs_f64() - first)
-        };
-        run();
-        let (first, rest) = run();
-        let label = format!("{} tokens", tokens.len());
+        }
+        let file = std::fs::metadata(&path).unwrap().len() as f64;
+        let kv = ours["kv_cache_bytes"].as_f64().unwrap();
+        let (start, peak) = (ours["start_rss_bytes"].as_f64().unwrap(), ours["peak_rss_bytes"].as_f64().unwrap());
         println!(
-            "| {label} | this project | {:.0} | {:.1} |",
-            tokens.len() as f64 / first,
-            (GENERATED - 1) as f64 / rest
+            "\nPeak resident memory over the runtime's own, file {:.0} MiB, this project's KV cache {:.0} MiB (f32):\n",
+            mib(file),
+            mib(kv)
         );
-        if std::env::var_os("BENCH_OURS_ONLY").is_none() {
-            let theirs = f.llama(
-                "bench-generate",
-                &path,
-                &serde_json::json!({"prompt": prompt, "tokens": GENERATED, "threads": 2}),
-            );
-            println!(
-                "| {label} | llama.cpp, 2 threads | {:.0} | {:.1} |",
-                theirs["prompt_per_s"].as_f64().unwrap(),
-                theirs["decode_per_s"].as_f64().unwrap()
-            );
+        println!("| runtime | model and passes (MiB) | = (file + KV cache) × |");
+        println!("|---|---:|---:|");
+        println!("| this project | {:.0} | {:.2}× |", mib(peak - start), (peak - start) / (file + kv));
+        if their_peak.1 > 0.0 {
+            let theirs = their_peak.1 - their_peak.0;
+            println!("| llama.cpp (node-llama-cpp) | {:.0} | {:.2}× |", mib(theirs), theirs / (file + kv));
         }
     }
 }

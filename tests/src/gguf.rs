@@ -124,6 +124,26 @@ impl GgufFixtures {
         })
     }
 
+    /// qmd's expansion model's shape (Qwen3-1.7B: 2,048 wide, 28 layers,
+    /// 16 query and 8 key/value heads of 128, a 6,144 feed-forward; a
+    /// 3,000-token vocabulary) with random weights, as Q4_K_M from
+    /// llama.cpp's own quantizer (0.9 GB), for the benchmarks. The 5.6 GB
+    /// F32 file it is made from is deleted once it is quantized.
+    pub fn qwen3_lm_full_q4_k_m(&self) -> PathBuf {
+        let quantized = self.file("qwen3-full-q4_k_m.gguf");
+        if quantized.is_file() {
+            return quantized;
+        }
+        let source = self.made_once("qwen3-full-f32.gguf", |partial| {
+            let corpus = repo().join("tests/fixtures/qmd-eval/docs");
+            let args = ["--type", "f32", "--size", "full"].map(std::ffi::OsStr::new);
+            self.make_gguf(&[&["qwen3".as_ref(), corpus.as_os_str(), partial.as_os_str()][..], &args].concat());
+        });
+        let quantized = self.quantized("qwen3-full", "q4_k_m");
+        let _ = std::fs::remove_file(source);
+        quantized
+    }
+
     /// `{model}-f32.gguf` quantized to `ftype` (`q4_k_m` …) by llama.cpp's
     /// own quantizer (`tests/models/quantize.py`), made on first use.
     pub fn quantized(&self, model: &str, ftype: &str) -> PathBuf {

@@ -4,6 +4,13 @@
 //! results are from the CPU's. Prints one JSON object. What
 //! `scripts/bench-gpu-gguf.sh` runs on the GPU machine.
 //!
+//! `qmd-gguf-bench generate MODEL.gguf PROMPTS.json`: a language model's
+//! prompt processing and decoding on the CPU kernels, as llama.cpp's
+//! `bench-generate` (`tests/models/llama_ref.mjs`) measures them: each
+//! prompt (special tokens parsed, BOS where the vocabulary adds one) in
+//! one pass, then greedy tokens one at a time over the KV cache, after a
+//! warm-up run; prompt tokens/s is the time to the first token.
+//!
 //! On Linux the object also holds the process's resident memory before the
 //! model was read (`start_rss_bytes`) and its peak (`peak_rss_bytes`).
 //!
@@ -14,9 +21,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use qmd_core::arch::ModelBytes;
+use qmd_core::arch::{Decoder, ModelBytes};
+use qmd_core::generate::Session;
+use qmd_core::gguf::{BpeTokenizer, GgufFile};
 use qmd_core::model::{DeviceChoice, GgufEncoder, GgufRanker, ModelDevice};
 use serde_json::json;
+
+/// Tokens generated after each prompt (`generate`).
+const GENERATED: usize = 64;
 
 /// The query every document is ranked against.
 const QUERY: &str = "how do I list the files in a directory, sorted by size?";
@@ -71,11 +83,18 @@ fn main() {
     let start_rss = memory("VmRSS");
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [task, path, texts] = &args[..] else {
-        panic!("usage: qmd-gguf-bench embed|rank MODEL.gguf TEXTS.json");
+        panic!("usage: qmd-gguf-bench embed|rank|generate MODEL.gguf TEXTS.json");
     };
     let texts: Vec<String> =
         serde_json::from_slice(&std::fs::read(texts).expect("read the texts")).expect("a JSON array of strings");
     let bytes: ModelBytes = Arc::new(std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}")));
+    if task == "generate" {
+        let mut report = generate(path, bytes, &texts);
+        report["start_rss_bytes"] = json!(start_rss);
+        report["peak_rss_bytes"] = json!(memory("VmHWM"));
+        println!("{report}");
+        return;
+    }
     let devices = std::env::var("BENCH_DEVICES").unwrap_or_else(|_| "cpu,gpu".into());
     let mut report = json!({
         "task": task,
@@ -125,4 +144,43 @@ fn profile_json(profile: &qmd_core::gpu::Profile) -> serde_json::Value {
         .map(|(kernel, (seconds, count))| json!({ "kernel": kernel, "seconds": seconds, "dispatches": count, "share": seconds / total }))
         .collect();
     json!({ "total_seconds": total, "kernels": rows })
+}
+
+/// `generate`: each prompt's rates, and the KV cache the longest one
+/// held (keys and values of every block, f32 here).
+fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Value {
+    let failed = |e: qmd_core::Error| -> ! { panic!("{path}: {}", e.message) };
+    let file = GgufFile::parse(path, (*bytes).as_ref()).unwrap_or_else(|e| failed(e));
+    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap_or_else(|e| failed(e));
+    let model = Decoder::load(&file, bytes.clone()).unwrap_or_else(|e| failed(e));
+    let mut runs = Vec::new();
+    let mut longest = 0;
+    for prompt in prompts {
+        let mut tokens = tokenizer.encode(prompt, true);
+        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
+            tokens.insert(0, bos);
+        }
+        let run = || {
+            let mut session = Session::new(&model);
+            let start = Instant::now();
+            let mut logits = session.feed(&tokens).expect("prompt");
+            let first = start.elapsed().as_secs_f64();
+            for _ in 1..GENERATED {
+                logits = session.feed(&[qmd_core::generate::session::most_probable(&logits)]).expect("decode");
+            }
+            (first, start.elapsed().as_secs_f64() - first)
+        };
+        run();
+        let (first, rest) = run();
+        longest = longest.max(tokens.len() + GENERATED);
+        runs.push(json!({
+            "prompt_tokens": tokens.len(),
+            "prompt_per_s": tokens.len() as f64 / first,
+            "generated": GENERATED,
+            "decode_per_s": (GENERATED - 1) as f64 / rest,
+        }));
+    }
+    let s = &model.shape.block;
+    let kv_cache_bytes = s.layers * 2 * s.kv_heads * s.head_dim * longest * std::mem::size_of::<f32>();
+    json!({ "task": "generate", "model": path, "runs": runs, "kv_cache_bytes": kv_cache_bytes })
 }
