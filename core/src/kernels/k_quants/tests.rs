@@ -41,7 +41,7 @@ fn scalar_kernel_is_the_dequantized_product() {
 /// tile edge.
 #[test]
 fn kernels_match_the_scalar_reference() {
-    for (m, n, k) in [(1, 1, 256), (3, 7, 512), (4, 2, 256), (9, 5, 768)] {
+    for (m, n, k) in [(1, 1, 256), (3, 7, 512), (4, 2, 256), (9, 5, 768), (15, 3, 512)] {
         let x = Q8KRows::quantize(&activations(m, k), k);
         for kind in KINDS {
             let bytes = random_matrix(kind, n, k, (m * 13 + n) as u64);

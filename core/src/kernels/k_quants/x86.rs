@@ -29,48 +29,100 @@ pub fn avx2_matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]
     unsafe { matmul(x, rows, w, out) }
 }
 
-/// Weight rows outside (each read from memory once per call, then from
-/// L1 for every tile of activation rows), activation rows inside, [`RM`]
-/// at a time and the rest one by one (a decoded token is one row).
+/// Weight rows outside, activation rows inside. A decoded token (one
+/// row) unpacks each super-block in registers as it goes; more rows
+/// unpack a weight row once into a buffer (a few KiB, in L1), then run
+/// every tile of activation rows over it: [`RM`] at a time, the rest in
+/// halving tiles.
 #[target_feature(enable = "avx2,fma,f16c")]
 fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
-    let n = w.rows;
-    let whole = rows.start + (rows.len() / RM) * RM;
-    for c in 0..n {
-        for r in (rows.start..whole).step_by(RM) {
-            let sums = tile::<RM>(&std::array::from_fn(|i| x.row(r + i)), w, c);
-            for (i, sum) in sums.into_iter().enumerate() {
-                out[(r - rows.start + i) * n + c] = sum;
-            }
-        }
-        for r in whole..rows.end {
-            out[(r - rows.start) * n + c] = tile::<1>(&[x.row(r)], w, c)[0];
-        }
+    // One loop per type, so each super-block's unpacking is inlined into
+    // it (a call that returned the unpacked block through memory took a
+    // third of a decoded token's time).
+    match w.kind {
+        GgmlType::Q4_K => matmul_of::<4>(x, rows, w, out),
+        GgmlType::Q5_K => matmul_of::<5>(x, rows, w, out),
+        GgmlType::Q6_K => matmul_of::<6>(x, rows, w, out),
+        other => unreachable!("{other} is not a K-quant"),
     }
 }
 
-/// Weight row `c` against `R` activation rows.
+/// [`matmul`] for the K-quant with `BITS` bits a value.
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn tile<const R: usize>(xr: &[Q8KRow; R], w: &QMatrix, c: usize) -> [f32; R] {
-    let mut acc = [_mm256_setzero_ps(); R];
-    for (b, block) in w.row(c).chunks_exact(w.kind.block_bytes()).enumerate() {
-        let u = unpack(w.kind, block);
-        for (x, acc) in xr.iter().zip(&mut acc) {
-            let (values, dx, sums) = x.block(b);
-            let mut dot = _mm256_setzero_si256();
-            for t in 0..8 {
-                // SAFETY: 32 of the super-block's 256 values.
-                let xt = unsafe { _mm256_loadu_si256(values.as_ptr().add(32 * t).cast()) };
-                dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(u.values[t], xt), u.scales[t]));
+fn matmul_of<const BITS: u8>(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    let n = w.rows;
+    let bytes = w.kind.block_bytes();
+    if rows.len() == 1 {
+        let xr = [x.row(rows.start)];
+        for (c, out) in out.iter_mut().enumerate().take(n) {
+            let mut acc = [_mm256_setzero_ps()];
+            for (b, block) in w.row(c).chunks_exact(bytes).enumerate() {
+                accumulate(&mut acc, &xr, b, &unpack::<BITS>(block));
             }
-            // SAFETY: 16 sums.
-            let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
-            let offsets = _mm256_madd_epi16(u.offsets, sums);
-            *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(u.d * dx), *acc);
-            *acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(u.dmin * dx), *acc);
+            *out = sum_lanes(acc[0]);
         }
+        return;
     }
-    acc.map(|v| sum_lanes(v))
+    let mut unpacked: Vec<Unpacked> = Vec::with_capacity(w.cols / 256);
+    for c in 0..n {
+        unpacked.clear();
+        unpacked.extend(w.row(c).chunks_exact(bytes).map(|block| unpack::<BITS>(block)));
+        let mut r = rows.start;
+        r = tiles::<RM>(x, r, &rows, &unpacked, c, n, out);
+        r = tiles::<4>(x, r, &rows, &unpacked, c, n, out);
+        r = tiles::<2>(x, r, &rows, &unpacked, c, n, out);
+        tiles::<1>(x, r, &rows, &unpacked, c, n, out);
+    }
+}
+
+/// Weight row `c` (unpacked) against tiles of `R` activation rows from
+/// `from` while whole ones fit in `rows`; returns where they stopped.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn tiles<const R: usize>(
+    x: &Q8KRows,
+    from: usize,
+    rows: &Range<usize>,
+    unpacked: &[Unpacked],
+    c: usize,
+    n: usize,
+    out: &mut [f32],
+) -> usize {
+    let mut r = from;
+    while r + R <= rows.end {
+        let xr: [Q8KRow; R] = std::array::from_fn(|i| x.row(r + i));
+        let mut acc = [_mm256_setzero_ps(); R];
+        for (b, u) in unpacked.iter().enumerate() {
+            accumulate(&mut acc, &xr, b, u);
+        }
+        for (i, acc) in acc.into_iter().enumerate() {
+            out[(r - rows.start + i) * n + c] = sum_lanes(acc);
+        }
+        r += R;
+    }
+    r
+}
+
+/// Adds super-block `b` of `R` activation rows times the unpacked weight
+/// super-block `u` to each row's accumulator.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn accumulate<const R: usize>(acc: &mut [__m256; R], xr: &[Q8KRow; R], b: usize, u: &Unpacked) {
+    for (x, acc) in xr.iter().zip(acc) {
+        let (values, dx, sums) = x.block(b);
+        let mut dot = _mm256_setzero_si256();
+        for t in 0..8 {
+            // SAFETY: 32 of the super-block's 256 values.
+            let xt = unsafe { _mm256_loadu_si256(values.as_ptr().add(32 * t).cast()) };
+            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(u.values[t], xt), u.scales[t]));
+        }
+        // SAFETY: 16 sums.
+        let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
+        let offsets = _mm256_madd_epi16(u.offsets, sums);
+        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(u.d * dx), *acc);
+        *acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(u.dmin * dx), *acc);
+    }
 }
 
 /// A super-block in registers (see `blocks`): values `32·t..32·t+32` in
@@ -83,24 +135,18 @@ struct Unpacked {
     dmin: f32,
 }
 
+#[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn unpack(kind: GgmlType, block: &[u8]) -> Unpacked {
-    match kind {
-        GgmlType::Q4_K | GgmlType::Q5_K => {
-            let (scales, offsets) = k4_scales(&block[4..16]);
-            let values = match kind {
-                GgmlType::Q4_K => q4_k_values(&block[16..144], None),
-                _ => q4_k_values(&block[48..176], Some(&block[16..48])),
-            };
-            Unpacked { values, scales, offsets, d: half_at(block, 0), dmin: half_at(block, 2) }
-        }
-        GgmlType::Q6_K => {
-            let (scales, offsets) = q6_k_scales(&block[192..208]);
-            let d = half_at(block, 208);
-            Unpacked { values: q6_k_values(block), scales, offsets, d, dmin: d }
-        }
-        other => unreachable!("{other} is not a K-quant"),
+fn unpack<const BITS: u8>(block: &[u8]) -> Unpacked {
+    if BITS == 6 {
+        let (scales, offsets) = q6_k_scales(&block[192..208]);
+        let d = half_at(block, 208);
+        return Unpacked { values: q6_k_values(block), scales, offsets, d, dmin: d };
     }
+    let (scales, offsets) = k4_scales(&block[4..16]);
+    let values =
+        if BITS == 4 { q4_k_values(&block[16..144], None) } else { q4_k_values(&block[48..176], Some(&block[16..48])) };
+    Unpacked { values, scales, offsets, d: half_at(block, 0), dmin: half_at(block, 2) }
 }
 
 /// A shuffle control picking 16-bit lane `lane` of each 128-bit half.
@@ -112,6 +158,7 @@ fn lane_pair(lane: usize) -> i16 {
 /// ggml's masks (`get_scale_min_k4` for all eight groups at once): each
 /// scale broadcast over its 32 values, each minimum repeated for both
 /// 16-value halves of its group.
+#[inline]
 #[target_feature(enable = "avx2")]
 fn k4_scales(packed: &[u8]) -> ([__m256i; 8], __m256i) {
     let word = |i: usize| u32::from_le_bytes([packed[4 * i], packed[4 * i + 1], packed[4 * i + 2], packed[4 * i + 3]]);
@@ -130,6 +177,7 @@ fn k4_scales(packed: &[u8]) -> ([__m256i; 8], __m256i) {
 
 /// Q6_K's 16 signed scales, a pair for each 32 values, and the offsets
 /// `32 · s` its values carry.
+#[inline]
 #[target_feature(enable = "avx2")]
 fn q6_k_scales(bytes: &[u8]) -> ([__m256i; 8], __m256i) {
     // SAFETY: 16 bytes.
@@ -145,6 +193,7 @@ fn q6_k_scales(bytes: &[u8]) -> ([__m256i; 8], __m256i) {
 
 /// Q4_K's 128 bytes of nibbles, with Q5_K's fifth bits from `high` (32
 /// bytes: bit `t` of byte `l` belongs to value `32·t + l`).
+#[inline]
 #[target_feature(enable = "avx2")]
 fn q4_k_values(qs: &[u8], high: Option<&[u8]>) -> [__m256i; 8] {
     let nibble = _mm256_set1_epi8(0xF);
@@ -169,6 +218,7 @@ fn q4_k_values(qs: &[u8], high: Option<&[u8]>) -> [__m256i; 8] {
 }
 
 /// Q6_K's low nibbles and 2-bit highs.
+#[inline]
 #[target_feature(enable = "avx2")]
 fn q6_k_values(block: &[u8]) -> [__m256i; 8] {
     let nibble = _mm256_set1_epi8(0xF);
