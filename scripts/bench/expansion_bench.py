@@ -1,7 +1,8 @@
 """`query` latency with and without query expansion: the cold CLI (a
 process per query, the expansion cache empty), the CLI again (the cache
-answers), `query --no-expand`, and a warm `qmd mcp --http` server's REST
-`/query` with plain text (the model loaded once; first ask, then a repeat).
+answers), `query --no-expand`, and a warm `qmd mcp --http` server's MCP
+`query` tool with plain text (the model loaded once; first ask, then a
+repeat).
 
 Index: qmd's eval notes, embedded with the test weights (all-MiniLM-L6-v2).
 Generator: the GGUF given (SmolLM2-135M-Instruct Q4_1 by default, from
@@ -39,13 +40,18 @@ def timed(command: list[str], env: dict) -> tuple[float, str]:
     return time.perf_counter() - start, out.stderr
 
 
-def post(port: int, body: dict) -> float:
+def post(port: int, arguments: dict) -> float:
+    """The MCP `query` tool over streamable HTTP (qmd's REST `/query` takes
+    typed searches only; plain text expands through the tool)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "query", "arguments": arguments}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     start = time.perf_counter()
-    conn.request("POST", "/query", json.dumps(body), {"Content-Type": "application/json"})
+    conn.request("POST", "/mcp", json.dumps(body), headers)
     response = conn.getresponse()
-    response.read()
-    assert response.status == 200, response.status
+    data = response.read()
+    assert response.status == 200, (response.status, data[:200])
+    assert not json.loads(data)["result"].get("isError"), data[:300]
     return time.perf_counter() - start
 
 
@@ -120,12 +126,12 @@ def main() -> int:
             "cold": "CLI `query`, cold (model loaded, expansion generated)",
             "cached": "CLI `query`, the same query again (expansion cache)",
             "no_expand": "CLI `query --no-expand`",
-            "server_first": "`qmd mcp --http` REST `/query`, warm server, a new query",
-            "server_repeat": "`qmd mcp --http` REST `/query`, warm server, the query again",
+            "server_first": "`qmd mcp --http`, MCP `query` tool, warm server, a new query",
+            "server_repeat": "`qmd mcp --http`, MCP `query` tool, warm server, the query again",
         }
         for key, label in labels.items():
             median = statistics.median(rows[key])
-            print(f"| {label} | {median * 1000:.0f} | {median / base:.1f}× |")
+            print(f"| {label} | {median * 1000:.0f} | {median / base:.2f}× |")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
