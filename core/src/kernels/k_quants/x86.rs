@@ -54,13 +54,13 @@ fn matmul_of<const BITS: u8>(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: 
     let n = w.rows;
     let bytes = w.kind.block_bytes();
     if rows.len() == 1 {
-        let xr = [x.row(rows.start)];
+        let x = x.row(rows.start);
         for (c, out) in out.iter_mut().enumerate().take(n) {
-            let mut acc = [_mm256_setzero_ps()];
+            let mut acc = _mm256_setzero_ps();
             for (b, block) in w.row(c).chunks_exact(bytes).enumerate() {
-                accumulate(&mut acc, &xr, b, &unpack::<BITS>(block));
+                accumulate_row(&mut acc, x, b, &unpack::<BITS>(block));
             }
-            *out = sum_lanes(acc[0]);
+            *out = sum_lanes(acc);
         }
         return;
     }
@@ -105,24 +105,49 @@ fn tiles<const R: usize>(
 }
 
 /// Adds super-block `b` of `R` activation rows times the unpacked weight
-/// super-block `u` to each row's accumulator.
+/// super-block `u` to each row's accumulator. Each 32 weight values and
+/// their scales are loaded once for all `R` rows, whose integer sums
+/// stay in registers until the super-block ends.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn accumulate<const R: usize>(acc: &mut [__m256; R], xr: &[Q8KRow; R], b: usize, u: &Unpacked) {
-    for (x, acc) in xr.iter().zip(acc) {
-        let (values, dx, sums) = x.block(b);
-        let mut dot = _mm256_setzero_si256();
-        for t in 0..8 {
+    let blocks: [(&[i8], f32, &[i16]); R] = std::array::from_fn(|i| xr[i].block(b));
+    let mut dots = [_mm256_setzero_si256(); R];
+    for t in 0..8 {
+        let (values, scales) = (u.values[t], u.scales[t]);
+        for (dot, (x, _, _)) in dots.iter_mut().zip(&blocks) {
             // SAFETY: 32 of the super-block's 256 values.
-            let xt = unsafe { _mm256_loadu_si256(values.as_ptr().add(32 * t).cast()) };
-            dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(u.values[t], xt), u.scales[t]));
+            let xt = unsafe { _mm256_loadu_si256(x.as_ptr().add(32 * t).cast()) };
+            *dot = _mm256_add_epi32(*dot, _mm256_madd_epi16(_mm256_maddubs_epi16(values, xt), scales));
         }
+    }
+    for ((acc, dot), (_, dx, sums)) in acc.iter_mut().zip(dots).zip(&blocks) {
         // SAFETY: 16 sums.
         let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
         let offsets = _mm256_madd_epi16(u.offsets, sums);
         *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(u.d * dx), *acc);
         *acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(u.dmin * dx), *acc);
     }
+}
+
+/// [`accumulate`] for one row, as a decoded token runs it: the same sums,
+/// and a quarter faster than `accumulate::<1>` measured (its per-row
+/// arrays were not optimised away).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn accumulate_row(acc: &mut __m256, x: Q8KRow, b: usize, u: &Unpacked) {
+    let (values, dx, sums) = x.block(b);
+    let mut dot = _mm256_setzero_si256();
+    for t in 0..8 {
+        // SAFETY: 32 of the super-block's 256 values.
+        let xt = unsafe { _mm256_loadu_si256(values.as_ptr().add(32 * t).cast()) };
+        dot = _mm256_add_epi32(dot, _mm256_madd_epi16(_mm256_maddubs_epi16(u.values[t], xt), u.scales[t]));
+    }
+    // SAFETY: 16 sums.
+    let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
+    let offsets = _mm256_madd_epi16(u.offsets, sums);
+    *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(u.d * dx), *acc);
+    *acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(offsets), _mm256_set1_ps(u.dmin * dx), *acc);
 }
 
 /// A super-block in registers (see `blocks`): values `32·t..32·t+32` in
