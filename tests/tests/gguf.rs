@@ -600,21 +600,23 @@ fn qwen3_lm_greedy_matches_llama_cpp() {
     let f = fixtures();
     for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS) {
         assert_eq!(run.agreed, 32);
-        // Measured: 1.9e-4 and 1.5e-3 (the issue asks 1e-3 of the logits;
-        // where the second prompt's difference comes from is open).
+        // Measured: 1.8e-4 and 1.3e-3 (the issue asks 1e-3; what is left
+        // is likely llama.cpp's f16 accumulation of the values in its
+        // flash attention, which we do not copy).
         assert!(run.first_step <= 2e-3, "first-step probabilities differ by {}", run.first_step);
         // The comparison means something only if the run varies.
         let distinct: std::collections::BTreeSet<u32> = run.tokens.iter().copied().collect();
         assert!(distinct.len() >= 4, "a greedy run of {} distinct tokens: {:?}", distinct.len(), run.tokens);
     }
     // Q4_K_M: each side rounds every product's activations to 8 bits, and
-    // random weights make near ties common, so greedy runs part early
-    // (measured: at tokens 4 and 24, by 0.10 and 0.23 in our logits); the
-    // first step stays as close as SmolLM2 Q4_1's (measured 7.9e-3 and
-    // 2.4e-2; SmolLM2 Q4_1: 1.1e-2 to 2.4e-2).
+    // random weights make near ties common, so greedy runs part before the
+    // end (measured: at tokens 20 and 24, by 0.009 and 0.15 in our logits;
+    // at token 4 before the short passes read queries as f16, as
+    // llama.cpp's flash attention does); the first step is within 6.4e-3
+    // and 1.3e-2 (SmolLM2 Q4_1: 5.9e-3 to 2.5e-2).
     for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS) {
-        assert!(run.first_step <= 3e-2, "Q4_K_M first-step probabilities differ by {}", run.first_step);
-        assert!(run.agreed >= 4, "only {} Q4_K_M tokens agree", run.agreed);
+        assert!(run.first_step <= 2e-2, "Q4_K_M first-step probabilities differ by {}", run.first_step);
+        assert!(run.agreed >= 16, "only {} Q4_K_M tokens agree", run.agreed);
     }
 }
 

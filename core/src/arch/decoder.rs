@@ -4,7 +4,9 @@
 //! attention with rotary position embeddings (Llama rotates adjacent
 //! pairs, Qwen3 halves) and, in Qwen3, RMS norms on each query and key
 //! head; RMS norm, SwiGLU feed-forward. Keys and values are rounded to
-//! f16 before attention, as llama.cpp's KV cache stores them: the scores
+//! f16 before attention, as llama.cpp's KV cache stores them (and, in
+//! generation's short passes, queries, as its f16 attention reads them):
+//! the scores
 //! then follow qmd's runtime to 1e-5 where f32 keys left 2e-4 between
 //! them. A final RMS norm gives the states
 //! the LM head (the token embeddings where the file has no `output`) and
