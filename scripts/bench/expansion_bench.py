@@ -16,22 +16,17 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from mcp_bench import start_server
+
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "tests" / "fixtures" / "qmd-eval" / "docs"
 QUERIES = REPO / "tests" / "fixtures" / "qmd-eval" / "queries.jsonl"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def timed(command: list[str], env: dict) -> tuple[float, str]:
@@ -88,18 +83,8 @@ def main() -> int:
             rows["cached"].append(timed([qmd, "query", "--json", query], env)[0])
             rows["no_expand"].append(timed([qmd, "query", "--no-expand", "--json", query], env)[0])
         shutil.rmtree(expansions, ignore_errors=True)
-        port = free_port()
-        server = subprocess.Popen([qmd, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], env=env,
-                                  stderr=subprocess.DEVNULL)
+        server, port = start_server(qmd, env)
         try:
-            for _ in range(200):
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-                    conn.request("GET", "/health")
-                    if conn.getresponse().status == 200:
-                        break
-                except OSError:
-                    time.sleep(0.05)
             # Warm: one structured query loads the embedder.
             post(port, {"searches": [{"type": "vec", "query": "warm up"}]})
             for query in queries[: len(rows["cold"]) * 3]:

@@ -44,6 +44,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_server(qmd: str, env: dict) -> tuple[subprocess.Popen, int]:
+    """`qmd mcp --http` on a free port, once its /health answers."""
+    port = free_port()
+    server = subprocess.Popen([qmd, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], env=env,
+                              stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                break
+        except OSError:
+            time.sleep(0.05)
+    return server, port
+
+
 def post(port: int, path: str, body: dict, headers: dict | None = None) -> tuple[float, int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     start = time.perf_counter()
@@ -122,18 +138,8 @@ def main() -> int:
     env = {**os.environ, "XDG_CACHE_HOME": str(home / "cache"), "XDG_CONFIG_HOME": str(home / "config")}
     subprocess.run([args.qmd, "collection", "add", args.corpus, "--name", "tldr"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
-    port = free_port()
-    server = subprocess.Popen([args.qmd, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], env=env,
-                              stderr=subprocess.DEVNULL)
+    server, port = start_server(args.qmd, env)
     try:
-        for _ in range(200):
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-                conn.request("GET", "/health")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
         # Warm every pooled instance, then the baseline: one call at a time.
         concurrently(rest, port)
         expected, sequential = {}, []
