@@ -118,6 +118,9 @@ fn without_the_model_query_falls_back_and_says_so_once() {
     assert!(out.stderr.contains(&format!("hyde: Information about {QUERY}")), "{}", out.stderr);
     assert!(!out.stderr.contains("Expanding query"), "{}", out.stderr);
     assert!(cache_files(&env).is_empty(), "nothing cached without a model");
+    // Typed searches never ask for the model, so they say nothing of it.
+    let typed = run(&env, &missing, &["query", "lex: remote work"]);
+    assert!(!typed.stderr.contains("missing.gguf"), "{}", typed.stderr);
     let status = run(&env, &missing, &["status"]).stdout;
     let line = status.lines().find(|l| l.contains("Generation:")).unwrap_or_default();
     assert!(line.contains("missing.gguf") && line.contains("not downloaded"), "{status}");

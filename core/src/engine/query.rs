@@ -281,7 +281,11 @@ impl Engine {
                 Err(e) => notes.push(format!("embedding model unavailable: {}", e.message)),
             }
             models.reranker = inference.reranker();
-            models.generator = inference.generator();
+            // Only a plain query asks for the expansion model (a host may
+            // say once that it is missing: not for typed searches).
+            if plan(request).is_ok_and(|p| p.expand.is_some()) {
+                models.generator = inference.generator();
+            }
         }
         let (mut job, mut step) = self.query_start(request, models)?;
         job.result.notes.splice(0..0, notes);
