@@ -436,10 +436,7 @@ fn compare_smollm2(path: &Path) -> f32 {
     let mut worst = 0f32;
     for prompt in SMOLLM2_PROMPTS {
         let reference = f.llama("greedy", path, &serde_json::json!({"prompt": prompt, "tokens": 16}));
-        let mut tokens = tokenizer.encode(prompt, true);
-        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
-            tokens.insert(0, bos);
-        }
+        let tokens = tokenizer.encode_prompt(prompt);
         let theirs: Vec<u32> = serde_json::from_value(reference["prompt"].clone()).unwrap();
         assert_eq!(tokens, theirs, "prompt tokens of {prompt:?}");
         let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
@@ -528,10 +525,7 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str]) -> Vec<GreedyRun> 
     for prompt in prompts {
         let reference = f.llama("greedy", path, &serde_json::json!({"prompt": prompt, "tokens": 32}));
         let tokens: Vec<u32> = serde_json::from_value(reference["prompt"].clone()).unwrap();
-        let mut ours = tokenizer.encode(prompt, true);
-        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
-            ours.insert(0, bos);
-        }
+        let ours = tokenizer.encode_prompt(prompt);
         assert_eq!(ours, tokens, "prompt tokens of {prompt:?}");
         let theirs: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
         assert_eq!(theirs.len(), 32, "llama.cpp's 32 tokens after {prompt:?}");

@@ -273,6 +273,8 @@ impl Engine {
     /// The whole `query` with synchronous models. A model that fails to
     /// load degrades the way qmd does (its step is skipped, with a note).
     pub fn query_with(&self, request: &QueryRequest, inference: Option<&dyn Inference>) -> Result<QueryResult> {
+        // A request refused is refused before any model loads.
+        let plan = plan(request)?;
         let mut models = QueryModels::default();
         let mut notes = Vec::new();
         if let Some(inference) = inference {
@@ -281,13 +283,13 @@ impl Engine {
                 Err(e) => notes.push(format!("embedding model unavailable: {}", e.message)),
             }
             models.reranker = inference.reranker();
-            // Only a plain query asks for the expansion model (a host may
-            // say once that it is missing: not for typed searches).
-            if plan(request).is_ok_and(|p| p.expand.is_some()) {
-                models.generator = inference.generator();
-            }
         }
-        let (mut job, mut step) = self.query_start(request, models)?;
+        // Only a plain query asks for the expansion model (a host may say
+        // once that it is missing: not for typed searches).
+        if let Some(inference) = inference.filter(|_| plan.expand.is_some()) {
+            models.generator = inference.generator();
+        }
+        let (mut job, mut step) = self.query_planned(request, plan, models)?;
         job.result.notes.splice(0..0, notes);
         loop {
             step = match (step, inference) {
@@ -327,7 +329,11 @@ impl Engine {
     /// Plans the query and runs its keyword lists: a plain query's probe
     /// first, then (unless the probe is a strong signal) its expansion.
     pub fn query_start(&self, request: &QueryRequest, models: QueryModels) -> Result<(QueryJob, QueryStep)> {
-        let plan = plan(request)?;
+        self.query_planned(request, plan(request)?, models)
+    }
+
+    /// [`Self::query_start`] of a request already planned.
+    fn query_planned(&self, request: &QueryRequest, plan: Plan, models: QueryModels) -> Result<(QueryJob, QueryStep)> {
         let config = self.config()?;
         let scope = self.scope(&config, &request.options.collections)?;
         let index = self.index()?;
@@ -400,7 +406,7 @@ impl Engine {
         let original = VectorSearch { query_type: "original", text, collection: None, weight: 2.0 };
         job.vector_searches.push(original);
         for search in expansion.iter().filter(|s| s.kind != SearchType::Lex) {
-            let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
+            let query_type = type_name(search.kind);
             job.vector_searches.push(VectorSearch {
                 query_type,
                 text: search.query.clone(),
@@ -429,7 +435,7 @@ impl Engine {
         // Weights of vector lists are settled when they run (the first
         // non-empty list overall gets 2×).
         for search in searches.iter().filter(|s| s.kind != SearchType::Lex) {
-            let query_type = if search.kind == SearchType::Hyde { "hyde" } else { "vec" };
+            let query_type = type_name(search.kind);
             for collection in &named {
                 job.vector_searches.push(VectorSearch {
                     query_type,

@@ -46,8 +46,7 @@ impl QueryExpander {
         let tokenizer = BpeTokenizer::from_gguf(&file)?;
         let template = ChatTemplate::detect(&file, |t| tokenizer.id(t).is_some())?;
         let mut end: Vec<u32> = template.end_tokens().iter().filter_map(|t| tokenizer.id(t)).collect();
-        end.extend(tokenizer.eos);
-        end.dedup();
+        end.extend(tokenizer.eos.filter(|eos| !end.contains(eos)));
         if end.is_empty() {
             return Err(Error::invalid(format!("{name}: no end-of-turn token")));
         }
@@ -60,12 +59,7 @@ impl QueryExpander {
     /// The prompt's tokens for `query`.
     pub fn prompt(&self, query: &str) -> Vec<u32> {
         let text = self.template.prompt(DEFAULT_SYSTEM_PROMPT, &format!("/no_think Expand this search query: {query}"));
-        let mut tokens = Vec::new();
-        if self.tokenizer.add_bos {
-            tokens.extend(self.tokenizer.bos);
-        }
-        tokens.extend(self.tokenizer.encode(&text, true));
-        tokens
+        self.tokenizer.encode_prompt(&text)
     }
 
     /// The model's expansion of `query`: lines of `lex|vec|hyde: text`

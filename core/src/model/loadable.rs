@@ -1,8 +1,8 @@
 //! The embedding model and the reranker from either file format: a
 //! safetensors repository (burn, on its device) or a GGUF file (the
-//! engine's kernels, on the device's GPU when it has one). One way to load
-//! them for every host: the CLI's model slots, the edge component, the
-//! browser.
+//! engine's kernels, on the device's GPU when it has one); the
+//! query-expansion model from a GGUF file. One way to load them for every
+//! host: the CLI's model slots, the edge component, the browser.
 
 use super::{
     CrossEncoder, Device, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,

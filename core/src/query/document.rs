@@ -28,6 +28,11 @@ fn search_type(line: &str) -> Option<(SearchType, &str)> {
         .find_map(|(name, kind)| strip_prefix(line, name).map(|rest| (kind, rest)))
 }
 
+/// The type a search is named by (`lex`, `vec`, `hyde`), exactly.
+pub fn type_named(name: &str) -> Option<SearchType> {
+    [SearchType::Lex, SearchType::Vec, SearchType::Hyde].into_iter().find(|&kind| type_name(kind) == name)
+}
+
 pub fn type_name(kind: SearchType) -> &'static str {
     match kind {
         SearchType::Lex => "lex",

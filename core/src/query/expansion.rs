@@ -8,6 +8,7 @@
 
 use crate::api::{SearchType, TypedSearch};
 use crate::document::content_hash;
+use crate::query::document::{type_name, type_named};
 
 /// The searches in a model's `output` for `query`; `lexical` false drops
 /// the `lex` lines (`vsearch` runs only vector searches). Empty when
@@ -24,12 +25,7 @@ pub fn parse_expansion(output: &str, query: &str, lexical: bool) -> Vec<TypedSea
         .split('\n')
         .filter_map(|line| {
             let (kind, text) = line.split_once(':')?;
-            let kind = match kind.trim() {
-                "lex" => SearchType::Lex,
-                "vec" => SearchType::Vec,
-                "hyde" => SearchType::Hyde,
-                _ => return None,
-            };
+            let kind = type_named(kind.trim())?;
             let text = text.trim();
             shares_a_term(text).then(|| TypedSearch { kind, query: text.to_string() })
         })
@@ -66,7 +62,7 @@ pub fn cache_key(query: &str, model: &str) -> String {
 /// in qmd's stored shape (`[{"type": "lex", "query": …}]`).
 pub fn encode_cached(query: &str, model: &str, searches: &[TypedSearch]) -> Vec<u8> {
     let searches: Vec<serde_json::Value> =
-        searches.iter().map(|s| serde_json::json!({ "type": type_word(s.kind), "query": s.query })).collect();
+        searches.iter().map(|s| serde_json::json!({ "type": type_name(s.kind), "query": s.query })).collect();
     serde_json::to_vec(&serde_json::json!({ "query": query, "model": model, "searches": searches }))
         .expect("JSON values serialize")
 }
@@ -84,26 +80,13 @@ pub fn decode_cached(bytes: &[u8], query: &str, model: &str) -> Option<Vec<Typed
     let parsed = searches
         .iter()
         .map(|s| {
-            let kind = match s.get("type")?.as_str()? {
-                "lex" => SearchType::Lex,
-                "vec" => SearchType::Vec,
-                "hyde" => SearchType::Hyde,
-                _ => return None,
-            };
+            let kind = type_named(s.get("type")?.as_str()?)?;
             let text = s.get("query")?.as_str()?;
             let plausible = !text.trim().is_empty() && !text.contains('\n') && text != query;
             plausible.then(|| TypedSearch { kind, query: text.to_string() })
         })
         .collect::<Option<Vec<TypedSearch>>>()?;
     (!parsed.is_empty()).then_some(parsed)
-}
-
-fn type_word(kind: SearchType) -> &'static str {
-    match kind {
-        SearchType::Lex => "lex",
-        SearchType::Vec => "vec",
-        SearchType::Hyde => "hyde",
-    }
 }
 
 #[cfg(test)]

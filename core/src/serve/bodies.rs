@@ -72,12 +72,8 @@ pub fn count(n: f64) -> u32 {
 }
 
 fn search_type(name: Option<&str>) -> Result<SearchType, HttpResponse> {
-    match name {
-        Some("lex") => Ok(SearchType::Lex),
-        Some("vec") => Ok(SearchType::Vec),
-        Some("hyde") => Ok(SearchType::Hyde),
-        other => Err(HttpResponse::error(400, format!("Invalid search type: {}", other.unwrap_or("(missing)")))),
-    }
+    name.and_then(crate::query::document::type_named)
+        .ok_or_else(|| HttpResponse::error(400, format!("Invalid search type: {}", name.unwrap_or("(missing)"))))
 }
 
 /// The typed searches of a REST body: each `{type, query}`.

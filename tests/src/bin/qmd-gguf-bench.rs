@@ -156,10 +156,7 @@ fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Va
     let mut runs = Vec::new();
     let mut longest = 0;
     for prompt in prompts {
-        let mut tokens = tokenizer.encode(prompt, true);
-        if let Some(bos) = tokenizer.bos.filter(|_| tokenizer.add_bos) {
-            tokens.insert(0, bos);
-        }
+        let tokens = tokenizer.encode_prompt(prompt);
         let run = || {
             let mut session = Session::new(&model);
             let start = Instant::now();

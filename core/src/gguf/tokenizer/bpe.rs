@@ -108,6 +108,13 @@ impl BpeTokenizer {
         out
     }
 
+    /// A prompt as llama.cpp evaluates it: special tokens parsed, BOS in
+    /// front where the vocabulary adds one.
+    pub fn encode_prompt(&self, text: &str) -> Vec<u32> {
+        let bos = self.bos.filter(|_| self.add_bos);
+        bos.into_iter().chain(self.encode(text, true)).collect()
+    }
+
     /// Each token's bytes in the output, by id; `None` for tokens that add
     /// none (control tokens): what a grammar mask is built from.
     pub fn token_bytes(&self) -> Vec<Option<Vec<u8>>> {

@@ -131,8 +131,8 @@ fn accumulate<const R: usize>(acc: &mut [__m256; R], xr: &[Q8KRow; R], b: usize,
 }
 
 /// [`accumulate`] for one row, as a decoded token runs it: the same sums,
-/// and a quarter faster than `accumulate::<1>` measured (its per-row
-/// arrays were not optimised away).
+/// and 17–19% faster decoding than `accumulate::<1>` (measured on a
+/// Qwen3-1.7B-shaped Q4_K_M: its per-row arrays are not optimised away).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn accumulate_row(acc: &mut __m256, x: Q8KRow, b: usize, u: &Unpacked) {

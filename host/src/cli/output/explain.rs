@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use qmd_core::query::document::type_name;
 use qmd_core::{SearchType, TypedSearch};
 
 /// Which command's progress lines an expansion prints.
@@ -52,7 +53,7 @@ pub fn render_expansion(
         if preview.chars().count() > 72 {
             preview = preview.chars().take(69).collect::<String>() + "...";
         }
-        lines.push(format!("├─ {}: {}", type_word(s.kind), super::escape_controls(&preview)));
+        lines.push(format!("├─ {}: {}", type_name(s.kind), super::escape_controls(&preview)));
     }
     if let Some(last) = lines.last_mut() {
         *last = last.replacen("├─", "└─", 1);
@@ -66,14 +67,6 @@ pub fn render_expansion(
         Narration::Vsearch => format!("Searching {} vector queries...\n", searches.len() + 1),
     };
     out
-}
-
-fn type_word(kind: SearchType) -> &'static str {
-    match kind {
-        SearchType::Lex => "lex",
-        SearchType::Vec => "vec",
-        SearchType::Hyde => "hyde",
-    }
 }
 
 /// qmd's line for a probe that made expansion unnecessary.
