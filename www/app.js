@@ -35,7 +35,9 @@ function call(method, args) {
 
 const state = {
   collections: [], results: [], selected: -1, searchSeq: 0, busy: false,
-  status: null, model: null, reranker: null, embedding: null,
+  status: null, model: null, reranker: null, generator: null, embedding: null,
+  /** The hybrid query in flight, while it may be expanding. */
+  querying: false,
 };
 
 function showNotice(text) {
@@ -211,6 +213,8 @@ function searchOptions() {
 }
 
 async function runSearch() {
+  // A newer keystroke wins: an expansion still running is not waited for.
+  if (state.querying) call('cancelQuery');
   const query = $('q').value.trim();
   const seq = ++state.searchSeq;
   if (!query) {
@@ -231,10 +235,36 @@ async function runHybrid() {
   if (!query) return null;
   const seq = ++state.searchSeq;
   const started = performance.now();
-  const result = await call('query', { query, options: searchOptions() });
+  let result;
+  try {
+    result = await expanding(() => call('query', { query, options: searchOptions() }));
+  } catch (e) {
+    if (e.message !== 'query cancelled') throw e;
+    if (seq === state.searchSeq) $('result-summary').textContent = 'Query cancelled.';
+    return null;
+  }
   if (seq !== state.searchSeq) return result;
   renderResults(result.hits, result.primary_query, 'hybrid', performance.now() - started, result);
   return result;
+}
+
+/** Runs a query with the model's expansion shown as it is written
+ * (tokens so far, the text's last line) and the Cancel button stopping it. */
+async function expanding(work) {
+  state.querying = true;
+  onProgress = ({ phase, done, total }) => {
+    dispatchEvent(new CustomEvent('qmd-expanding', { detail: { text: phase, done, total } }));
+    showProgress('', true);
+    const line = phase.trimEnd().split('\n').at(-1) || '…';
+    setProgress(`Expanding query (${done} tokens): ${line}`, done, total);
+  };
+  try {
+    return await work();
+  } finally {
+    state.querying = false;
+    onProgress = () => {};
+    if (!state.busy) hideProgress();
+  }
 }
 
 function renderResults(items, query, mode, ms = 0, detail = null) {
@@ -341,6 +371,11 @@ const huggingFace = (repo) => `https://huggingface.co/${repo}/resolve/main/`;
 const DEFAULT_MODELS = {
   embedModel: { id: 'sentence-transformers/all-MiniLM-L6-v2', url: huggingFace('sentence-transformers/all-MiniLM-L6-v2') },
   rerankModel: { id: 'cross-encoder/ms-marco-MiniLM-L-6-v2', url: huggingFace('cross-encoder/ms-marco-MiniLM-L-6-v2') },
+  generateModel: {
+    id: 'hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf',
+    url: `${huggingFace('tobil/qmd-query-expansion-1.7B-gguf')}qmd-query-expansion-1.7B-q4_k_m.gguf`,
+    gguf: true,
+  },
 };
 const params = new URLSearchParams(location.search);
 const deviceChoice = () => params.get('device') ?? localStorage.getItem('qmd-device') ?? 'auto';
@@ -387,16 +422,31 @@ async function loadModel({ cachedOnly = false } = {}) {
   return loaded;
 }
 
+/** Loads the query-expansion model (downloading it unless `cachedOnly`);
+ * plain hybrid queries then expand with it as the CLI's `query` does. */
+async function loadGenerator({ cachedOnly = false } = {}) {
+  const sources = await modelSources();
+  if (!sources.generateModel) throw new Error('no query-expansion model is configured');
+  const loaded = await busy('Loading expansion model', () =>
+    call('loadGenerator', { ...absolute(sources.generateModel), device: deviceChoice(), cachedOnly }),
+  );
+  if (loaded) state.generator = loaded;
+  renderModel();
+  return loaded;
+}
+
 function renderModel() {
   const { model, status, embedding } = state;
   const pending = status?.needs_embedding ?? 0;
   $('model-status').textContent = model
     ? `${model.model.split('/').at(-1)} · ${model.dimension} dims · ${model.device}` +
       (model.workers > 1 ? ` · embeds on ${model.workers} cores` : '') +
-      (state.reranker ? ` · reranks with ${state.reranker.model.split('/').at(-1)}. ` : '. ') +
+      (state.reranker ? ` · reranks with ${state.reranker.model.split('/').at(-1)}` : '') +
+      (state.generator ? ` · expands queries with ${state.generator.model.split('/').at(-1)}. ` : '. ') +
       (pending ? `${pending} document(s) need embedding.` : 'All documents embedded.')
     : 'Model not loaded: keyword search only.';
   $('load-model').disabled = Boolean(model);
+  $('load-generator').disabled = Boolean(state.generator) || state.busy;
   $('embed').disabled = !model || !pending || Boolean(embedding) || state.busy;
   $('device').value = deviceChoice();
 }
@@ -527,7 +577,8 @@ if (window.showDirectoryPicker) {
 $('update').onclick = guard(update);
 $('load-model').onclick = guard(() => loadModel());
 $('embed').onclick = guard(() => embedDocuments());
-$('cancel').onclick = () => call('cancelEmbed');
+$('load-generator').onclick = guard(() => loadGenerator());
+$('cancel').onclick = () => call(state.querying ? 'cancelQuery' : 'cancelEmbed');
 $('device').onchange = () => {
   localStorage.setItem('qmd-device', $('device').value);
   if (state.model) showNotice('The new device applies after a reload.');
@@ -539,8 +590,17 @@ async function start() {
   try {
     await call('open', { name: 'default' });
     await refreshCollections();
+    const sources = await modelSources();
+    $('load-generator').classList.toggle('hidden', !sources.generateModel);
     // A model cached by an earlier visit loads by itself; none is downloaded unasked.
     await loadModel({ cachedOnly: true }).catch((e) => showNotice(`The cached model could not be loaded: ${e.message}`));
+    // The expansion model is opt-in (qmd's is 1.2 GB): it loads by itself
+    // only when an earlier visit downloaded it.
+    if (sources.generateModel) {
+      await loadGenerator({ cachedOnly: true }).catch((e) =>
+        showNotice(`The cached expansion model could not be loaded: ${e.message}`),
+      );
+    }
   } catch (e) {
     setStatus('The index could not be opened.');
     showNotice(e.message);
@@ -577,6 +637,10 @@ window.qmd = {
   embedTexts: (texts) => call('embedTexts', { texts }),
   rerankTexts: (query, documents) => call('rerankTexts', { query, documents }),
   reranker: () => state.reranker,
+  loadGenerator: async (options) => (await ready, state.generator ?? loadGenerator(options)),
+  generator: () => state.generator,
+  cancelQuery: () => call('cancelQuery'),
+  followTokens: (text, reference) => call('followTokens', { text, reference }),
   status: () => call('status'),
   call,
 };

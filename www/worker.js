@@ -5,7 +5,8 @@
 // time, in order: the index allows a single writer and OPFS commits are
 // asynchronous. An embedding run is a chain of one-batch steps on the same
 // queue, so searches still answer while it goes on, and it reports
-// {embed: {state, report}} after each step.
+// {embed: {state, report}} after each step. A query that expands with a
+// model posts {progress} per few tokens and stops on `cancelQuery`.
 
 import init, { QmdIndex } from './pkg/qmd_web.js';
 import { modelFiles } from './model-cache.js';
@@ -17,6 +18,8 @@ const HELPER_MODEL_BYTES = 1.5e9;
 let index = null;
 let queue = Promise.resolve();
 let embedRun = null;
+/** Queries asked for and not yet answered, each {cancelled}. */
+const queryRuns = new Set();
 /** Helper Workers for CPU embedding (none on a GPU: one queue feeds it). */
 let helpers = null;
 
@@ -154,7 +157,11 @@ const methods = {
   },
   removeCollection: ({ name }) => index.removeCollection(name),
   search: ({ query, options }) => index.search(query, options),
-  query: ({ query, options }) => index.query(query, options),
+  query: ({ query, options }, run) => {
+    const onProgress = (text, done, total) =>
+      postMessage({ progress: { label: 'Expanding query', phase: text, done, total, unit: 'tokens' } });
+    return index.query(query, options, onProgress, () => run.cancelled);
+  },
   async loadModel({ id, url, gguf, device, cachedOnly }) {
     const files = await fetchModel('Downloading model', id, url, gguf, cachedOnly);
     if (!files) return null;
@@ -178,6 +185,13 @@ const methods = {
     const loaded = await index.loadReranker(id, files.files, choice);
     return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached };
   },
+  /** The query-expansion model (one GGUF file), opt-in: qmd's is 1.2 GB. */
+  async loadGenerator({ id, url, device, cachedOnly }) {
+    const files = await fetchModel('Downloading expansion model', id, url, true, cachedOnly);
+    if (!files) return null;
+    return { ...index.loadGenerator(id, files.files, device ?? 'auto'), cached: files.cached };
+  },
+  followTokens: ({ text, reference }) => index.followTokens(text, Uint32Array.from(reference)),
   rerankTexts: ({ query, documents }) => index.rerankTexts(query, documents),
   embedTexts: ({ texts }) => index.embedTexts(texts),
   // `embed`'s bulk path (shares on the helper Workers when the model runs
@@ -208,13 +222,23 @@ onmessage = ({ data: { id, method, args } }) => {
     if (embedRun) embedRun.cancelled = true;
     return postMessage({ id, result: Boolean(embedRun) });
   }
+  if (method === 'cancelQuery') {
+    // Not queued either: the running query sees it between tokens, a
+    // queued one when its turn comes.
+    queryRuns.forEach((run) => (run.cancelled = true));
+    return postMessage({ id, result: queryRuns.size });
+  }
+  const run = { cancelled: false };
+  if (method === 'query') queryRuns.add(run);
   queue = queue.then(async () => {
     try {
       if (!methods[method]) throw new Error(`unknown method ${method}`);
       if (!index && method !== 'open') throw new Error('the index is not open yet');
-      postMessage({ id, result: await methods[method](args ?? {}) });
+      postMessage({ id, result: await methods[method](args ?? {}, run) });
     } catch (e) {
       postMessage({ id, error: String(e?.message ?? e) });
+    } finally {
+      queryRuns.delete(run);
     }
   });
 };

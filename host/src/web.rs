@@ -1,10 +1,11 @@
 //! `qmd web`: the browser app (built by `scripts/build-web.sh`) on
 //! loopback, plus the local model files, so the page needs nothing from
-//! another origin: `GET /models/embed/<file>` and `/models/rerank/<file>`
-//! serve the configured embedding model's and reranker's files from the
-//! model cache (`qmd pull`) or their local paths (a GGUF model's one file
-//! as `model.gguf`), and `GET /config.json` tells the page to fetch them
-//! there. Every request
+//! another origin: `GET /models/embed/<file>`, `/models/rerank/<file>` and
+//! `/models/generate/model.gguf` serve the configured embedding model's,
+//! reranker's and query-expansion model's files from the model cache
+//! (`qmd pull`) or their local paths (a GGUF model's one file as
+//! `model.gguf`), and `GET /config.json` tells the page to fetch them
+//! there (the expansion model only when the user asks for it). Every request
 //! passes the MCP server's Origin/Host guard first ([`OriginGuard`], same
 //! `QMD_ALLOWED_ORIGINS` / `QMD_ALLOWED_HOSTS`): a page on another site that
 //! rebinds its DNS name to 127.0.0.1 gets 403s, not the user's files.
@@ -38,6 +39,7 @@ struct WebState {
     root: PathBuf,
     embed: ModelSource,
     rerank: ModelSource,
+    generate: ModelSource,
 }
 
 /// The one file name a GGUF model is served under.
@@ -51,7 +53,12 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
     if !root.join("index.html").is_file() {
         bail!("{} holds no built app (index.html); run scripts/build-web.sh first, or pass --dir", root.display());
     }
-    let state = Arc::new(WebState { root, embed: models.embed.clone(), rerank: models.rerank.clone() });
+    let state = Arc::new(WebState {
+        root,
+        embed: models.embed.clone(),
+        rerank: models.rerank.clone(),
+        generate: models.generate.clone(),
+    });
     let guard = Arc::new(OriginGuard::from_env(BIND_HOST));
     let app = Router::new()
         .route("/config.json", get(config))
@@ -104,6 +111,7 @@ async fn config(State(state): State<Arc<WebState>>) -> Response {
     let config = json!({
         "embedModel": page_source(&state.embed, "models/embed/"),
         "rerankModel": page_source(&state.rerank, "models/rerank/"),
+        "generateModel": page_source(&state.generate, "models/generate/"),
     });
     with_type(config.to_string().into_bytes(), "application/json")
 }
@@ -131,6 +139,7 @@ async fn model_file(State(state): State<Arc<WebState>>, UrlPath((role, file)): U
     let model = match role.as_str() {
         "embed" => &state.embed,
         "rerank" => &state.rerank,
+        "generate" => &state.generate,
         _ => return not_found(),
     };
     match &model.gguf {

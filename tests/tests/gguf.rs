@@ -638,8 +638,8 @@ fn smollm2_sampling_under_qmds_grammar() {
     let line = |l: &str| ["lex: ", "vec: ", "hyde: "].iter().any(|t| l.strip_prefix(t).is_some_and(|c| !c.is_empty()));
     for seed in 1..=4 {
         let run = || {
-            let mut sampler = Sampler::new(Sampling::QMD_EXPANSION.with_seed(seed));
-            Session::new(&model).generate(&prompt, &mut sampler, &limits).unwrap()
+            let sampler = Sampler::new(Sampling::QMD_EXPANSION.with_seed(seed));
+            Session::new(&model).generate(&prompt, sampler, limits).unwrap()
         };
         let tokens = run();
         assert_eq!(run(), tokens, "seed {seed} repeats");

@@ -11,6 +11,7 @@ resolves. The Worker must not start a call before the previous one
 resolved (its message queue serialises them).
 */
 
+mod expansion;
 mod js;
 mod models;
 mod opfs;
@@ -31,8 +32,9 @@ use serde::Deserialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use expansion::{CANCELLED, ExpansionCache, Hooks};
 use js::{from_value, opfs_root, to_js, to_value};
-use models::{BrowserEmbedder, BrowserReranker};
+use models::{BrowserEmbedder, BrowserGenerator, BrowserReranker};
 use opfs::OpfsDirectory;
 use source::{BrowserSource, FolderFilter};
 use wasm_bindgen_futures::JsFuture;
@@ -51,6 +53,10 @@ struct Inner {
     /// The `query` reranker, once loaded; without one, queries rank by
     /// fused position as `--no-rerank` does.
     reranker: RefCell<Option<Rc<BrowserReranker>>>,
+    /// The query-expansion model, once loaded (opt-in: qmd's is 1.2 GB);
+    /// without one, plain queries use qmd's fallback expansion.
+    generator: RefCell<Option<Rc<BrowserGenerator>>>,
+    expansions: ExpansionCache,
     /// The `embed` run in progress, advanced one batch per `embedStep`.
     embed_job: RefCell<Option<EmbedJob>>,
 }
@@ -99,6 +105,9 @@ struct SearchArgs {
     full: bool,
     /// `query` only: false skips the reranker (`--no-rerank`).
     rerank: Option<bool>,
+    /// `query` only: false keeps qmd's fallback expansion even with a
+    /// model loaded (`--no-expand`).
+    expand: Option<bool>,
 }
 
 impl SearchArgs {
@@ -163,6 +172,8 @@ impl QmdIndex {
                 config_dir,
                 embedder: RefCell::new(None),
                 reranker: RefCell::new(None),
+                generator: RefCell::new(None),
+                expansions: ExpansionCache::default(),
                 embed_job: RefCell::new(None),
             };
             Ok(QmdIndex { inner: Rc::new(inner) }.into())
@@ -276,16 +287,32 @@ impl QmdIndex {
         to_value(&self.inner.engine.search(&query, &options).map_err(to_js)?)
     }
 
-    /// The hybrid pipeline (`qmd query`): keyword and, once a model is
+    /// The hybrid pipeline (`qmd query`): a plain query expanded by the
+    /// expansion model once one is loaded (qmd's fallback until then, or
+    /// when `options.expand` is false), keyword and, once a model is
     /// loaded, vector lists, fused, then reranked once a reranker is
     /// loaded (`--no-rerank` until then, or when `options.rerank` is
-    /// false); with the explain detail.
-    pub fn query(&self, query: String, options: JsValue) -> Promise {
+    /// false); with the explain detail. While the model expands,
+    /// `on_progress(text so far, tokens, most tokens)` is called and
+    /// `cancelled()` asked between tokens: true rejects with "query
+    /// cancelled".
+    pub fn query(
+        &self,
+        query: String,
+        options: JsValue,
+        on_progress: Option<Function>,
+        cancelled: Option<Function>,
+    ) -> Promise {
         let inner = self.inner.clone();
         let args = from_value::<SearchArgs>(options);
         future_to_promise(async move {
             let args = args?;
+            let hooks = Hooks { on_progress: on_progress.as_ref(), cancelled: cancelled.as_ref() };
+            if hooks.is_cancelled() {
+                return Err(JsError::new(CANCELLED).into());
+            }
             let reranker = inner.reranker.borrow().clone().filter(|_| args.rerank.unwrap_or(true));
+            let generator = inner.generator.borrow().clone().filter(|_| args.expand.unwrap_or(true));
             let request = QueryRequest {
                 query: Some(query),
                 parse_document: true,
@@ -297,21 +324,29 @@ impl QmdIndex {
             let models = QueryModels {
                 embedder: embedder.as_ref().map(|e| e.info.clone()),
                 reranker: reranker.as_ref().map(|r| r.model.clone()),
-                // The page has no expansion model yet: qmd's fallback.
-                generator: None,
+                generator: generator.as_ref().map(|g| g.model.clone()),
             };
             let engine = &inner.engine;
             let (mut job, mut step) = engine.query_start(&request, models).map_err(to_js)?;
             loop {
                 step = match step {
-                    QueryStep::Done => return Ok(to_value(&job.into_result())?),
+                    QueryStep::Done => {
+                        if let (Some(generator), Some(query)) = (&generator, job.fruitless_expansion()) {
+                            inner.expansions.forget(query, &generator.model);
+                        }
+                        return Ok(to_value(&job.into_result())?);
+                    }
                     QueryStep::Embed(texts) => {
                         let embedder = embedder.as_ref().ok_or_else(|| JsError::new("no embedding model loaded"))?;
                         let vectors = embedder.embed(&texts).await.map_err(to_js)?;
                         let vectors = vectors.into_iter().map(|e| e.vector).collect();
                         engine.query_answer_vectors(&mut job, vectors).map_err(to_js)?
                     }
-                    QueryStep::Expand(_) => return Err(JsError::new("no expansion model loaded").into()),
+                    QueryStep::Expand(text) => {
+                        let generator = generator.as_ref().ok_or_else(|| JsError::new("no expansion model loaded"))?;
+                        let answer = inner.expansions.expand(generator, &text, &hooks).await?;
+                        engine.query_answer_expansion(&mut job, answer).map_err(to_js)?
+                    }
                     QueryStep::Rerank { query, documents } => {
                         let reranker = reranker.as_ref().ok_or_else(|| JsError::new("no reranker loaded"))?;
                         let scores = reranker.score(&query, &documents).await.map_err(to_js)?;
@@ -320,6 +355,35 @@ impl QmdIndex {
                 };
             }
         })
+    }
+
+    /// Loads the query-expansion model from its one GGUF file (the page's
+    /// `{"model.gguf": Uint8Array}`); resolves to its id and where it runs.
+    #[wasm_bindgen(js_name = loadGenerator)]
+    pub fn load_generator(&self, id: String, files: Object, device: String) -> Result<JsValue, JsError> {
+        let generator = BrowserGenerator::load(&id, &files, &device).map_err(to_js)?;
+        let loaded = generator.describe();
+        *self.inner.generator.borrow_mut() = Some(Rc::new(generator));
+        to_value(&loaded)
+    }
+
+    /// The expansion model run along `reference`'s tokens after `text`
+    /// (another runtime's greedy output; special tokens parsed, no chat
+    /// form added): `{prompt, firstLogits, chosen, gaps}`, our token at each
+    /// step and how far the reference's was below it in our logits. For
+    /// checks against llama.cpp.
+    #[wasm_bindgen(js_name = followTokens)]
+    pub fn follow_tokens(&self, text: String, reference: Vec<u32>) -> Result<JsValue, JsError> {
+        let generator =
+            self.inner.generator.borrow().clone().ok_or_else(|| JsError::new("no expansion model loaded"))?;
+        let run = generator.expander.follow(&text, &reference).map_err(to_js)?;
+        let out = Object::new();
+        let set = |name: &str, value: JsValue| js_sys::Reflect::set(&out, &name.into(), &value);
+        set("prompt", js_sys::Uint32Array::from(run.prompt.as_slice()).into()).ok();
+        set("firstLogits", Float32Array::from(run.first_logits.as_slice()).into()).ok();
+        set("chosen", js_sys::Uint32Array::from(run.chosen.as_slice()).into()).ok();
+        set("gaps", Float32Array::from(run.gaps.as_slice()).into()).ok();
+        Ok(out.into())
     }
 
     /// Loads the reranker from its files (as [`Self::load_embedder`]);

@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use js_sys::{Object, Reflect, Uint8Array};
+use qmd_core::generate::QueryExpander;
 use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{DeviceChoice, Loadable, ModelDevice, ModelFiles, TextEmbedder, TextReranker};
 use qmd_core::{Error, Result};
@@ -108,7 +109,7 @@ pub struct BrowserReranker {
     pub device: String,
 }
 
-/// What the page shows about a loaded reranker.
+/// What the page shows about a loaded reranker or expansion model.
 #[derive(Serialize)]
 pub struct LoadedReranker {
     pub model: String,
@@ -130,6 +131,36 @@ impl BrowserReranker {
     pub async fn score(&self, query: &str, documents: &[String]) -> Result<Vec<f32>> {
         let documents: Vec<&str> = documents.iter().map(String::as_str).collect();
         self.reranker.score_async(query, &documents).await
+    }
+}
+
+/// The page's query-expansion model (qmd's is a Qwen3-1.7B fine-tune, one
+/// GGUF file): decoded on the CPU kernels, as the CLI's is, a token per
+/// step so the Worker can report progress and stop between tokens.
+pub struct BrowserGenerator {
+    pub expander: QueryExpander,
+    pub model: String,
+    pub device: String,
+}
+
+impl BrowserGenerator {
+    /// From the page's `model.gguf`; `device` is checked but generation
+    /// always runs on the CPU kernels (see [`QueryExpander`]'s loader).
+    pub fn load(id: &str, files: &Object, device: &str) -> Result<BrowserGenerator> {
+        DeviceChoice::parse(device)?;
+        let bytes = PageFiles(files)
+            .gguf()?
+            .ok_or_else(|| Error::invalid(format!("{id}: a query-expansion model is one GGUF file (`{GGUF_FILE}`)")))?;
+        let expander = QueryExpander::load_gguf(id, Arc::new(bytes), &ModelDevice::cpu())?;
+        Ok(BrowserGenerator {
+            expander,
+            model: id.to_string(),
+            device: format!("CPU: {}", qmd_core::kernels::instruction_set()),
+        })
+    }
+
+    pub fn describe(&self) -> LoadedReranker {
+        LoadedReranker { model: self.model.clone(), device: self.device.clone() }
     }
 }
 

@@ -7,7 +7,7 @@
 use super::chat::{ChatTemplate, DEFAULT_SYSTEM_PROMPT};
 use super::grammar::TokenMask;
 use super::sampler::{Sampler, Sampling};
-use super::session::{Limits, Session};
+use super::session::{Generation, Limits, Session, most_probable};
 use crate::arch::{Decoder, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile};
@@ -70,6 +70,18 @@ impl QueryExpander {
 
     /// [`expand`](Self::expand) with other sampling (greedy, in tests).
     pub fn expand_with(&self, query: &str, sampling: Sampling) -> Result<String> {
+        let mut run = self.start_with(query, sampling)?;
+        while run.step()? {}
+        Ok(run.text())
+    }
+
+    /// [`expand`](Self::expand) a token per [`ExpansionRun::step`]: the
+    /// prompt is processed here, so this call takes the prompt's time.
+    pub fn start(&self, query: &str) -> Result<ExpansionRun<'_>> {
+        self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED))
+    }
+
+    fn start_with(&self, query: &str, sampling: Sampling) -> Result<ExpansionRun<'_>> {
         let prompt = self.prompt(query);
         let room = self.context.saturating_sub(prompt.len());
         if room == 0 {
@@ -85,7 +97,67 @@ impl QueryExpander {
             unpunished: &self.unpunished,
             grammar: Some(&self.mask),
         };
-        let tokens = Session::new(&self.model).generate(&prompt, &mut Sampler::new(sampling), &limits)?;
-        Ok(String::from_utf8_lossy(&self.tokenizer.decode(&tokens, false)).into_owned())
+        let generation = Generation::start(Session::new(&self.model), &prompt, Sampler::new(sampling), limits)?;
+        Ok(ExpansionRun { tokenizer: &self.tokenizer, generation })
+    }
+
+    /// The model run along `reference`'s tokens after `text` (special
+    /// tokens parsed, no chat form added), as another runtime's greedy
+    /// output: at each step, the token we would choose and how far the
+    /// reference's is below it in our logits. Where the two runtimes part
+    /// at a near tie, the steps after it are still compared. For checks
+    /// against llama.cpp where the model runs (the browser).
+    pub fn follow(&self, text: &str, reference: &[u32]) -> Result<FollowedRun> {
+        let prompt = self.tokenizer.encode_prompt(text);
+        let mut session = Session::new(&self.model);
+        let mut logits = session.feed(&prompt)?;
+        let first_logits = logits.clone();
+        let (mut chosen, mut gaps) = (Vec::with_capacity(reference.len()), Vec::with_capacity(reference.len()));
+        for (step, &token) in reference.iter().enumerate() {
+            let ours = most_probable(&logits);
+            let theirs = logits.get(token as usize).copied().unwrap_or(f32::NEG_INFINITY);
+            chosen.push(ours);
+            gaps.push(logits[ours as usize] - theirs);
+            if step + 1 < reference.len() {
+                logits = session.feed(&[token])?;
+            }
+        }
+        Ok(FollowedRun { prompt, first_logits, chosen, gaps })
+    }
+}
+
+/// What [`QueryExpander::follow`] reports.
+pub struct FollowedRun {
+    pub prompt: Vec<u32>,
+    /// The logits after the prompt.
+    pub first_logits: Vec<f32>,
+    /// Our most probable token at each step of the reference.
+    pub chosen: Vec<u32>,
+    /// Our top logit less the reference token's, at each step (0 where
+    /// we agree).
+    pub gaps: Vec<f32>,
+}
+
+/// An expansion under way, a token per [`step`](Self::step).
+pub struct ExpansionRun<'e> {
+    tokenizer: &'e BpeTokenizer,
+    generation: Generation<'e, 'e>,
+}
+
+impl ExpansionRun<'_> {
+    /// Generates one more token; false once the expansion has ended.
+    pub fn step(&mut self) -> Result<bool> {
+        Ok(self.generation.step()?.is_some())
+    }
+
+    /// Tokens generated so far.
+    pub fn tokens(&self) -> usize {
+        self.generation.generated().len()
+    }
+
+    /// The text generated so far (the whole expansion once `step` has
+    /// returned false).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.tokenizer.decode(self.generation.generated(), false)).into_owned()
     }
 }

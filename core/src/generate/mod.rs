@@ -13,6 +13,6 @@ pub mod grammar;
 pub mod sampler;
 pub mod session;
 
-pub use expander::QueryExpander;
+pub use expander::{ExpansionRun, FollowedRun, QueryExpander};
 pub use sampler::{Sampler, Sampling};
-pub use session::{Limits, Session};
+pub use session::{Generation, Limits, Session};

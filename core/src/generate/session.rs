@@ -11,6 +11,7 @@ use crate::arch::block::KvCache;
 use crate::error::Result;
 
 /// How a generation stops, and what it may produce.
+#[derive(Clone, Copy)]
 pub struct Limits<'a> {
     /// Most tokens generated.
     pub max_tokens: usize,
@@ -51,42 +52,79 @@ impl<'m> Session<'m> {
     /// `count` tokens after `prompt`, each the most probable (ties to the
     /// lowest id), end-of-text tokens included: what llama.cpp's greedy
     /// runs are compared with.
-    pub fn greedy(&mut self, prompt: &[u32], count: usize) -> Result<Vec<u32>> {
+    pub fn greedy(self, prompt: &[u32], count: usize) -> Result<Vec<u32>> {
         let limits = Limits { max_tokens: count, end: &[], unpunished: &[], grammar: None };
-        self.generate(prompt, &mut Sampler::new(Sampling::GREEDY), &limits)
+        self.generate(prompt, Sampler::new(Sampling::GREEDY), limits)
     }
 
     /// Tokens after `prompt`, each drawn by `sampler` from what `limits`
     /// allows, until an end token, the token limit, or a grammar with no
     /// way on.
-    pub fn generate(&mut self, prompt: &[u32], sampler: &mut Sampler, limits: &Limits) -> Result<Vec<u32>> {
-        let mut logits = self.feed(prompt)?;
-        let mut state = State::START;
-        let mut out: Vec<u32> = Vec::new();
-        while out.len() < limits.max_tokens {
-            if let Some(mask) = limits.grammar {
-                mask.apply(state, &mut logits);
-                if logits.iter().all(|l| *l == f32::NEG_INFINITY) {
-                    break;
-                }
-            }
-            // node-llama-cpp's window: the last tokens generated, less those
-            // it does not punish.
-            let window = &out[out.len().saturating_sub(sampler.settings().window)..];
-            let recent: Vec<u32> = window.iter().copied().filter(|t| !limits.unpunished.contains(t)).collect();
-            let next = sampler.pick(&logits, &recent);
-            if limits.end.contains(&next) {
-                break;
-            }
-            if let Some(mask) = limits.grammar {
-                state = mask.after(state, next).expect("the mask allowed the token");
-            }
-            out.push(next);
-            if out.len() < limits.max_tokens {
-                logits = self.feed(&[next])?;
+    pub fn generate(self, prompt: &[u32], sampler: Sampler, limits: Limits) -> Result<Vec<u32>> {
+        let mut generation = Generation::start(self, prompt, sampler, limits)?;
+        while generation.step()?.is_some() {}
+        Ok(generation.into_generated())
+    }
+}
+
+/// A generation advanced one token per [`step`](Generation::step), so a
+/// caller that must not block for the whole answer (the browser's Worker)
+/// can report progress and stop between tokens.
+pub struct Generation<'m, 'l> {
+    session: Session<'m>,
+    sampler: Sampler,
+    limits: Limits<'l>,
+    state: State,
+    generated: Vec<u32>,
+    /// The logits for the next token; `None` once generation has ended.
+    next: Option<Vec<f32>>,
+}
+
+impl<'m, 'l> Generation<'m, 'l> {
+    /// Processes `prompt` (in one pass, as llama.cpp does) and stands
+    /// before the first generated token.
+    pub fn start(mut session: Session<'m>, prompt: &[u32], sampler: Sampler, limits: Limits<'l>) -> Result<Self> {
+        let logits = session.feed(prompt)?;
+        let next = (limits.max_tokens > 0).then_some(logits);
+        Ok(Generation { session, sampler, limits, state: State::START, generated: Vec::new(), next })
+    }
+
+    /// Chooses the next token and, unless it was the last one, runs the
+    /// model over it; `None` once generation has ended.
+    pub fn step(&mut self) -> Result<Option<u32>> {
+        let Some(mut logits) = self.next.take() else { return Ok(None) };
+        let limits = self.limits;
+        if let Some(mask) = limits.grammar {
+            mask.apply(self.state, &mut logits);
+            if logits.iter().all(|l| *l == f32::NEG_INFINITY) {
+                return Ok(None);
             }
         }
-        Ok(out)
+        // node-llama-cpp's window: the last tokens generated, less those it
+        // does not punish.
+        let window = &self.generated[self.generated.len().saturating_sub(self.sampler.settings().window)..];
+        let recent: Vec<u32> = window.iter().copied().filter(|t| !limits.unpunished.contains(t)).collect();
+        let next = self.sampler.pick(&logits, &recent);
+        if limits.end.contains(&next) {
+            return Ok(None);
+        }
+        if let Some(mask) = limits.grammar {
+            self.state = mask.after(self.state, next).expect("the mask allowed the token");
+        }
+        self.generated.push(next);
+        if self.generated.len() < limits.max_tokens {
+            self.next = Some(self.session.feed(&[next])?);
+        }
+        Ok(Some(next))
+    }
+
+    /// The tokens generated so far.
+    pub fn generated(&self) -> &[u32] {
+        &self.generated
+    }
+
+    pub fn into_generated(self) -> Vec<u32> {
+        self.generated
     }
 }
 

