@@ -163,8 +163,12 @@ test('smollm2: a plain hybrid query in the page expands as the CLI query does, i
   assert.equal(entries.length, 1, 'the CLI cached one expansion');
   const cliSearches = entries[0].searches.map((s) => `${s.type}: ${s.query}`);
 
+  const started = performance.now();
   const first = await withExpansionEvents(page, () => page.evaluate((q) => window.qmd.hybrid(q), QUERY));
+  const seconds = (performance.now() - started) / 1000;
   const web = first.result;
+  const tokens = first.events.at(-1)?.done ?? 0;
+  console.log(`the page expanded in ${seconds.toFixed(1)} s, ${tokens} tokens (${(tokens / seconds).toFixed(0)} tokens/s with the query)`);
   assert.ok(first.events.length >= 2, `progress while the model wrote: ${first.events.length} events`);
   assert.ok(first.events.at(-1).done > 0, 'tokens were counted');
   assert.ok(!web.notes.some((n) => /query-expansion|expansion failed/.test(n)), `the model expanded: ${web.notes}`);
