@@ -29,7 +29,8 @@ pub struct QueryExpander {
     end: Vec<u32>,
     /// Tokens the presence penalty leaves alone: newlines.
     unpunished: Vec<u32>,
-    context: usize,
+    /// The model's trained context: no expansion context goes past it.
+    trained_context: usize,
 }
 
 impl QueryExpander {
@@ -52,8 +53,8 @@ impl QueryExpander {
         }
         let mask = TokenMask::new(&tokenizer.token_bytes(), end.clone());
         let unpunished = tokenizer.encode("\n", false);
-        let context = EXPANSION_CONTEXT.min(model.shape.block.context);
-        Ok(QueryExpander { model, tokenizer, template, mask, end, unpunished, context })
+        let trained_context = model.shape.block.context;
+        Ok(QueryExpander { model, tokenizer, template, mask, end, unpunished, trained_context })
     }
 
     /// The prompt's tokens for `query`.
@@ -65,12 +66,20 @@ impl QueryExpander {
     /// The model's expansion of `query`: lines of `lex|vec|hyde: text`
     /// (a line cut off by the token limit stays as it is).
     pub fn expand(&self, query: &str) -> Result<String> {
-        self.expand_with(query, Sampling::QMD_EXPANSION.with_seed(SEED))
+        self.expand_within(query, EXPANSION_CONTEXT)
+    }
+
+    /// [`expand`](Self::expand) in a context of `context` tokens (qmd's
+    /// `QMD_EXPAND_CONTEXT_SIZE`) shared by the prompt and the answer.
+    pub fn expand_within(&self, query: &str, context: usize) -> Result<String> {
+        let mut run = self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED), context)?;
+        while run.step()? {}
+        Ok(run.text())
     }
 
     /// [`expand`](Self::expand) with other sampling (greedy, in tests).
     pub fn expand_with(&self, query: &str, sampling: Sampling) -> Result<String> {
-        let mut run = self.start_with(query, sampling)?;
+        let mut run = self.start_with(query, sampling, EXPANSION_CONTEXT)?;
         while run.step()? {}
         Ok(run.text())
     }
@@ -78,17 +87,19 @@ impl QueryExpander {
     /// [`expand`](Self::expand) a token per [`ExpansionRun::step`]: the
     /// prompt is processed here, so this call takes the prompt's time.
     pub fn start(&self, query: &str) -> Result<ExpansionRun<'_>> {
-        self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED))
+        self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED), EXPANSION_CONTEXT)
     }
 
-    fn start_with(&self, query: &str, sampling: Sampling) -> Result<ExpansionRun<'_>> {
+    fn start_with(&self, query: &str, sampling: Sampling, context: usize) -> Result<ExpansionRun<'_>> {
         let prompt = self.prompt(query);
-        let room = self.context.saturating_sub(prompt.len());
+        let context = context.min(self.trained_context);
+        let room = context.saturating_sub(prompt.len());
         if room == 0 {
             return Err(Error::invalid(format!(
-                "the expansion prompt is {} tokens; the expansion context holds {}",
+                "the expansion prompt is {} tokens; the expansion context holds {context} \
+                 (QMD_EXPAND_CONTEXT_SIZE, at most the model's {})",
                 prompt.len(),
-                self.context
+                self.trained_context
             )));
         }
         let limits = Limits {

@@ -39,6 +39,7 @@ const OVERRIDES: &[(&str, &str)] = &[
     ("QMD_EMBED_MODEL", "the embedding model when index.yml names none"),
     ("QMD_RERANK_MODEL", "the reranking model when index.yml names none"),
     ("QMD_GENERATE_MODEL", "the query-expansion model when index.yml names none"),
+    ("QMD_EXPAND_CONTEXT_SIZE", "the query expansion's context (prompt and answer) in tokens"),
     ("QMD_FORCE_CPU", "models run on the CPU"),
     ("QMD_DEVICE", "where models run (auto, cpu, gpu)"),
     ("QMD_TRUST_LOCAL_CONFIG", "project .qmd configs are trusted without asking"),

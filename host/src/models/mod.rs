@@ -411,7 +411,8 @@ impl Models {
         if let Some(cached) = self.expansions.get(query, &model) {
             return Ok(cached);
         }
-        let output = self.generate.with(|expander, _| expander.expand(query).map_err(|e| e.message))?;
+        let context = expansion_context()?;
+        let output = self.generate.with(|expander, _| expander.expand_within(query, context).map_err(|e| e.message))?;
         let searches = parse_expansion(&output, query, true);
         if !searches.is_empty() {
             self.expansions.put(query, &model, &searches);
@@ -424,9 +425,36 @@ impl Models {
     }
 }
 
+/// The expansion's context in tokens: `QMD_EXPAND_CONTEXT_SIZE`, else
+/// qmd's 2,048.
+fn expansion_context() -> Result<usize, String> {
+    match std::env::var("QMD_EXPAND_CONTEXT_SIZE") {
+        Ok(value) if !value.trim().is_empty() => parse_context_size("QMD_EXPAND_CONTEXT_SIZE", &value),
+        _ => Ok(qmd_core::generate::expander::EXPANSION_CONTEXT),
+    }
+}
+
+/// A context size from the environment variable `name`: a positive whole
+/// number of tokens.
+fn parse_context_size(name: &str, value: &str) -> Result<usize, String> {
+    match value.trim().parse::<usize>() {
+        Ok(tokens) if tokens > 0 => Ok(tokens),
+        _ => Err(format!("{name} must be a positive number of tokens, not {value:?}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_sizes_are_positive_whole_numbers() {
+        assert_eq!(parse_context_size("X", " 4096 "), Ok(4096));
+        for bad in ["0", "-1", "2k", "1.5", ""] {
+            let e = parse_context_size("QMD_EXPAND_CONTEXT_SIZE", bad).unwrap_err();
+            assert!(e.starts_with("QMD_EXPAND_CONTEXT_SIZE must be a positive number of tokens"), "{e}");
+        }
+    }
 
     #[test]
     fn auto_keeps_one_off_queries_off_the_gpu_and_explicit_choices_hold() {
