@@ -45,6 +45,7 @@ pub mod inference;
 #[cfg(feature = "models")]
 pub mod kernels;
 pub mod lookup;
+pub mod metadata;
 #[cfg(feature = "models")]
 pub mod model;
 pub mod query;
