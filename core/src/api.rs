@@ -12,11 +12,21 @@ pub struct SearchOptions {
     pub min_score: f64,
     pub snippet_max_len: usize,
     pub full: bool,
+    /// Only documents whose metadata passes (qmd's `--filter`); the limit
+    /// counts only those.
+    pub filter: Option<crate::metadata::Filter>,
 }
 
 impl Default for SearchOptions {
     fn default() -> Self {
-        SearchOptions { collections: Vec::new(), limit: 5, min_score: 0.0, snippet_max_len: 500, full: false }
+        SearchOptions {
+            collections: Vec::new(),
+            limit: 5,
+            min_score: 0.0,
+            snippet_max_len: 500,
+            full: false,
+            filter: None,
+        }
     }
 }
 
@@ -33,6 +43,9 @@ pub struct SearchHit {
     pub snippet: String,
     pub body: Option<String>,
     pub source_path: String,
+    /// The document's `qmd.metadata`, when it has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
 }
 
 #[derive(serde::Serialize, Clone, Copy, Debug, PartialEq, Eq)]

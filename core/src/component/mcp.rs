@@ -25,7 +25,7 @@ impl Guest for Component {
                 limit: limit.unwrap_or(10) as usize,
                 min_score: min_score.unwrap_or(0.0),
                 snippet_max_len: 300,
-                full: false,
+                ..Default::default()
             },
             intent,
             candidate_limit: 40,

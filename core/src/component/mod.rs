@@ -61,6 +61,7 @@ fn hit(h: crate::SearchHit) -> wit::SearchHit {
         snippet: h.snippet,
         body: h.body,
         source_path: h.source_path,
+        metadata: h.metadata.map(|m| m.to_string()),
     }
 }
 

@@ -60,7 +60,7 @@ impl super::exports::qmd::engine::vectors::Guest for super::Component {
     }
 
     fn vsearch(query: String, o: wit::SearchOptions) -> R<Vec<wit::SearchHit>> {
-        Ok(engine().vsearch_with(&query, &options(o), &HostModels)?.into_iter().map(hit).collect())
+        Ok(engine().vsearch_with(&query, &options(o)?, &HostModels)?.into_iter().map(hit).collect())
     }
 
     fn sample_vectors(count: u32) -> R<wit::VectorSample> {

@@ -10,14 +10,15 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-pub(super) fn options(o: wit::SearchOptions) -> crate::SearchOptions {
-    crate::SearchOptions {
+pub(super) fn options(o: wit::SearchOptions) -> crate::Result<crate::SearchOptions> {
+    Ok(crate::SearchOptions {
         collections: o.collections,
         limit: o.limit as usize,
         min_score: o.min_score,
         snippet_max_len: o.snippet_max_len as usize,
         full: o.full,
-    }
+        filter: o.filter.as_deref().map(crate::metadata::Filter::parse_json).transpose()?,
+    })
 }
 
 fn search_type(kind: crate::SearchType) -> wit::SearchType {
@@ -148,7 +149,7 @@ impl Guest for Component {
     }
 
     fn search(query: String, o: wit::SearchOptions) -> R<Vec<wit::SearchHit>> {
-        Ok(engine().search(&query, &options(o))?.into_iter().map(hit).collect())
+        Ok(engine().search(&query, &options(o)?)?.into_iter().map(hit).collect())
     }
 
     fn query(r: wit::QueryRequest) -> R<wit::QueryResult> {
@@ -156,7 +157,7 @@ impl Guest for Component {
             query: r.query,
             parse_document: r.parse_document,
             searches: r.searches.into_iter().map(typed_search_in).collect(),
-            options: options(r.options),
+            options: options(r.options)?,
             intent: r.intent,
             candidate_limit: r.candidate_limit as usize,
             rerank: r.rerank,

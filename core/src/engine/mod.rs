@@ -9,6 +9,8 @@ mod embed;
 #[cfg(test)]
 mod expansion_tests;
 mod manage;
+#[cfg(test)]
+mod metadata_tests;
 mod query;
 mod read;
 mod update;
@@ -146,4 +148,25 @@ pub(crate) fn indexed_in_memory(notes: crate::source::MemorySource, collections:
     }
     engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
     engine
+}
+
+/// The first `limit` of `hits` (in their order) whose documents pass
+/// `filter`; documents past them are never read.
+fn passing<T>(
+    index: &Index,
+    filter: &crate::metadata::Filter,
+    hits: Vec<T>,
+    address: impl Fn(&T) -> crate::index::DocAddress,
+    limit: usize,
+) -> Result<Vec<T>> {
+    let mut kept = Vec::new();
+    for hit in hits {
+        if kept.len() == limit {
+            break;
+        }
+        if index.passes(address(&hit), filter)? {
+            kept.push(hit);
+        }
+    }
+    Ok(kept)
 }

@@ -13,9 +13,9 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use super::Engine;
 use super::read::{Found, SnippetFocus};
 use super::vsearch::{DocsByHash, usable_vectors, vector_list};
+use super::{Engine, passing};
 use crate::api::*;
 use crate::chunk::{Chunk, chunk_document};
 use crate::collection::Config;
@@ -246,7 +246,14 @@ impl QueryJob {
         weight: f64,
     ) -> Result<()> {
         let within = collection.map_or(&self.scope[..], std::slice::from_ref);
-        let hits = search_lex(&self.index, &parse_lex(query), Some(within), LIST_LIMIT, &engine.bm25)?;
+        let filter = self.request.options.filter.as_ref();
+        // With a filter every match is ranked, then the list keeps those
+        // that pass: filtered before fusion, as qmd does.
+        let fetch = if filter.is_some() { usize::MAX } else { LIST_LIMIT };
+        let mut hits = search_lex(&self.index, &parse_lex(query), Some(within), fetch, &engine.bm25)?;
+        if let Some(filter) = filter {
+            hits = passing(&self.index, filter, hits, |h| h.address, LIST_LIMIT)?;
+        }
         if hits.is_empty() {
             return Ok(());
         }
@@ -498,7 +505,7 @@ impl Engine {
         let index = job.index.clone();
         // The job's own snapshot: the vectors checked at its start are there.
         let set = usable_vectors(&index, &embedder)?.ok_or_else(|| Error::invalid("the index has no vectors"))?;
-        let docs = DocsByHash::new(&index, &job.scope)?;
+        let docs = DocsByHash::new(&index, &job.scope, job.request.options.filter.as_ref())?;
         for (search, &slot) in job.vector_searches.iter().zip(&slots) {
             let hits = vector_list(set, &docs, &vectors[slot], search.collection.as_deref(), LIST_LIMIT)?;
             if hits.is_empty() {

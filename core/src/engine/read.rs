@@ -1,6 +1,6 @@
 //! Read operations: search, get, multi-get, ls, status.
 
-use super::{Engine, source_path};
+use super::{Engine, passing, source_path};
 use crate::api::*;
 use crate::collection::{Config, context_for};
 use crate::document::{docid, slice_lines, too_large, truncate_lines};
@@ -51,10 +51,16 @@ impl Engine {
         let scope = self.scope(&config, &options.collections)?;
         let index = self.index()?;
         let lex = parse_lex(query);
-        let fetch = options.limit.saturating_mul(2).max(50);
-        let hits = search_lex(&index, &lex, Some(&scope), fetch, &self.bm25)?;
+        // With a filter every match is ranked, so the limit counts only
+        // documents that pass it.
+        let fetch = if options.filter.is_some() { usize::MAX } else { options.limit.saturating_mul(2).max(50) };
+        let mut hits = search_lex(&index, &lex, Some(&scope), fetch, &self.bm25)?;
+        hits.retain(|h| h.score >= options.min_score);
+        if let Some(filter) = &options.filter {
+            hits = passing(&index, filter, hits, |h| h.address, options.limit)?;
+        }
         let mut out = Vec::new();
-        for hit in hits.into_iter().filter(|h| h.score >= options.min_score).take(options.limit) {
+        for hit in hits.into_iter().take(options.limit) {
             let focus = SnippetFocus { query, chunk: None, intent: None };
             let found = Found { address: hit.address, score: hit.score, body: None };
             out.push(self.hit(&config, &index, found, &focus, options)?);
@@ -79,7 +85,9 @@ impl Engine {
             None => segment.body(&record)?,
         };
         let snippet = extract_snippet(&body, focus.query, options.snippet_max_len, focus.chunk, focus.intent);
+        let metadata = &index.metadata(address)?.metadata;
         Ok(SearchHit {
+            metadata: (!metadata.is_empty()).then(|| crate::metadata::to_json(metadata)),
             docid: docid(&record.hash).to_string(),
             context: context_for(config, &record.collection, &record.path),
             source_path: source_path(config, &record.collection, &record.path),

@@ -12,6 +12,7 @@ use crate::api::*;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
 use crate::inference::{EmbedderInfo, Inference};
+use crate::metadata::Filter;
 use crate::vector::{VectorSet, search};
 
 /// One document of a vector list.
@@ -41,12 +42,15 @@ pub(super) fn usable_vectors<'a>(index: &'a Index, embedder: &EmbedderInfo) -> R
 pub(super) struct DocsByHash<'a>(HashMap<&'a str, Vec<(DocAddress, &'a str)>>);
 
 impl<'a> DocsByHash<'a> {
-    pub fn new(index: &'a Index, scope: &[String]) -> Result<DocsByHash<'a>> {
+    /// Only documents that pass `filter`, when given: a vector search then
+    /// never returns others, and its limit counts only those.
+    pub fn new(index: &'a Index, scope: &[String], filter: Option<&Filter>) -> Result<DocsByHash<'a>> {
         let scope: HashSet<&str> = scope.iter().map(String::as_str).collect();
         let mut docs: HashMap<&str, Vec<(DocAddress, &str)>> = HashMap::new();
         for entry in index.catalog()? {
             let collection = entry.record.collection.as_str();
-            if scope.contains(collection) {
+            let passes = || filter.map_or(Ok(true), |f| index.passes(entry.address, f));
+            if scope.contains(collection) && passes()? {
                 docs.entry(entry.record.hash.as_str()).or_default().push((entry.address, collection));
             }
         }
@@ -123,7 +127,7 @@ impl Engine {
         let scope = self.scope(&config, &options.collections)?;
         let index = self.index()?;
         let Some(set) = usable_vectors(&index, embedder)? else { return Ok(Vec::new()) };
-        let docs = DocsByHash::new(&index, &scope)?;
+        let docs = DocsByHash::new(&index, &scope, options.filter.as_ref())?;
         let mut best: HashMap<DocAddress, VectorHit> = HashMap::new();
         for vector in vectors {
             if vector.len() != embedder.dimension {

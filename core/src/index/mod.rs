@@ -12,8 +12,8 @@ pub mod segment;
 pub(crate) mod validate;
 mod writer;
 
-use std::cell::OnceCell;
-use std::collections::{BTreeMap, HashSet};
+use std::cell::{OnceCell, RefCell};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 pub use manifest::{FORMAT_VERSION, Manifest, SegmentMeta};
@@ -24,6 +24,7 @@ pub(crate) use writer::{new_file_name, next_generation, publish, write_new};
 
 use crate::directory::Directory;
 use crate::error::Result;
+use crate::metadata::{Extraction, Filter};
 use crate::vector::VectorSet;
 
 /// A document's address: segment index in the snapshot, ordinal inside it.
@@ -48,6 +49,8 @@ pub struct Index {
     catalog: OnceCell<Vec<CatalogEntry>>,
     counts: OnceCell<BTreeMap<String, u32>>,
     vectors: OnceCell<Option<VectorSet>>,
+    /// Documents' metadata read so far (see [`Index::metadata`]).
+    metadata: RefCell<HashMap<DocAddress, Rc<Extraction>>>,
 }
 
 impl Index {
@@ -61,7 +64,36 @@ impl Index {
     /// stored one: a rebuild starts from an empty manifest).
     pub fn from_manifest(dir: Rc<dyn Directory>, manifest: Manifest) -> Index {
         let segments = manifest.segments.iter().map(|m| SegmentReader::open(dir.clone(), m.clone())).collect();
-        Index { dir, manifest, segments, catalog: OnceCell::new(), counts: OnceCell::new(), vectors: OnceCell::new() }
+        Index {
+            dir,
+            manifest,
+            segments,
+            catalog: OnceCell::new(),
+            counts: OnceCell::new(),
+            vectors: OnceCell::new(),
+            metadata: RefCell::default(),
+        }
+    }
+
+    /// A document's `qmd.metadata`, read from its stored text (the whole
+    /// file, frontmatter included) on first need and kept for this view.
+    pub fn metadata(&self, address: DocAddress) -> Result<Rc<Extraction>> {
+        if let Some(known) = self.metadata.borrow().get(&address) {
+            return Ok(known.clone());
+        }
+        let segment = &self.segments[address.segment];
+        let record = segment.doc(address.doc)?;
+        let extraction = Rc::new(crate::metadata::extract(&record.path, &segment.body(&record)?));
+        self.metadata.borrow_mut().insert(address, extraction.clone());
+        Ok(extraction)
+    }
+
+    /// Whether the document passes `filter`: its metadata was read without
+    /// error (a document whose frontmatter failed is in no filtered
+    /// result, as in qmd) and matches.
+    pub fn passes(&self, address: DocAddress, filter: &Filter) -> Result<bool> {
+        let extraction = self.metadata(address)?;
+        Ok(extraction.error.is_none() && filter.matches(&extraction.metadata))
     }
 
     pub fn directory(&self) -> Rc<dyn Directory> {

@@ -110,7 +110,7 @@ fn query_request(body: &Value) -> Result<QueryRequest, HttpResponse> {
             limit: args.count("limit")?.unwrap_or(10) as usize,
             min_score: args.number("minScore")?.unwrap_or(0.0),
             snippet_max_len: 300,
-            full: false,
+            ..SearchOptions::default()
         },
         intent: args.string("intent")?,
         candidate_limit: args.count("candidateLimit")?.unwrap_or(40) as usize,

@@ -345,6 +345,10 @@ pub struct SearchArgs {
     /// Restrict to a collection (repeatable).
     #[arg(short = 'c', long = "collection")]
     pub collections: Vec<String>,
+    /// Only documents whose frontmatter `qmd.metadata` passes this JSON
+    /// filter, e.g. '{"key":"status","operator":"eq","value":"published"}'.
+    #[arg(long)]
+    pub filter: Option<String>,
     #[arg(long)]
     pub line_numbers: bool,
     #[command(flatten)]

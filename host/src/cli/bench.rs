@@ -153,6 +153,7 @@ fn run_backend(
         min_score: 0.0,
         snippet_max_len: 300,
         full: false,
+        filter: None,
     };
     let files = |hits: Vec<crate::component::bindings::SearchHit>| -> Vec<String> {
         hits.into_iter().map(|h| format!("qmd://{}/{}", h.collection, h.path)).collect()

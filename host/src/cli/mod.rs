@@ -157,6 +157,7 @@ fn search_options(args: &SearchArgs, format: Format, all_limit: u32, min_score: 
         min_score: args.min_score.unwrap_or(min_score),
         snippet_max_len: if format == Format::Json { 300 } else { 500 },
         full: args.full,
+        filter: args.filter.clone(),
     }
 }
 

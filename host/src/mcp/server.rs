@@ -167,6 +167,7 @@ impl QueryParams {
                 min_score: self.min_score,
                 snippet_max_len: 300,
                 full: false,
+                filter: None,
             },
             intent: self.intent,
             candidate_limit: self.candidate_limit.unwrap_or(40),

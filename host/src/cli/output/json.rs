@@ -27,7 +27,18 @@ pub(super) fn search_json_object(hit: &SearchHit, view: &SearchView) -> Vec<(&'s
         let key = if view.full { "body" } else { "snippet" };
         fields.push((key, json_str(&numbered(content, view, 1))));
     }
+    if let Some(metadata) = hit.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()) {
+        fields.push(("metadata", nested_json(&metadata)));
+    }
     fields
+}
+
+/// A nested JSON value as a field of [`json_array`]'s objects writes it:
+/// indented as `JSON.stringify(…, null, 2)` would, strings made safe for a
+/// terminal as [`json_str`] makes them.
+fn nested_json(value: &serde_json::Value) -> String {
+    let pretty = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    terminal_safe(pretty.replace('\n', "\n    "))
 }
 
 pub(super) fn multi_json(rows: &[MultiRow]) -> String {
@@ -56,10 +67,15 @@ pub(super) fn multi_json_object(row: &MultiRow) -> Vec<(&'static str, String)> {
 
 pub(super) fn json_str(value: &str) -> String {
     // serde_json escapes exactly as JSON.stringify does for valid UTF-8.
-    let json = serde_json::Value::from(value).to_string();
-    // What JSON may carry raw but a terminal would obey (DEL, C1 controls,
-    // bidirectional overrides) as `\uXXXX`: the same string to any parser.
-    let unsafe_char = qmd_core::display::is_unsafe_char;
+    terminal_safe(serde_json::Value::from(value).to_string())
+}
+
+/// JSON text with what JSON may carry raw but a terminal would obey (DEL,
+/// C1 controls, bidirectional overrides) as `\uXXXX`: the same value to
+/// any parser. A raw newline is layout (serde_json escapes those inside
+/// strings) and stays.
+fn terminal_safe(json: String) -> String {
+    let unsafe_char = |c: char| c != '\n' && qmd_core::display::is_unsafe_char(c);
     if !json.contains(unsafe_char) {
         return json;
     }

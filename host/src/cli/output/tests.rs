@@ -35,6 +35,7 @@ fn hit(docid: &str, coll: &str, path: &str, title: &str, ctx: &str, score: f64, 
         snippet: snippet.into(),
         body: None,
         source_path: format!("/corpus/{coll}/{path}"),
+        metadata: None,
     }
 }
 
@@ -377,4 +378,21 @@ fn numbers_follow_javascript() {
     assert_eq!(js_number(-0.0), "0");
     assert_eq!(format_score(1.0, &plain()), "100%");
     assert_eq!(format_score(0.05, &plain()), "  5%");
+}
+
+/// Metadata is a nested object in JSON output, laid out as
+/// `JSON.stringify(…, null, 2)` would and safe for a terminal.
+#[test]
+fn search_json_nests_metadata_safely() {
+    let mut with = hit("abc123", "notes", "a.md", "A", "", 0.5, 1, "text");
+    with.metadata = Some(r#"{"status":"pub\u202elished","topics":["a","b"]}"#.into());
+    let out = search(&[with, hit("def456", "notes", "b.md", "B", "", 0.4, 1, "text")], Format::Json, &view());
+    assert!(
+        out.contains("    \"metadata\": {\n      \"status\": \"pub\\u202elished\",\n      \"topics\": [\n"),
+        "{out}"
+    );
+    assert!(!out.contains('\u{202e}'), "the override is escaped");
+    let parsed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(parsed[0]["metadata"], serde_json::json!({"status": "pub\u{202e}lished", "topics": ["a", "b"]}));
+    assert!(parsed[1].get("metadata").is_none(), "none where a document has none");
 }
