@@ -462,6 +462,7 @@ EXPECTED_PROPERTIES = {
         "collections": {"array"},
         "intent": {"string"},
         "rerank": {"boolean"},
+        "filter": {"object"},
     },
     "get": {"file": {"string"}, "fromLine": NUMERIC, "maxLines": NUMERIC, "lineNumbers": {"boolean"}},
     "multi_get": {"pattern": {"string"}, "maxLines": NUMERIC, "maxBytes": NUMERIC, "lineNumbers": {"boolean"}},
@@ -1434,3 +1435,67 @@ def test_plain_query_expands_with_the_generator_as_the_cli_does(corpus: Corpus, 
     assert "Expanding query... (" in cli.stderr
     files = [c["file"].removeprefix("qmd://") for c in json.loads(cli.stdout)]
     assert results and [r["file"] for r in results] == files
+
+
+# ---------------------------------------------------------------------------
+# Metadata filters (qmd PR #910) through the MCP tool and REST /query
+# ---------------------------------------------------------------------------
+
+
+def meta_note(status: str, priority: int) -> str:
+    return f"---\nqmd:\n  metadata:\n    status: {status}\n    priority: {priority}\n---\n# {status}\n\nSourdough bread notes.\n"
+
+
+@pytest.fixture(scope="module")
+def meta_corpus(tmp_path_factory) -> Corpus:
+    """An index of its own: three notes with metadata, one without."""
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("qmd-meta")))
+    notes = root / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text(meta_note("published", 3), encoding="utf-8")
+    (notes / "b.md").write_text(meta_note("draft", 1), encoding="utf-8")
+    (notes / "c.md").write_text(meta_note("published", 8), encoding="utf-8")
+    (notes / "plain.md").write_text("# Plain\n\nSourdough bread, no frontmatter.\n", encoding="utf-8")
+    env = isolated_env(root)
+    run_qmd(env, root, "collection", "add", str(notes), "--name", "notes")
+    return Corpus(root=root, docs_dir=notes, extra_dir=notes, env=env, cli={})
+
+
+def test_query_filters_on_metadata_over_mcp_and_rest(meta_corpus: Corpus, tmp_path: Path):
+    searches = [{"type": "lex", "query": "sourdough"}]
+    published_high = {"and": [{"key": "status", "operator": "eq", "value": "published"}, {"key": "priority", "operator": "gt", "value": 5}]}
+    bad = {"key": "status", "operator": "exists", "value": "yes"}
+    bad_message = "Invalid metadata filter at $.value: 'exists' requires a boolean value"
+
+    async def body(session):
+        published = await call_ok(session, "query", {"searches": searches, "rerank": False, "filter": {"key": "status", "operator": "eq", "value": "published"}})
+        narrow = await call_ok(session, "query", {"searches": searches, "rerank": False, "filter": published_high})
+        everything = await call_ok(session, "query", {"searches": searches, "rerank": False})
+        error = await call_error(session, "query", {"searches": searches, "filter": bad})
+        return published, narrow, everything, error
+
+    client = McpClient("stdio", meta_corpus, tmp_path / "stdio.log")
+    published, narrow, everything, error = client.run(body)
+    files = lambda result: sorted(r["file"] for r in result.structuredContent["results"])  # noqa: E731
+    assert files(published) == ["notes/a.md", "notes/c.md"]
+    assert files(narrow) == ["notes/c.md"]
+    assert files(everything) == ["notes/a.md", "notes/b.md", "notes/c.md", "notes/plain.md"]
+    by_file = {r["file"]: r for r in everything.structuredContent["results"]}
+    assert by_file["notes/c.md"]["metadata"] == {"status": "published", "priority": 8}
+    assert "metadata" not in by_file["notes/plain.md"], "none where a document has none"
+    assert error == f"Error: {bad_message}"
+
+    server = start_http_server(meta_corpus)
+    try:
+        port = server.port
+        resp = http_request(port, "POST", "/query", lex_body("sourdough", filter=published_high))
+        assert resp.status == 200, resp.body
+        results = resp.json()["results"]
+        assert [r["file"] for r in results] == ["qmd://notes/c.md"]
+        assert results[0]["metadata"] == {"status": "published", "priority": 8}
+        wrong = http_request(port, "POST", "/query", lex_body("sourdough", filter="status=published"))
+        assert (wrong.status, wrong.json()) == (400, {"error": "Invalid field: filter (must be an object)"})
+        refused = http_request(port, "POST", "/query", lex_body("sourdough", filter=bad))
+        assert (refused.status, refused.json()) == (400, {"error": bad_message})
+    finally:
+        server.stop()

@@ -58,6 +58,17 @@ impl<'a> Args<'a> {
         Ok(self.number(key)?.map(count))
     }
 
+    /// A metadata filter (a JSON object), checked as qmd checks it.
+    pub fn filter(&self, key: &str) -> Field<crate::metadata::Filter> {
+        match self.value(key) {
+            None => Ok(None),
+            Some(value @ Value::Object(_)) => {
+                crate::metadata::Filter::parse(value).map(Some).map_err(|e| HttpResponse::error(400, e.to_string()))
+            }
+            Some(_) => Err(HttpResponse::error(400, format!("Invalid field: {key} (must be an object)"))),
+        }
+    }
+
     pub fn strings(&self, key: &str) -> Field<Vec<String>> {
         let Some(value) = self.value(key) else { return Ok(None) };
         let not_strings = || wrong_type(key, "an array of strings");
@@ -110,6 +121,7 @@ fn query_request(body: &Value) -> Result<QueryRequest, HttpResponse> {
             limit: args.count("limit")?.unwrap_or(10) as usize,
             min_score: args.number("minScore")?.unwrap_or(0.0),
             snippet_max_len: 300,
+            filter: args.filter("filter")?,
             ..SearchOptions::default()
         },
         intent: args.string("intent")?,
@@ -137,7 +149,7 @@ pub(super) fn query(engine: &Engine, models: Option<&dyn Inference>, body: &Valu
 /// has two decimals and the snippet is numbered from its line.
 pub fn hit_json(hit: &QueryHit) -> Value {
     let h = &hit.hit;
-    json!({
+    let mut out = json!({
         "docid": format!("#{}", h.docid),
         "file": vpath::uri(&h.collection, &h.path),
         "title": h.title,
@@ -146,5 +158,9 @@ pub fn hit_json(hit: &QueryHit) -> Value {
         "line": h.line,
         // qmd numbers the snippet from `line`, its `@@` header included.
         "snippet": number_lines(&h.snippet, h.line),
-    })
+    });
+    if let Some(metadata) = &h.metadata {
+        out["metadata"] = metadata.clone();
+    }
+    out
 }

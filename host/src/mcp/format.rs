@@ -27,7 +27,7 @@ pub fn excluded_message(name: &str, info: &ExcludedInfo) -> String {
 /// `coll/path` (REST's answer, `qmd_core::serve`, names a `qmd://` URI).
 pub fn hit_json(hit: &QueryHit) -> Value {
     let h = &hit.hit;
-    json!({
+    let mut out = json!({
         "docid": format!("#{}", h.docid),
         "file": format!("{}/{}", h.collection, h.path),
         "title": h.title,
@@ -36,7 +36,12 @@ pub fn hit_json(hit: &QueryHit) -> Value {
         "line": h.line,
         // qmd numbers the snippet from `line`, its `@@` header included.
         "snippet": number_lines(&h.snippet, h.line),
-    })
+    });
+    // Only where the document has metadata, as qmd's.
+    if let Some(metadata) = h.metadata.as_deref().and_then(|m| serde_json::from_str::<Value>(m).ok()) {
+        out["metadata"] = metadata;
+    }
+    out
 }
 
 /// qmd's `formatSearchSummary` over the JSON results.

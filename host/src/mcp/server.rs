@@ -79,6 +79,8 @@ pub struct QueryArgs {
     /// Rerank results using LLM (default: true). Set to false for faster results on CPU-only machines.
     #[serde(default = "default_true")]
     pub rerank: bool,
+    /// Only documents whose frontmatter `qmd.metadata` passes. A condition is {"key","operator","value"} with operator eq, ne, gt, gte, lt, lte, in, nin, all or exists; combine with {"operator":"and"|"or","operands":[...]} or {"operator":"not","operand":{...}}. Example: {"key":"status","operator":"eq","value":"published"}.
+    pub filter: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -153,6 +155,8 @@ pub struct QueryParams {
     pub candidate_limit: Option<u32>,
     pub intent: Option<String>,
     pub rerank: bool,
+    /// A metadata filter as JSON text.
+    pub filter: Option<String>,
 }
 
 impl QueryParams {
@@ -167,7 +171,7 @@ impl QueryParams {
                 min_score: self.min_score,
                 snippet_max_len: 300,
                 full: false,
-                filter: None,
+                filter: self.filter,
             },
             intent: self.intent,
             candidate_limit: self.candidate_limit.unwrap_or(40),
@@ -208,6 +212,7 @@ impl QmdServer {
             candidate_limit: args.candidate_limit.map(count),
             intent: args.intent,
             rerank: args.rerank,
+            filter: args.filter.map(|f| Value::Object(f).to_string()),
         }
         .request();
         match run_query(&self.shared.pool, request).await.map_err(internal)? {
