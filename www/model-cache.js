@@ -12,10 +12,17 @@ const OPTIONAL = ['1_Pooling/config.json', 'sentence_bert_config.json', 'config_
 const GGUF = 'model.gguf';
 const ATTEMPTS = 3;
 
-async function modelDir(id) {
-  const root = await navigator.storage.getDirectory();
-  const models = await root.getDirectoryHandle('qmd-models', { create: true });
-  return models.getDirectoryHandle(id.replace(/[^A-Za-z0-9._-]+/g, '__'), { create: true });
+/** The model's cache folder; with `create` false, null when there is none
+ * (a lookup leaves no empty folder behind). */
+async function modelDir(id, create = true) {
+  try {
+    const root = await navigator.storage.getDirectory();
+    const models = await root.getDirectoryHandle('qmd-models', { create });
+    return await models.getDirectoryHandle(id.replace(/[^A-Za-z0-9._-]+/g, '__'), { create });
+  } catch (e) {
+    if (!create && e.name === 'NotFoundError') return null;
+    throw e;
+  }
 }
 
 const flat = (name) => name.replaceAll('/', '__');
@@ -114,8 +121,8 @@ function plan(baseUrl, gguf) {
  * `files` is null when it does not). `onProgress(file, received, total)`.
  */
 export async function modelFiles(id, url, onProgress, { cachedOnly = false, gguf = false } = {}) {
-  const dir = await modelDir(id);
-  const hit = await cached(dir);
+  const dir = await modelDir(id, !cachedOnly);
+  const hit = dir && (await cached(dir));
   if (hit && (GGUF in hit) === gguf) return { files: hit, cached: true };
   if (cachedOnly) return { files: null, cached: false };
   // The manifest goes first: from here until it is rewritten, the cache is incomplete.

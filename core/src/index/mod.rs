@@ -83,9 +83,14 @@ impl Index {
         }
         let segment = &self.segments[address.segment];
         let record = segment.doc(address.doc)?;
-        let extraction = Rc::new(crate::metadata::extract(&record.path, &segment.body(&record)?));
-        self.metadata.borrow_mut().insert(address, extraction.clone());
-        Ok(extraction)
+        Ok(self.metadata_of(address, &record.path, &segment.body(&record)?))
+    }
+
+    /// [`Index::metadata`] for a caller that holds the document's path and
+    /// text already (a result being shown): nothing is read again.
+    pub fn metadata_of(&self, address: DocAddress, path: &str, body: &str) -> Rc<Extraction> {
+        let mut known = self.metadata.borrow_mut();
+        known.entry(address).or_insert_with(|| Rc::new(crate::metadata::extract(path, body))).clone()
     }
 
     /// Whether the document passes `filter`: its metadata was read without
