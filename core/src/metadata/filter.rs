@@ -11,14 +11,13 @@ use std::fmt;
 
 use serde_json::{Map, Value as Json};
 
-use super::frontmatter::MAX_STRING_CHARS;
+use super::frontmatter::{MAX_KEY_BYTES, MAX_STRING_CHARS};
 use super::{Metadata, Scalar};
 
 pub const MAX_DEPTH: usize = 16;
 pub const MAX_NODES: usize = 256;
 pub const MAX_GROUP_OPERANDS: usize = 32;
 pub const MAX_MEMBERSHIP_VALUES: usize = 64;
-pub const MAX_KEY_BYTES: usize = 128;
 
 const OPERATORS: &str = "and, or, not, eq, ne, gt, gte, lt, lte, in, nin, all, exists";
 
@@ -290,7 +289,9 @@ fn condition_node(node: &Map<String, Json>, name: &str, operator: Operator, path
 fn scalar(json: &Json, path: &str) -> Result<Scalar, FilterError> {
     let fail = |message: &str| Err(FilterError { path: path.to_string(), message: message.to_string() });
     match json {
-        Json::String(s) if s.chars().count() > MAX_STRING_CHARS => fail("string exceeds 1024 characters"),
+        Json::String(s) if s.chars().count() > MAX_STRING_CHARS => {
+            fail(&format!("string exceeds {MAX_STRING_CHARS} characters"))
+        }
         Json::String(s) => Ok(Scalar::String(s.clone())),
         Json::Bool(b) => Ok(Scalar::Bool(*b)),
         Json::Number(n) => match n.as_f64() {

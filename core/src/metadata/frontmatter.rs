@@ -86,8 +86,8 @@ fn read_block(block: &str) -> Result<Metadata, String> {
     Ok(out)
 }
 
-/// A metadata key's byte and character rules (shared with filters).
-pub(crate) fn check_key(key: &str) -> Result<(), String> {
+/// A metadata key's byte and character rules.
+fn check_key(key: &str) -> Result<(), String> {
     if key.len() > MAX_KEY_BYTES {
         return Err(format!("metadata key exceeds {MAX_KEY_BYTES} bytes"));
     }
