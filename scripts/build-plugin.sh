@@ -16,8 +16,16 @@ case "$world" in
     *) echo "build-plugin.sh: unknown world '$world' (tools or mcp)" >&2; exit 2 ;;
 esac
 target="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}/plugin"
+mkdir -p "$target"
+out="$target/qmd-$world.wasm"
+# Both worlds build to the same cargo output file, and callers (tests) run
+# at once: hold one lock from build to copy, so a `tools` build is never
+# copied after an `mcp` build replaced it, and rename into place, so no
+# reader ever sees a half-written component.
+exec 9>"$target/.build-plugin.lock"
+flock 9
 CARGO_TARGET_DIR="$target" cargo build --locked --quiet -p qmd-core --features "$feature" \
     --target wasm32-wasip2 --profile component >&2
-out="$target/qmd-$world.wasm"
-cp "$target/wasm32-wasip2/component/qmd_core.wasm" "$out"
+cp "$target/wasm32-wasip2/component/qmd_core.wasm" "$out.tmp.$$"
+mv -f "$out.tmp.$$" "$out"
 echo "$out"
