@@ -104,7 +104,8 @@ async function busy(label, work) {
 function reportUpdate(report) {
   const parts = report.collections.map(
     (c) => `${c.name}: ${c.added} added, ${c.updated} updated, ${c.unchanged} unchanged, ${c.removed} removed` +
-      (c.skipped.length ? `, ${c.skipped.length} skipped` : ''),
+      (c.skipped.length ? `, ${c.skipped.length} skipped` : '') +
+      (c.invalid_metadata.length ? `, ${c.invalid_metadata.length} with invalid qmd.metadata frontmatter` : ''),
   );
   showNotice('');
   $('result-summary').textContent = `Indexed. ${parts.join('; ')}`;

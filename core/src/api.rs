@@ -243,6 +243,10 @@ pub struct IndexStatus {
     pub contexts: Vec<ContextEntry>,
     /// Modification time (ms) of the newest indexed document.
     pub newest_document: Option<i64>,
+    /// Documents with `qmd.metadata`, and documents whose `qmd.metadata`
+    /// frontmatter is invalid (indexed without it).
+    pub with_metadata: u32,
+    pub invalid_metadata: u32,
 }
 
 #[derive(serde::Serialize, Clone, Debug, PartialEq)]
@@ -279,6 +283,9 @@ pub struct CollectionReport {
     pub unchanged: u32,
     pub removed: u32,
     pub skipped: Vec<SkippedFile>,
+    /// Files indexed without metadata because their `qmd.metadata`
+    /// frontmatter is invalid, with the reason.
+    pub invalid_metadata: Vec<SkippedFile>,
     /// Why the collection was not scanned (its folder is missing or cannot
     /// be listed); its documents are kept.
     pub error: Option<String>,

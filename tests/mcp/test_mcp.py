@@ -1472,10 +1472,13 @@ def test_query_filters_on_metadata_over_mcp_and_rest(meta_corpus: Corpus, tmp_pa
         narrow = await call_ok(session, "query", {"searches": searches, "rerank": False, "filter": published_high})
         everything = await call_ok(session, "query", {"searches": searches, "rerank": False})
         error = await call_error(session, "query", {"searches": searches, "filter": bad})
-        return published, narrow, everything, error
+        status = await call_ok(session, "status", {})
+        return published, narrow, everything, error, status
 
     client = McpClient("stdio", meta_corpus, tmp_path / "stdio.log")
-    published, narrow, everything, error = client.run(body)
+    published, narrow, everything, error, status = client.run(body)
+    # a.md, b.md and c.md carry metadata; plain.md none.
+    assert (status.structuredContent["withMetadata"], status.structuredContent["invalidMetadata"]) == (3, 0)
     files = lambda result: sorted(r["file"] for r in result.structuredContent["results"])  # noqa: E731
     assert files(published) == ["notes/a.md", "notes/c.md"]
     assert files(narrow) == ["notes/c.md"]
@@ -1497,5 +1500,7 @@ def test_query_filters_on_metadata_over_mcp_and_rest(meta_corpus: Corpus, tmp_pa
         assert (wrong.status, wrong.json()) == (400, {"error": "Invalid field: filter (must be an object)"})
         refused = http_request(port, "POST", "/query", lex_body("sourdough", filter=bad))
         assert (refused.status, refused.json()) == (400, {"error": bad_message})
+        counts = http_request(port, "GET", "/status").json()
+        assert (counts["withMetadata"], counts["invalidMetadata"]) == (3, 0)
     finally:
         server.stop()

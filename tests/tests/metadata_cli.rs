@@ -87,3 +87,40 @@ fn bad_filters_are_refused_with_qmds_messages() {
     let out = env.qmd(&["search", "x", "--filter", r#"{"key":"a","operator":"near","value":1}"#]).failure();
     assert!(out.stderr.contains("unknown operator 'near' — expected one of: and, or, not"), "{}", out.stderr);
 }
+
+#[test]
+fn update_warns_of_invalid_frontmatter_and_status_counts_metadata() {
+    let env = Env::new();
+    let dir = env.path("notes");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.md"), note("published", 3, "baking")).unwrap();
+    std::fs::write(dir.join("plain.md"), "# Plain\n").unwrap();
+    std::fs::write(dir.join("bad.md"), "---\nqmd:\n  metadata:\n    gone: null\n---\n# Bad\n").unwrap();
+    let out = env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    assert!(
+        out.stderr.contains("⚠ 1 file(s) have invalid qmd.metadata frontmatter and are excluded from filtered search"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("qmd://notes/bad.md: metadata key \"gone\": null is not supported"), "{}", out.stderr);
+    let status = env.ok(&["status"]);
+    assert!(
+        status.stdout.contains(
+            "Metadata: 1 documents with qmd.metadata (1 with invalid qmd.metadata frontmatter, excluded from --filter searches)"
+        ),
+        "{}",
+        status.stdout
+    );
+
+    // Fixed and extended: the next update says nothing, status counts anew;
+    // an unchanged file is not read again, so it is not warned of twice.
+    std::fs::write(dir.join("bad.md"), note("draft", 1, "bread")).unwrap();
+    std::fs::write(dir.join("plain.md"), note("draft", 2, "bread")).unwrap();
+    let out = env.ok(&["update"]);
+    assert!(!out.stderr.contains("qmd.metadata"), "{}", out.stderr);
+    let status = env.ok(&["status"]);
+    assert!(status.stdout.contains("Metadata: 3 documents with qmd.metadata\n"), "{}", status.stdout);
+    let drafts =
+        env.ok(&["search", "sourdough", "--json", "--filter", r#"{"key":"status","operator":"eq","value":"draft"}"#]);
+    assert_eq!(files(&drafts.stdout), ["qmd://notes/bad.md", "qmd://notes/plain.md"]);
+}

@@ -105,6 +105,8 @@ fn index_status(s: crate::IndexStatus) -> wit::IndexStatus {
         generation: s.generation,
         global_context: s.global_context,
         newest_document: s.newest_document,
+        with_metadata: s.with_metadata,
+        invalid_metadata: s.invalid_metadata,
         collections: s
             .collections
             .into_iter()

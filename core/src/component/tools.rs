@@ -100,6 +100,10 @@ fn progress_fn() -> impl FnMut(&str, u64, u64) {
     return |_: &str, _: u64, _: u64| {};
 }
 
+fn skipped_file(s: crate::api::SkippedFile) -> wit::SkippedFile {
+    wit::SkippedFile { path: s.path, reason: s.reason }
+}
+
 fn update_report(report: crate::UpdateReport) -> wit::UpdateReport {
     wit::UpdateReport {
         collections: report
@@ -111,7 +115,8 @@ fn update_report(report: crate::UpdateReport) -> wit::UpdateReport {
                 updated: c.updated,
                 unchanged: c.unchanged,
                 removed: c.removed,
-                skipped: c.skipped.into_iter().map(|s| wit::SkippedFile { path: s.path, reason: s.reason }).collect(),
+                skipped: c.skipped.into_iter().map(skipped_file).collect(),
+                invalid_metadata: c.invalid_metadata.into_iter().map(skipped_file).collect(),
                 error: c.error,
             })
             .collect(),

@@ -112,6 +112,7 @@ impl Engine {
             // Re-add under the new name: the path field (`collection/path`) is indexed text.
             let body = index.body(entry)?;
             let r = &entry.record;
+            let metadata = index.metadata_of(entry.address, &r.path, &body);
             writer.delete(entry.address);
             writer.add(&DocInput {
                 collection: new,
@@ -120,6 +121,7 @@ impl Engine {
                 hash: &r.hash,
                 modified_ms: r.modified_ms,
                 body: &body,
+                metadata: &metadata,
             })?;
         }
         if let Some(&time) = index.manifest.last_update.get(old) {

@@ -232,7 +232,15 @@ impl Engine {
             Some(set) => (set.manifest.rows(), Some(set.manifest.model.clone())),
         };
         let newest_document = index.catalog()?.iter().map(|e| e.record.modified_ms).max();
+        let (mut with_metadata, mut invalid_metadata) = (0, 0);
+        for entry in index.catalog()? {
+            let extraction = index.metadata(entry.address)?;
+            with_metadata += u32::from(!extraction.metadata.is_empty());
+            invalid_metadata += u32::from(extraction.error.is_some());
+        }
         Ok(IndexStatus {
+            with_metadata,
+            invalid_metadata,
             newest_document,
             total_documents: total,
             needs_embedding,

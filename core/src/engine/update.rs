@@ -187,6 +187,10 @@ impl Engine {
                     None => stats.added += 1,
                 }
                 let title = extract_title(&text, rel);
+                let metadata = crate::metadata::extract(rel, &text);
+                if let Some(error) = &metadata.error {
+                    stats.invalid_metadata.push(SkippedFile { path: rel.clone(), reason: error.clone() });
+                }
                 writer.add(&DocInput {
                     collection: &collection.name,
                     path: rel,
@@ -194,6 +198,7 @@ impl Engine {
                     hash: &hash,
                     modified_ms: file.modified_ms,
                     body: &text,
+                    metadata: &metadata,
                 })?;
             }
             progress(&collection.name, total, total);

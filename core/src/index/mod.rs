@@ -75,13 +75,19 @@ impl Index {
         }
     }
 
-    /// A document's `qmd.metadata`, read from its stored text (the whole
-    /// file, frontmatter included) on first need and kept for this view.
+    /// A document's `qmd.metadata`, as its segment stored it (or, for a
+    /// segment from before that, read from its stored text), kept for
+    /// this view.
     pub fn metadata(&self, address: DocAddress) -> Result<Rc<Extraction>> {
         if let Some(known) = self.metadata.borrow().get(&address) {
             return Ok(known.clone());
         }
         let segment = &self.segments[address.segment];
+        if let Some(stored) = segment.stored_metadata(address.doc)? {
+            let stored = Rc::new(stored);
+            self.metadata.borrow_mut().insert(address, stored.clone());
+            return Ok(stored);
+        }
         let record = segment.doc(address.doc)?;
         Ok(self.metadata_of(address, &record.path, &segment.body(&record)?))
     }
@@ -165,5 +171,54 @@ impl Index {
     pub fn size_bytes(&self) -> u64 {
         self.manifest.files().iter().filter_map(|f| self.dir.size(f).ok()).sum::<u64>()
             + self.dir.size(manifest::MANIFEST).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::directory::RamDirectory;
+    use crate::index::segment::{DocInput, SegmentBuilder};
+    use crate::metadata::extract;
+
+    const NOTES: [(&str, &str); 3] = [
+        ("a.md", "---\nqmd:\n  metadata:\n    status: published\n    topics: [rust, wasm]\n---\n# A\n"),
+        ("b.md", "---\nqmd:\n  metadata:\n    gone: null\n---\n# B\n"),
+        ("c.md", "# C, none\n"),
+    ];
+
+    /// One segment of [`NOTES`]; `stored: false` cuts it to the layout of
+    /// segments written before metadata was stored.
+    fn index(stored: bool) -> Index {
+        let mut builder = SegmentBuilder::new();
+        for (path, body) in NOTES {
+            let metadata = extract(path, body);
+            let doc =
+                DocInput { collection: "c", path, title: "", hash: "", modified_ms: 0, body, metadata: &metadata };
+            builder.add(&doc);
+        }
+        let (mut bytes, mut meta) = builder.finish("seg-000000.qseg").unwrap();
+        if !stored {
+            let at = meta.sections.iter().position(|s| s.name == "metaoffs").unwrap();
+            bytes.truncate(meta.sections[at].offset as usize);
+            meta.sections.truncate(at);
+        }
+        let dir = RamDirectory::new();
+        dir.write(&meta.file, &bytes).unwrap();
+        let manifest = Manifest { format: FORMAT_VERSION, next_segment: 1, segments: vec![meta], ..Default::default() };
+        validate::check(&manifest).unwrap();
+        Index::from_manifest(Rc::new(dir), manifest)
+    }
+
+    #[test]
+    fn metadata_is_stored_and_older_segments_read_it_from_the_text() {
+        for stored in [true, false] {
+            let index = index(stored);
+            for (doc, (path, body)) in NOTES.iter().enumerate() {
+                let address = DocAddress { segment: 0, doc: doc as u32 };
+                assert_eq!(*index.metadata(address).unwrap(), extract(path, body), "{path}, stored: {stored}");
+                assert_eq!(index.segments[0].stored_metadata(doc as u32).unwrap().is_some(), stored);
+            }
+        }
     }
 }

@@ -6,8 +6,21 @@ use super::manifest::{Manifest, SegmentMeta};
 use super::segment::TERMINFO_WIDTH;
 
 /// The sections of a text segment, in file order.
-pub const SECTIONS: [&str; 9] =
-    ["terms", "terminfo", "postings", "positions", "doclen", "doccoll", "docoffs", "docs", "bodies"];
+pub const SECTIONS: [&str; 11] = [
+    "terms",
+    "terminfo",
+    "postings",
+    "positions",
+    "doclen",
+    "doccoll",
+    "docoffs",
+    "docs",
+    "bodies",
+    "metaoffs",
+    "metadata",
+];
+/// A segment written before metadata was stored ends after `bodies`.
+const SECTIONS_BEFORE_METADATA: usize = 9;
 
 /// The number in a file name `<prefix>NNNNNN<suffix>`.
 pub fn file_number(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
@@ -67,7 +80,7 @@ fn check_segment(s: &SegmentMeta, generation: u64) -> Result<(), String> {
         return Err(format!("{} collections", s.collections.len()));
     }
     let names: Vec<&str> = s.sections.iter().map(|x| x.name.as_str()).collect();
-    if names != SECTIONS {
+    if names != SECTIONS && names != SECTIONS[..SECTIONS_BEFORE_METADATA] {
         return Err(format!("sections {names:?}"));
     }
     let docs = u64::from(s.docs);
@@ -76,7 +89,7 @@ fn check_segment(s: &SegmentMeta, generation: u64) -> Result<(), String> {
         let expected = match section.name.as_str() {
             "doclen" => Some(docs * 4),
             "doccoll" => Some(docs * 2),
-            "docoffs" => Some((docs + 1) * 4),
+            "docoffs" | "metaoffs" => Some((docs + 1) * 4),
             _ => None,
         };
         if expected.is_some_and(|e| e != section.len)

@@ -205,6 +205,8 @@ fn merge_segments(dir: &Rc<dyn Directory>, manifest: &mut Manifest, picked: &[us
             }
             let record = reader.doc(doc)?;
             let body = reader.body(&record)?;
+            let metadata =
+                reader.stored_metadata(doc)?.unwrap_or_else(|| crate::metadata::extract(&record.path, &body));
             builder.add(&DocInput {
                 collection: &record.collection,
                 path: &record.path,
@@ -212,6 +214,7 @@ fn merge_segments(dir: &Rc<dyn Directory>, manifest: &mut Manifest, picked: &[us
                 hash: &record.hash,
                 modified_ms: record.modified_ms,
                 body: &body,
+                metadata: &metadata,
             });
             if builder.text_bytes() >= SEGMENT_TEXT_BYTES {
                 written.push(write_segment(dir.as_ref(), manifest, std::mem::take(&mut builder))?);

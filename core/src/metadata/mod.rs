@@ -6,6 +6,7 @@
 
 pub mod filter;
 pub mod frontmatter;
+pub mod stored;
 
 use std::collections::BTreeMap;
 

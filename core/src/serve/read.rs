@@ -135,6 +135,8 @@ pub(super) fn status(engine: &Engine) -> HttpResponse {
             "needsEmbedding": status.needs_embedding,
             "hasVectorIndex": status.has_vector_index,
             "vectors": status.vectors,
+            "withMetadata": status.with_metadata,
+            "invalidMetadata": status.invalid_metadata,
             "generation": status.generation,
             "collections": collections,
         }),

@@ -11,6 +11,7 @@ use super::format::{FileId, Meta, ShardRef, encode_shard, file_id, id_hex};
 use crate::directory::{Directory, RamDirectory};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::{DocInput, SegmentBuilder, SegmentReader};
+use crate::metadata::Extraction;
 
 /// A heading with an anchor: where a sub-result links to.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq)]
@@ -121,6 +122,8 @@ impl SiteBuilder {
             hash: "",
             modified_ms: 0,
             body: &page.text,
+            // The bundle keeps pages' metadata in its own files.
+            metadata: &Extraction::default(),
         });
         for (key, value) in &page.filters {
             let docs = self.filters.entry(key.clone()).or_default().entry(value.clone()).or_default();

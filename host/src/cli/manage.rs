@@ -81,12 +81,35 @@ fn print_report(report: &UpdateReport, roots: &[CollectionRoot]) -> bool {
             eprintln!("Skipped qmd://{}/{path} ({reason})", shown(&c.name));
         }
     }
+    print_invalid_metadata(report);
     for c in &report.collections {
         if let Some(error) = &c.error {
             eprintln!("Error: collection '{}' was not updated: {}", shown(&c.name), shown(error));
         }
     }
     report.collections.iter().all(|c| c.error.is_none())
+}
+
+/// qmd's warning for files whose `qmd.metadata` frontmatter is invalid
+/// (indexed, left out of filtered searches), then the first few of them
+/// with the reason, which qmd keeps to itself.
+fn print_invalid_metadata(report: &UpdateReport) {
+    const SHOWN: usize = 10;
+    let invalid: Vec<_> =
+        report.collections.iter().flat_map(|c| c.invalid_metadata.iter().map(move |f| (&c.name, f))).collect();
+    if invalid.is_empty() {
+        return;
+    }
+    eprintln!(
+        "⚠ {} file(s) have invalid qmd.metadata frontmatter and are excluded from filtered search",
+        invalid.len()
+    );
+    for (collection, file) in invalid.iter().take(SHOWN) {
+        eprintln!("  qmd://{}/{}: {}", shown(collection), shown(&file.path), shown(&file.reason));
+    }
+    if invalid.len() > SHOWN {
+        eprintln!("  … and {} more", invalid.len() - SHOWN);
+    }
 }
 
 /// The skipped entries as lines to print: `(path, reason)`, escaped. Inside
@@ -477,6 +500,13 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     println!("  Vectors:  {} embedded", s.vectors);
     if s.needs_embedding > 0 {
         println!("  Pending:  {} need embedding (run 'qmd embed')", s.needs_embedding);
+    }
+    if s.with_metadata > 0 || s.invalid_metadata > 0 {
+        let invalid = match s.invalid_metadata {
+            0 => String::new(),
+            n => format!(" ({n} with invalid qmd.metadata frontmatter, excluded from --filter searches)"),
+        };
+        println!("  Metadata: {} documents with qmd.metadata{invalid}", s.with_metadata);
     }
     println!("  Segments: {} (generation {})", s.segments, s.generation);
     if let Some(latest) = s.collections.iter().filter_map(|c| c.last_updated).max() {

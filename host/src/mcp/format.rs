@@ -85,6 +85,8 @@ pub fn status_json(status: &IndexStatus, now_ms: i64) -> Value {
         "totalDocuments": status.total_documents,
         "needsEmbedding": status.needs_embedding,
         "hasVectorIndex": status.has_vector_index,
+        "withMetadata": status.with_metadata,
+        "invalidMetadata": status.invalid_metadata,
         "collections": status.collections.iter().map(|c| json!({
             "name": c.name,
             "path": c.path,

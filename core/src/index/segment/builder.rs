@@ -7,6 +7,7 @@ use crate::analysis::analyze;
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::codec::{put_bytes, put_vint};
 use crate::index::manifest::{Section, SegmentMeta};
+use crate::metadata::{Extraction, stored};
 
 /// A document as it goes into a segment.
 pub struct DocInput<'a> {
@@ -16,6 +17,8 @@ pub struct DocInput<'a> {
     pub hash: &'a str,
     pub modified_ms: i64,
     pub body: &'a str,
+    /// Its `qmd.metadata` (see [`crate::metadata::extract`]).
+    pub metadata: &'a Extraction,
 }
 
 #[derive(Default)]
@@ -36,6 +39,8 @@ pub struct SegmentBuilder {
     doc_offsets: Vec<u32>,
     docs: Vec<u8>,
     bodies: Vec<u8>,
+    meta_offsets: Vec<u32>,
+    metadata: Vec<u8>,
     tokens: u64,
     /// Text bytes added, for splitting large updates into several segments.
     text_bytes: usize,
@@ -122,6 +127,8 @@ impl SegmentBuilder {
         put_vint(&mut self.docs, stored.len() as u64);
         self.docs.extend_from_slice(&crc32fast::hash(&stored).to_le_bytes());
         self.bodies.extend_from_slice(&stored);
+        self.meta_offsets.push(self.metadata.len() as u32);
+        self.metadata.extend_from_slice(&stored::encode(doc.metadata));
         ord
     }
 
@@ -145,6 +152,7 @@ impl SegmentBuilder {
         let fst = fst.into_inner().map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
 
         self.doc_offsets.push(self.docs.len() as u32);
+        self.meta_offsets.push(self.metadata.len() as u32);
         let le32 = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         let doccoll: Vec<u8> = self.doc_colls.iter().flat_map(|x| x.to_le_bytes()).collect();
 
@@ -160,6 +168,8 @@ impl SegmentBuilder {
             ("docoffs", &le32(&self.doc_offsets)),
             ("docs", &self.docs),
             ("bodies", &self.bodies),
+            ("metaoffs", &le32(&self.meta_offsets)),
+            ("metadata", &self.metadata),
         ] {
             sections.push(Section {
                 name: name.to_string(),

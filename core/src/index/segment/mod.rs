@@ -14,6 +14,10 @@
 //! docs       per doc: path, title (vint-prefixed), hash (32 raw bytes), mtime i64,
 //!            size, body offset, body length (vints), crc32 of the stored body u32
 //! bodies     per doc: lz4 blocks of at most 1 MiB of text (see `body.rs`)
+//! metaoffs   per doc (+1 sentinel): u32 offset into `metadata`
+//! metadata   per doc: its `qmd.metadata` (see `metadata/stored.rs`); empty
+//!            for most. Segments written before it have neither section:
+//!            their documents' metadata is read from the stored text.
 //! ```
 //! Section offsets, lengths and crc32s are in the manifest, so opening an
 //! index reads nothing but the manifest. Sections read whole are checked

@@ -10,6 +10,7 @@ use crate::directory::Directory;
 use crate::error::{Error, Result};
 use crate::index::codec::{get_bytes, get_vint, u32_at};
 use crate::index::manifest::SegmentMeta;
+use crate::metadata::{Extraction, stored};
 
 /// Where a term's postings and positions are, with their checksums.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +44,8 @@ pub struct SegmentReader {
     doccoll: OnceCell<Vec<u8>>,
     docoffs: OnceCell<Vec<u8>>,
     docs: OnceCell<Vec<u8>>,
+    metaoffs: OnceCell<Vec<u8>>,
+    metadata: OnceCell<Vec<u8>>,
     deleted: OnceCell<Vec<u8>>,
     /// Set once the file was found to be as long as the manifest says.
     size_checked: OnceCell<()>,
@@ -71,6 +74,8 @@ impl SegmentReader {
             doccoll: OnceCell::new(),
             docoffs: OnceCell::new(),
             docs: OnceCell::new(),
+            metaoffs: OnceCell::new(),
+            metadata: OnceCell::new(),
             deleted: OnceCell::new(),
             size_checked: OnceCell::new(),
             verify_checksums: true,
@@ -319,6 +324,20 @@ impl SegmentReader {
         let body_crc32 = u32_at(docs.get(pos..).ok_or_else(bad)?, 0).ok_or_else(bad)?;
         let collection = self.meta.collections.get(self.doc_collection(doc)? as usize).cloned().ok_or_else(bad)?;
         Ok(DocRecord { collection, path, title, hash, modified_ms, size, body_offset, body_len, body_crc32 })
+    }
+
+    /// A document's stored `qmd.metadata`; `None` for a segment written
+    /// before segments stored it (the caller reads the text instead).
+    pub fn stored_metadata(&self, doc: u32) -> Result<Option<Extraction>> {
+        if !self.meta.sections.iter().any(|s| s.name == "metadata") {
+            return Ok(None);
+        }
+        let offsets = cached(&self.metaoffs, || self.section("metaoffs"))?;
+        let data = cached(&self.metadata, || self.section("metadata"))?;
+        let bad = || self.corrupt("bad metadata record");
+        let (start, end) = u32_at(offsets, doc as usize).zip(u32_at(offsets, doc as usize + 1)).ok_or_else(bad)?;
+        let bytes = data.get(start as usize..end as usize).ok_or_else(bad)?;
+        stored::decode(bytes).map(Some).ok_or_else(bad)
     }
 
     /// A document's text, verified against its checksum.
