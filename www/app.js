@@ -210,7 +210,16 @@ async function removeCollection(name) {
 
 function searchOptions() {
   const scope = $('scope').value;
-  return { collections: scope ? [scope] : [], limit: 10 };
+  const options = { collections: scope ? [scope] : [], limit: 10 };
+  const filter = $('filter').value.trim();
+  if (filter) {
+    try {
+      options.filter = JSON.parse(filter);
+    } catch (e) {
+      throw new Error(`Invalid filter JSON: ${e.message}`);
+    }
+  }
+  return options;
 }
 
 async function runSearch() {
@@ -281,6 +290,19 @@ function renderResults(items, query, mode, ms = 0, detail = null) {
     : '';
 }
 
+/** A result's qmd.metadata as `key: value` chips. */
+function metadataLine(metadata) {
+  const line = document.createElement('p');
+  line.className = 'metadata';
+  for (const [key, value] of Object.entries(metadata)) {
+    const chip = document.createElement('span');
+    chip.className = 'chip';
+    chip.textContent = `${key}: ${Array.isArray(value) ? value.join(', ') : value}`;
+    line.append(chip);
+  }
+  return line;
+}
+
 function resultItem(item, i, terms, detail) {
   const { hit } = item;
   const li = document.createElement('li');
@@ -311,6 +333,7 @@ function resultItem(item, i, terms, detail) {
   path.textContent = `qmd://${hit.collection}/${hit.path} · #${hit.docid}`;
   li.append(head, path);
 
+  if (hit.metadata) li.append(metadataLine(hit.metadata));
   if (hit.context) {
     const context = document.createElement('p');
     context.className = 'context';
@@ -530,6 +553,7 @@ $('q').addEventListener('input', () => {
   typing = setTimeout(() => runSearch().catch((e) => showNotice(e.message)), 40);
 });
 $('scope').addEventListener('change', () => runSearch().catch((e) => showNotice(e.message)));
+$('filter').addEventListener('change', () => runSearch().catch((e) => showNotice(e.message)));
 $('search-form').addEventListener('submit', (e) => {
   e.preventDefault();
   if (state.selected >= 0 && state.results[state.selected]) {
@@ -621,14 +645,18 @@ window.qmd = {
   ready,
   addFolder: async (handle, name) => (await ready, addFolder(handle, name)),
   update: async () => (await ready, update()),
-  search: async (query) => {
+  // As typed into the page: `options.filter` (a metadata filter tree)
+  // goes into the filter box, which is cleared without one.
+  search: async (query, options = {}) => {
     await ready;
     $('q').value = query;
+    $('filter').value = options.filter ? JSON.stringify(options.filter) : '';
     return runSearch();
   },
-  hybrid: async (query) => {
+  hybrid: async (query, options = {}) => {
     await ready;
     $('q').value = query;
+    $('filter').value = options.filter ? JSON.stringify(options.filter) : '';
     return runHybrid();
   },
   open: (hit) => openDocument(hit),

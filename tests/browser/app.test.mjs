@@ -14,11 +14,13 @@ const queries = evalQueries();
 let server;
 let browser;
 let cliEnv;
+let cliHome;
 let firstReport;
 
 before(async () => {
   const { env, home } = isolatedEnv();
   cliEnv = env;
+  cliHome = home;
   // The CLI indexes the same files, copied so that both see identical bytes.
   cli(cliEnv, ['collection', 'add', writeFolder(path.join(home, 'eval-docs'), docs), '--name', 'eval']);
   server = await serveApp(env);
@@ -120,6 +122,58 @@ test('a second tab on the same index is refused with a clear message', async () 
   await assert.rejects(second.evaluate(() => window.qmd.ready), /open in another tab/);
   assert.match(await second.locator('#notice').textContent(), /open in another tab/);
   await second.close();
+});
+
+test('metadata filters narrow search and hybrid as the CLI does; results show the metadata', async () => {
+  const note = (status, priority, topics) =>
+    `---\nqmd:\n  metadata:\n    status: ${status}\n    priority: ${priority}\n    topics: [${topics}]\n---\n` +
+    `# Sourdough ${status} ${priority}\n\nSourdough bread with flour, water and salt.\n`;
+  const notes = {
+    'a.md': note('published', 3, 'baking, bread'),
+    'b.md': note('draft', 1, 'bread'),
+    'c.md': note('published', 8, 'baking'),
+    'plain.md': '# Plain\n\nSourdough bread, no frontmatter.\n',
+    'bad.md': '---\nqmd:\n  metadata:\n    when: [1, a]\n---\n# Bad\n\nSourdough bread.\n',
+  };
+  cli(cliEnv, ['collection', 'add', writeFolder(path.join(cliHome, 'meta-notes'), notes), '--name', 'meta']);
+  const { page } = browser;
+  await stageFolder(page, 'meta-notes', notes);
+  const report = await addStagedFolder(page, 'meta-notes', 'meta');
+  const added = report.collections.find((c) => c.name === 'meta');
+  assert.deepEqual(added.invalid_metadata.map((f) => f.path), ['bad.md']);
+  assert.match(await page.locator('#result-summary').textContent(), /1 with invalid qmd\.metadata frontmatter/);
+
+  const files = (hits) => hits.map((h) => `qmd://${h.collection}/${h.path}`).sort();
+  const filters = [
+    { key: 'status', operator: 'eq', value: 'published' },
+    { and: [{ key: 'status', operator: 'eq', value: 'published' }, { key: 'priority', operator: 'gt', value: 5 }] },
+    { or: [{ key: 'topics', operator: 'all', value: ['baking', 'bread'] }, { not: { key: 'status', operator: 'exists', value: true } }] },
+  ];
+  for (const filter of filters) {
+    const native = cli(cliEnv, ['search', 'sourdough', '--json', '--filter', JSON.stringify(filter)]);
+    const web = await page.evaluate((filter) => window.qmd.search('sourdough', { filter }), filter);
+    assert.ok(web.length > 0, JSON.stringify(filter));
+    assert.deepEqual(files(web), native.map((h) => h.file).sort(), `search ${JSON.stringify(filter)}`);
+    const hybrid = await page.evaluate((filter) => window.qmd.hybrid('sourdough bread', { filter }), filter);
+    const nativeQuery = cli(cliEnv, ['query', 'sourdough bread', '--json', '--no-rerank', '--no-expand', '--filter', JSON.stringify(filter)]);
+    assert.deepEqual(files(hybrid.hits.map((h) => h.hit)), nativeQuery.map((h) => h.file).sort(), `query ${JSON.stringify(filter)}`);
+  }
+  // Results carry and show the metadata; the limit counts passing documents.
+  const [c] = await page.evaluate(() => window.qmd.search('sourdough', { filter: { key: 'priority', operator: 'gte', value: 8 } }));
+  assert.deepEqual(c.metadata, { priority: 8, status: 'published', topics: ['baking'] });
+  assert.deepEqual(await page.locator('#results .result').first().locator('.metadata .chip').allTextContents(),
+    ['priority: 8', 'status: published', 'topics: baking']);
+  // Without a filter: every document, bad.md and plain.md included.
+  assert.equal((await page.evaluate(() => window.qmd.search('sourdough'))).length, 5);
+  // A bad filter is refused with qmd's message, shown on the page.
+  await assert.rejects(
+    page.evaluate(() => window.qmd.search('sourdough', { filter: { key: 'status', operator: 'exists', value: 'yes' } })),
+    /Invalid metadata filter at \$\.value: 'exists' requires a boolean value/,
+  );
+  await page.fill('#filter', '{status: published}');
+  await page.dispatchEvent('#filter', 'change');
+  await page.waitForFunction(() => /Invalid filter JSON/.test(document.getElementById('notice').textContent));
+  await page.fill('#filter', '');
 });
 
 test('no request leaves the page origin', () => {

@@ -155,6 +155,56 @@ test('the widget and `qmd search` agree on the top 3 for all 24 eval queries', a
   assert.deepEqual(browser.errors, []);
 });
 
+test('metadata filters keep the pages `qmd search --filter` keeps; the metadata file loads only for them', async () => {
+  const note = (status, priority) =>
+    `---\nqmd:\n  metadata:\n    status: ${status}\n    priority: ${priority}\n---\n# Sourdough ${status}\n\nSourdough bread.\n`;
+  const notes = {
+    'a.md': note('published', 3),
+    'b.md': note('draft', 9),
+    'c.md': note('published', 8),
+    'plain.md': '# Plain\n\nSourdough bread, no frontmatter.\n',
+    'bad.md': '---\nqmd:\n  metadata:\n    when: [1, a]\n---\n# Bad\n\nSourdough bread.\n',
+  };
+  const { home } = isolatedEnv();
+  const docs = writeFolder(path.join(home, 'meta-notes'), notes);
+  cli(cliEnv, ['collection', 'add', docs, '--name', 'meta']);
+  const built = execFileSync(qmdBin, ['site', 'build', docs, '--out', path.join(site, 'meta'), '--name', 'meta', '--base-url', '/meta'], {
+    encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  assert.match(built, /Indexed 5 markdown pages/);
+  const { page } = browser;
+  await page.goto(`${origin}/index.html`);
+  browser.requests.length = 0;
+  const run = (query, options) => urls(page, '/meta/qmd/', query, options);
+  assert.equal((await run('sourdough')).length, 5);
+  assert.ok(!bundleRequests().some((p) => p.startsWith('/meta/qmd/m/')), 'an unfiltered search does not load metadata');
+  const filters = [
+    { key: 'status', operator: 'eq', value: 'published' },
+    { and: [{ key: 'priority', operator: 'gt', value: 5 }, { not: { key: 'status', operator: 'eq', value: 'draft' } }] },
+    { key: 'status', operator: 'exists', value: false },
+  ];
+  for (const filter of filters) {
+    const native = cli(cliEnv, ['search', 'sourdough', '--json', '-c', 'meta', '--filter', JSON.stringify(filter)]);
+    const expected = native.map((h) => `/meta/${h.file.replace(/^qmd:\/\/meta\//, '').replace(/\.md$/, '.html')}`).sort();
+    assert.ok(expected.length > 0, JSON.stringify(filter));
+    assert.deepEqual((await run('sourdough', { filter })).sort(), expected, JSON.stringify(filter));
+  }
+  assert.equal(bundleRequests().filter((p) => p.startsWith('/meta/qmd/m/')).length, 1, 'the metadata file is fetched once');
+  const data = await page.evaluate(async () => {
+    const { results } = await window.apis['/meta/qmd/'].search('sourdough', { filter: { key: 'priority', operator: 'gte', value: 8 } });
+    return Promise.all(results.map((r) => r.data()));
+  });
+  assert.deepEqual(data.map((d) => d.metadata).sort((a, b) => a.priority - b.priority), [
+    { priority: 8, status: 'published' },
+    { priority: 9, status: 'draft' },
+  ]);
+  await assert.rejects(
+    run('sourdough', { filter: { key: 'status', operator: 'near', value: 1 } }),
+    /Invalid metadata filter at \$[^:]*: unknown operator 'near'/,
+  );
+  assert.deepEqual(browser.errors, []);
+});
+
 test('the semantic tier finds pages by meaning, and nothing for a query about nothing', async () => {
   const { page } = browser;
   await page.goto(`${origin}/index.html`);

@@ -23,6 +23,7 @@ use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Function, Object, Promise};
 use qmd_core::collection::PathFilter;
+use qmd_core::metadata::Filter;
 use qmd_core::source::FileStat;
 use qmd_core::{
     EmbedJob, EmbedOptions, EmbedReport, Engine, Error, GetError, GetRequest, QueryModels, QueryRequest, QueryStep,
@@ -108,17 +109,22 @@ struct SearchArgs {
     /// `query` only: false keeps qmd's fallback expansion even with a
     /// model loaded (`--no-expand`).
     expand: Option<bool>,
+    /// A metadata filter tree (`--filter`), as an object.
+    filter: Option<serde_json::Value>,
 }
 
 impl SearchArgs {
-    fn options(self, default_limit: usize) -> SearchOptions {
-        SearchOptions {
+    fn options(self, default_limit: usize) -> Result<SearchOptions, JsError> {
+        let filter =
+            self.filter.map(|tree| Filter::parse(&tree)).transpose().map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(SearchOptions {
             collections: self.collections,
             limit: self.limit.unwrap_or(default_limit),
             min_score: self.min_score.unwrap_or(0.0),
             full: self.full,
+            filter,
             ..SearchOptions::default()
-        }
+        })
     }
 }
 
@@ -283,7 +289,7 @@ impl QmdIndex {
 
     /// BM25 keyword search (`qmd search`).
     pub fn search(&self, query: String, options: JsValue) -> Result<JsValue, JsError> {
-        let options = from_value::<SearchArgs>(options)?.options(5);
+        let options = from_value::<SearchArgs>(options)?.options(5)?;
         to_value(&self.inner.engine.search(&query, &options).map_err(to_js)?)
     }
 
@@ -316,7 +322,7 @@ impl QmdIndex {
             let request = QueryRequest {
                 query: Some(query),
                 parse_document: true,
-                options: args.options(10),
+                options: args.options(10)?,
                 rerank: reranker.is_some(),
                 ..QueryRequest::default()
             };

@@ -120,12 +120,18 @@ export class QmdSearch {
    * @param {string} query
    * With a semantic tier in the bundle, keyword and semantic results are
    * fused (RRF) unless `semantic: false`.
-   * @param {{limit?: number, filters?: Record<string, string|string[]>, semantic?: boolean}} [options]
+   * `filter` is a qmd.metadata filter tree, as the CLI's `--filter` takes
+   * it (`{key, operator, value}` leaves under `and`/`or`/`not`): only
+   * pages whose frontmatter passes are kept, before the limit.
+   * @param {{limit?: number, filters?: Record<string, string|string[]>, filter?: object, semantic?: boolean}} [options]
    * @returns {Promise<{results: Array<{doc: number, score: number, data: () => Promise<object>}>}>}
    */
-  async search(query, { limit = 10, filters = {}, semantic = true } = {}) {
+  async search(query, { limit = 10, filters = {}, filter = null, semantic = true } = {}) {
     await this.init();
     const e = this.engine;
+    const tree = filter ? JSON.stringify(filter) : '';
+    const metadata = filter ? e.call('qmd_metadata_needs') : '';
+    if (metadata) await this.load(metadata);
     await Promise.all(lines(e.call('qmd_needs', ...e.text(query))).map((name) => this.load(name)));
     const hybrid = semantic && this.semantic;
     // The vocabulary, then the query's token rows, then its clusters.
@@ -137,7 +143,7 @@ export class QmdSearch {
     const filterLines = Object.entries(filters)
       .flatMap(([key, values]) => [values].flat().map((value) => `${key}=${value}`))
       .join('\n');
-    const out = e.call(hybrid ? 'qmd_hybrid' : 'qmd_search', ...e.text(query), limit, ...e.text(filterLines));
+    const out = e.call(hybrid ? 'qmd_hybrid' : 'qmd_search', ...e.text(query), limit, ...e.text(filterLines), ...e.text(tree));
     const results = lines(out).map((line) => {
       const [fragment, score, doc] = line.split('\t');
       let data;
@@ -161,6 +167,7 @@ export class QmdSearch {
       title: page.title,
       excerpt: main?.excerpt ?? [],
       filters: page.filters,
+      metadata: page.metadata ?? {},
       sub_results: sections.map(({ anchor, excerpt }) => {
         const a = page.anchors[Number(anchor)];
         return { url: `${page.url}#${encodeURIComponent(a.id)}`, title: a.text, excerpt };
@@ -183,7 +190,7 @@ export class QmdSearch {
 // ---------------------------------------------------------------------------
 // <qmd-search>: a search box with results. Attributes: `bundle` (the qmd/
 // folder, default this module's), `placeholder`, `page-size` (5), `filters`
-// ("key:value, key:value"). Themed with CSS custom properties:
+// ("key:value, key:value"), `filter` (a qmd.metadata filter tree, JSON). Themed with CSS custom properties:
 // --qmd-font, --qmd-text, --qmd-muted, --qmd-bg, --qmd-border, --qmd-accent,
 // --qmd-mark, --qmd-radius, --qmd-width; parts: input, results, result.
 
@@ -261,7 +268,8 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     if (!query.trim()) return this.clear();
     this.status.textContent = 'Searching…';
     try {
-      const { results } = await this.api().search(query, { limit: 100, filters: this.filters() });
+      const filter = this.hasAttribute('filter') ? JSON.parse(this.getAttribute('filter')) : null;
+      const { results } = await this.api().search(query, { limit: 100, filters: this.filters(), filter });
       if (seq !== this.seq) return; // a newer query is on its way
       this.results = results;
       this.shown = 0;

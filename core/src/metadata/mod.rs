@@ -78,6 +78,34 @@ impl Value {
 /// A document's metadata, by key.
 pub type Metadata = BTreeMap<String, Value>;
 
+/// Metadata back from the JSON object [`to_json`] writes; `None` for JSON
+/// that no extraction gives (an empty object included).
+pub fn from_json(json: serde_json::Value) -> Option<Metadata> {
+    fn scalar(json: serde_json::Value) -> Option<Scalar> {
+        match json {
+            serde_json::Value::String(s) => Some(Scalar::String(s)),
+            serde_json::Value::Number(n) => n.as_f64().map(Scalar::Number),
+            serde_json::Value::Bool(b) => Some(Scalar::Bool(b)),
+            _ => None,
+        }
+    }
+    fn value(json: serde_json::Value) -> Option<Value> {
+        match json {
+            serde_json::Value::Array(items) if !items.is_empty() => {
+                let list: Vec<Scalar> = items.into_iter().map(scalar).collect::<Option<_>>()?;
+                list.iter().all(|s| s.same_type(&list[0])).then_some(Value::List(list))
+            }
+            other => scalar(other).map(Value::One),
+        }
+    }
+    match json {
+        serde_json::Value::Object(map) if !map.is_empty() => {
+            map.into_iter().map(|(k, v)| Some((k, value(v)?))).collect()
+        }
+        _ => None,
+    }
+}
+
 /// `metadata` as a JSON object, as results carry it.
 pub fn to_json(metadata: &Metadata) -> serde_json::Value {
     serde_json::Value::Object(metadata.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())

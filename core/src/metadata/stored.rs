@@ -3,7 +3,7 @@
 //! for a document with neither metadata nor an error, else a tag byte and
 //! the metadata as compact JSON (`m`) or the error text (`e`).
 
-use super::{Extraction, Metadata, Scalar, Value};
+use super::{Extraction, Metadata};
 
 const TAG_METADATA: u8 = b'm';
 const TAG_ERROR: u8 = b'e';
@@ -30,32 +30,10 @@ pub fn decode(bytes: &[u8]) -> Option<Extraction> {
         TAG_ERROR => {
             Some(Extraction { metadata: Metadata::new(), error: Some(std::str::from_utf8(rest).ok()?.into()) })
         }
-        TAG_METADATA => match serde_json::from_slice(rest).ok()? {
-            serde_json::Value::Object(map) if !map.is_empty() => {
-                let metadata = map.into_iter().map(|(k, v)| Some((k, value(v)?))).collect::<Option<Metadata>>()?;
-                Some(Extraction { metadata, error: None })
-            }
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn value(json: serde_json::Value) -> Option<Value> {
-    match json {
-        serde_json::Value::Array(items) if !items.is_empty() => {
-            let list: Vec<Scalar> = items.into_iter().map(scalar).collect::<Option<_>>()?;
-            list.iter().all(|s| s.same_type(&list[0])).then_some(Value::List(list))
+        TAG_METADATA => {
+            let metadata = super::from_json(serde_json::from_slice(rest).ok()?)?;
+            Some(Extraction { metadata, error: None })
         }
-        other => scalar(other).map(Value::One),
-    }
-}
-
-fn scalar(json: serde_json::Value) -> Option<Scalar> {
-    match json {
-        serde_json::Value::String(s) => Some(Scalar::String(s)),
-        serde_json::Value::Number(n) => n.as_f64().map(Scalar::Number),
-        serde_json::Value::Bool(b) => Some(Scalar::Bool(b)),
         _ => None,
     }
 }

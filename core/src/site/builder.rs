@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
-use super::format::{FileId, Meta, ShardRef, encode_shard, file_id, id_hex};
+use super::format::{FileId, Meta, ShardRef, encode_shard, file_id, id_hex, metadata_name};
 use crate::directory::{Directory, RamDirectory};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::{DocInput, SegmentBuilder, SegmentReader};
@@ -36,6 +36,8 @@ pub struct SitePage {
     pub anchors: Vec<Anchor>,
     /// `key → value` pairs the page can be filtered by (e.g. `lang`).
     pub filters: Vec<(String, String)>,
+    /// Its `qmd.metadata` (markdown pages), for metadata filters.
+    pub metadata: Extraction,
 }
 
 /// What the page fetches for a shown result.
@@ -46,6 +48,17 @@ struct Fragment<'a> {
     text: &'a str,
     anchors: &'a [Anchor],
     filters: BTreeMap<&'a str, &'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<serde_json::Value>,
+}
+
+/// The bundle's metadata file: each page's `qmd.metadata` by ordinal, and
+/// the pages whose frontmatter was invalid (in no filtered result, as in
+/// the CLI).
+#[derive(Serialize, serde::Deserialize, Default)]
+pub struct MetadataFile {
+    pub docs: BTreeMap<u32, serde_json::Value>,
+    pub invalid: Vec<u32>,
 }
 
 /// Build settings.
@@ -92,6 +105,7 @@ pub struct SiteBuilder {
     segment: SegmentBuilder,
     fragments: Vec<Vec<u8>>,
     filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
+    metadata: MetadataFile,
 }
 
 impl SiteBuilder {
@@ -103,6 +117,7 @@ impl SiteBuilder {
             segment: SegmentBuilder::new(),
             fragments: Vec::new(),
             filters: BTreeMap::new(),
+            metadata: MetadataFile::default(),
         }
     }
 
@@ -122,9 +137,15 @@ impl SiteBuilder {
             hash: "",
             modified_ms: 0,
             body: &page.text,
-            // The bundle keeps pages' metadata in its own files.
-            metadata: &Extraction::default(),
+            metadata: &page.metadata,
         });
+        let metadata = (!page.metadata.metadata.is_empty()).then(|| crate::metadata::to_json(&page.metadata.metadata));
+        if let Some(json) = &metadata {
+            self.metadata.docs.insert(doc, json.clone());
+        }
+        if page.metadata.error.is_some() {
+            self.metadata.invalid.push(doc);
+        }
         for (key, value) in &page.filters {
             let docs = self.filters.entry(key.clone()).or_default().entry(value.clone()).or_default();
             // A page that names the same value twice counts once.
@@ -138,6 +159,7 @@ impl SiteBuilder {
             text: &page.text,
             anchors: &page.anchors,
             filters: page.filters.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+            metadata,
         };
         let json = serde_json::to_vec(&fragment).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
         self.fragments.push(json);
@@ -193,9 +215,26 @@ impl SiteBuilder {
             }
             None => None,
         };
+        let metadata = match self.metadata.docs.is_empty() && self.metadata.invalid.is_empty() {
+            true => None,
+            false => {
+                let bytes =
+                    serde_json::to_vec(&self.metadata).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+                let id = file_id(&bytes);
+                files.push(SiteFile { name: metadata_name(&id), bytes });
+                Some(id)
+            }
+        };
         let shard_count = shards.len();
-        let meta =
-            Meta { docs: seg_meta.docs, tokens: seg_meta.tokens, fragments, doc_lens, shards, filters: self.filters };
+        let meta = Meta {
+            docs: seg_meta.docs,
+            tokens: seg_meta.tokens,
+            fragments,
+            doc_lens,
+            shards,
+            filters: self.filters,
+            metadata,
+        };
         let meta_bytes = meta.encode();
         let meta_name = format!("meta.{}.bin", id_hex(&file_id(&meta_bytes)));
         files.push(SiteFile { name: meta_name.clone(), bytes: meta_bytes });

@@ -46,6 +46,15 @@ pub struct Meta {
     pub doc_lens: Vec<u32>,
     pub shards: Vec<ShardRef>,
     pub filters: BTreeMap<String, FilterValues>,
+    /// The file of the pages' `qmd.metadata` (see [`metadata_name`]),
+    /// when any page has some: loaded only by a search with a metadata
+    /// filter.
+    pub metadata: Option<FileId>,
+}
+
+/// Name of the metadata file with id `id`.
+pub fn metadata_name(id: &FileId) -> String {
+    format!("m/{}.json", id_hex(id))
 }
 
 /// One term range: terms from `first` up to the next shard's first.
@@ -175,6 +184,10 @@ impl<'a> Cursor<'a> {
         Ok(bytes)
     }
 
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos == self.data.len()
+    }
+
     pub(crate) fn f32(&mut self) -> Parsed<f32> {
         Ok(f32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
@@ -223,6 +236,12 @@ impl Meta {
                 }
             }
         }
+        // Optional and last, so a bundle without metadata is byte for byte
+        // what it was before metadata existed.
+        if let Some(id) = &self.metadata {
+            put_vint(&mut out, 1);
+            out.extend_from_slice(id);
+        }
         out
     }
 
@@ -264,7 +283,12 @@ impl Meta {
             }
             filters.insert(key, values);
         }
-        Ok(Meta { docs, tokens, fragments, doc_lens, shards, filters })
+        let metadata = match c.at_end() {
+            true => None,
+            false if c.vint()? == 1 => Some(c.id()?),
+            false => return Err(FormatError("unknown field after the filters")),
+        };
+        Ok(Meta { docs, tokens, fragments, doc_lens, shards, filters, metadata })
     }
 
     /// The shard whose range holds `term`.
@@ -371,6 +395,7 @@ mod tests {
                 ShardRef { first: "zip".into(), terms: [8; 8], positions: [9; 8] },
             ],
             filters,
+            metadata: Some([11; 8]),
         }
     }
 
@@ -405,9 +430,19 @@ mod tests {
     #[test]
     fn damaged_files_are_errors_not_panics() {
         let bytes = meta().encode();
+        // The one cut that decodes: just before the optional metadata
+        // field, which a bundle without metadata leaves out.
+        let without = Meta { metadata: None, ..meta() };
+        let optional_from = without.encode().len();
         for cut in 0..bytes.len() {
-            assert!(Meta::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            match cut == optional_from {
+                true => assert_eq!(Meta::decode(&bytes[..cut]).unwrap(), without),
+                false => assert!(Meta::decode(&bytes[..cut]).is_err(), "cut at {cut}"),
+            }
         }
+        let mut unknown = without.encode();
+        unknown.push(2);
+        assert!(Meta::decode(&unknown).is_err(), "an unknown trailing field");
         for i in META_MAGIC.len()..bytes.len() {
             let mut damaged = bytes.clone();
             damaged[i] ^= 0xff;

@@ -87,7 +87,7 @@ mod tests {
         ] {
             load(&mut index, &files, query);
             let site: Vec<(String, f64)> = index
-                .search(query, 10, &[])
+                .search(query, 10, &[], None)
                 .unwrap()
                 .into_iter()
                 .map(|h| (DOCS[h.doc as usize].0.to_string(), h.score))
@@ -114,18 +114,84 @@ mod tests {
         assert_eq!(load(&mut index, &files, "gossip"), 1);
         assert_eq!(load(&mut index, &files, "gossip"), 0, "loaded shards are kept");
         assert_eq!(load(&mut index, &files, "\"vector clocks\""), 4, "a phrase adds positions");
-        let err = index.search("zebra", 5, &[]).map(|_| ()).unwrap_err();
+        let err = index.search("zebra", 5, &[], None).map(|_| ()).unwrap_err();
         assert!(err.message.contains("was not loaded"), "{}", err.message);
+    }
+
+    #[test]
+    fn metadata_filters_keep_what_the_cli_keeps() {
+        let note = |status: &str, priority: u32| {
+            format!(
+                "---\nqmd:\n  metadata:\n    status: {status}\n    priority: {priority}\n---\n# Leader {status}\n\nLeader election.\n"
+            )
+        };
+        let docs = [
+            ("a.md", note("published", 3)),
+            ("b.md", note("draft", 9)),
+            ("c.md", note("published", 8)),
+            ("plain.md", "# Plain\n\nLeader election, no frontmatter.\n".to_string()),
+            ("bad.md", "---\nqmd:\n  metadata:\n    x: null\n---\n# Bad\n\nLeader election.\n".to_string()),
+        ];
+        let mut source = MemorySource::new();
+        let mut builder = SiteBuilder::new("notes");
+        for (path, text) in &docs {
+            source.insert("/notes", path, text.as_str(), 0);
+            let metadata = crate::metadata::extract(path, text);
+            let page = SitePage {
+                path: path.to_string(),
+                title: extract_title(text, path),
+                text: text.clone(),
+                metadata,
+                ..SitePage::default()
+            };
+            builder.add(&page).unwrap();
+        }
+        let engine =
+            Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(source));
+        engine.collection_add("/notes", Some("notes"), None).unwrap();
+        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        let files = builder.finish(&SiteOptions::default()).unwrap();
+        let meta = files.files.iter().find(|f| f.name == files.meta).unwrap();
+        let mut index = SiteIndex::open(&meta.bytes).unwrap();
+        load(&mut index, &files.files, "leader");
+        let filter =
+            crate::metadata::Filter::parse_json(r#"{"key":"status","operator":"exists","value":true}"#).unwrap();
+        let err = index.search("leader", 10, &[], Some(&filter)).unwrap_err();
+        assert!(err.message.contains("metadata file was not loaded"), "{}", err.message);
+        let name = index.metadata_needed().unwrap();
+        index.add_file(&name, files.files.iter().find(|f| f.name == name).unwrap().bytes.clone()).unwrap();
+        assert_eq!(index.metadata_needed(), None);
+        for tree in [
+            r#"{"key":"status","operator":"eq","value":"published"}"#,
+            r#"{"and":[{"key":"priority","operator":"gt","value":5},{"not":{"key":"status","operator":"eq","value":"draft"}}]}"#,
+            r#"{"key":"status","operator":"exists","value":false}"#,
+            r#"{"or":[{"key":"priority","operator":"in","value":[3,9]},{"key":"status","operator":"exists","value":false}]}"#,
+        ] {
+            let filter = crate::metadata::Filter::parse_json(tree).unwrap();
+            let mut site: Vec<&str> = index
+                .search("leader", 10, &[], Some(&filter))
+                .unwrap()
+                .iter()
+                .map(|h| docs[h.doc as usize].0)
+                .collect();
+            let options = SearchOptions { limit: 10, filter: Some(filter), ..SearchOptions::default() };
+            let cli = engine.search("leader", &options).unwrap();
+            let mut cli: Vec<&str> = cli.iter().map(|h| h.path.as_str()).collect();
+            site.sort();
+            cli.sort();
+            assert!(!site.is_empty(), "{tree}");
+            assert_eq!(site, cli, "{tree}");
+        }
     }
 
     #[test]
     fn filters_and_foreign_files() {
         let (mut index, files) = site(1 << 20);
         load(&mut index, &files, "leader");
-        assert_eq!(index.search("leader", 10, &[]).unwrap().len(), 3);
-        let only = index.search("leader", 10, &[("dir".into(), "notes".into())]).unwrap();
+        assert_eq!(index.search("leader", 10, &[], None).unwrap().len(), 3);
+        let only = index.search("leader", 10, &[("dir".into(), "notes".into())], None).unwrap();
         assert_eq!(only.iter().map(|h| h.doc).collect::<Vec<_>>(), [5]);
-        assert!(index.search("leader", 10, &[("dir".into(), "none".into())]).unwrap().is_empty());
+        assert!(index.search("leader", 10, &[("dir".into(), "none".into())], None).unwrap().is_empty());
         assert!(index.add_file("t/0000000000000000.bin", vec![]).is_err());
         let shard = files.iter().find(|f| f.name.starts_with("t/")).unwrap();
         let mut damaged = shard.bytes.clone();

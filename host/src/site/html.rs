@@ -291,7 +291,7 @@ pub fn extract(html: &str, url: String, path: String, file_stem: &str) -> Result
     }
     let text = s.text.trim_end().to_string();
     let anchors = s.anchors.into_iter().filter(|a| a.at <= text.len()).collect();
-    Ok(SitePage { url, path, title, text, anchors, filters })
+    Ok(SitePage { url, path, title, text, anchors, filters, ..SitePage::default() })
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ pub fn page(path: &str, text: String, links: &Links) -> SitePage {
         url: links.url(path),
         path: path.to_string(),
         title: extract_title(&text, path),
+        metadata: qmd_core::metadata::extract(path, &text),
         text,
         anchors,
         filters: Vec::new(),

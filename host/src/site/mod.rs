@@ -103,6 +103,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     };
     let links = markdown::Links { base: args.base_url.clone(), extension: args.link_ext.clone() };
     let mut builder = SiteBuilder::new(&name);
+    let mut invalid_metadata = Vec::new();
     for rel in files.iter().filter(|f| format.is_page(f)) {
         // A page that cannot be read (gone, unreadable) is skipped.
         let text = match read_text(&input_abs.join(rel)) {
@@ -122,7 +123,23 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
             }
             SiteFormat::Markdown => markdown::page(rel, text, &links),
         };
+        if let Some(error) = &page.metadata.error {
+            invalid_metadata.push(format!(
+                "{}: {}",
+                crate::files::escape(rel.as_bytes()),
+                qmd_core::display::escape_controls(error)
+            ));
+        }
         builder.add(&page).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    }
+    if !invalid_metadata.is_empty() {
+        eprintln!(
+            "⚠ {} file(s) have invalid qmd.metadata frontmatter and are excluded from filtered search",
+            invalid_metadata.len()
+        );
+        for line in invalid_metadata.iter().take(10) {
+            eprintln!("  {line}");
+        }
     }
     let pages = builder.len();
     let semantic = if args.semantic { Some(semantic_input(&args, index)?) } else { None };

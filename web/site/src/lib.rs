@@ -173,40 +173,68 @@ pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u3
 /// Keyword and semantic results fused (RRF), same output as [`qmd_search`].
 ///
 /// # Safety
-/// Both pairs from [`qmd_alloc`].
+/// Every pair from [`qmd_alloc`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn qmd_hybrid(ptr: *mut u8, len: usize, limit: u32, fptr: *mut u8, flen: usize) -> u32 {
+pub unsafe extern "C" fn qmd_hybrid(
+    ptr: *mut u8,
+    len: usize,
+    limit: u32,
+    fptr: *mut u8,
+    flen: usize,
+    mptr: *mut u8,
+    mlen: usize,
+) -> u32 {
     // SAFETY: forwarded from the caller.
-    let (query, filters) = unsafe { (take_text(ptr, len), take_text(fptr, flen)) };
+    let (query, filters, tree) = unsafe { (take_text(ptr, len), take_text(fptr, flen), take_text(mptr, mlen)) };
     let filters = wire::parse_filters(&filters);
     let pool = (limit as usize).max(50);
-    finish(with_index(|index| {
-        let lex = index.search(&query, pool, &filters).map_err(|e| e.message)?;
-        let allowed = index.allowed(&filters);
-        let semantic: Vec<(u32, f32)> = SEMANTIC
-            .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
-            .collect();
-        Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit as usize)))
+    finish(wire::parse_metadata_filter(&tree).and_then(|filter| {
+        with_index(|index| {
+            let lex = index.search(&query, pool, &filters, filter.as_ref()).map_err(|e| e.message)?;
+            let allowed = index.allowed(&filters, filter.as_ref()).map_err(|e| e.message)?;
+            let semantic: Vec<(u32, f32)> = SEMANTIC
+                .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
+                .collect();
+            Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit as usize)))
+        })
     }))
 }
 
-/// Searches. `filters` is `key=value` lines. Output: one hit per line,
+/// Searches. `filters` is `key=value` lines; `tree` a metadata filter as
+/// JSON (empty for none). Output: one hit per line,
 /// `fragment<TAB>score<TAB>doc`.
 ///
 /// # Safety
-/// Both pairs from [`qmd_alloc`].
+/// Every pair from [`qmd_alloc`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn qmd_search(ptr: *mut u8, len: usize, limit: u32, fptr: *mut u8, flen: usize) -> u32 {
+pub unsafe extern "C" fn qmd_search(
+    ptr: *mut u8,
+    len: usize,
+    limit: u32,
+    fptr: *mut u8,
+    flen: usize,
+    mptr: *mut u8,
+    mlen: usize,
+) -> u32 {
     // SAFETY: forwarded from the caller.
-    let (query, filters) = unsafe { (take_text(ptr, len), take_text(fptr, flen)) };
+    let (query, filters, tree) = unsafe { (take_text(ptr, len), take_text(fptr, flen), take_text(mptr, mlen)) };
     let filters = wire::parse_filters(&filters);
-    finish(with_index(|index| {
-        let hits = index.search(&query, limit as usize, &filters).map_err(|e| e.message)?;
-        Ok(wire::hits(&hits))
+    finish(wire::parse_metadata_filter(&tree).and_then(|filter| {
+        with_index(|index| {
+            let hits = index.search(&query, limit as usize, &filters, filter.as_ref()).map_err(|e| e.message)?;
+            Ok(wire::hits(&hits))
+        })
     }))
+}
+
+/// The metadata file a metadata filter needs, when not loaded yet. Output:
+/// its name, or nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn qmd_metadata_needs() -> u32 {
+    finish(with_index(|index| Ok(index.metadata_needed().unwrap_or_default())))
 }
 
 /// Filter keys and values. Output: `key<TAB>value<TAB>count` lines.
