@@ -13,6 +13,7 @@ mod session;
 mod site;
 mod skill;
 mod trust;
+mod watch;
 mod web;
 
 use std::process::ExitCode;

@@ -36,6 +36,21 @@ pub enum Command {
         /// is in: the recovery from a damaged index (keeps vectors that verify).
         #[arg(long)]
         rebuild: bool,
+        /// Keep the index current: after the update, index each batch of
+        /// file changes as it happens, until Ctrl-C or SIGTERM.
+        #[arg(long)]
+        watch: bool,
+        /// With --watch: quiet time before a batch of changes is indexed.
+        #[arg(long, default_value_t = 500, requires = "watch", value_name = "MS")]
+        debounce_ms: u64,
+        /// With --watch: poll every MS milliseconds (default 2000) instead of
+        /// waiting for file system events (chosen by itself for network and
+        /// FUSE mounts).
+        #[arg(long, num_args = 0..=1, default_missing_value = "2000", requires = "watch", value_name = "MS")]
+        poll: Option<u64>,
+        /// With --watch: embed new content after each batch.
+        #[arg(long, requires = "watch")]
+        embed: bool,
     },
     /// Keyword (BM25) search.
     Search(SearchArgs),

@@ -45,7 +45,11 @@ fn progress_bar() -> Option<crate::component::ProgressFn> {
 /// collection folders mounted; returns the report and those folders (for
 /// [`print_report`]). Reads the config only, never the index, so a rebuild
 /// works on a damaged one.
-fn run_update(session: &Session, only: Vec<String>, rebuild: bool) -> Result<(UpdateReport, Vec<CollectionRoot>)> {
+pub(crate) fn run_update(
+    session: &Session,
+    only: Vec<String>,
+    rebuild: bool,
+) -> Result<(UpdateReport, Vec<CollectionRoot>)> {
     let roots: Vec<CollectionRoot> =
         collection_roots(session)?.into_iter().filter(|c| only.is_empty() || only.contains(&c.name)).collect();
     let mounts = roots.iter().map(|c| PathBuf::from(&c.path)).collect();
@@ -62,7 +66,7 @@ fn collection_roots(session: &Session) -> Result<Vec<CollectionRoot>> {
 /// Prints the report; returns whether every collection could be scanned.
 /// `roots` are the folders scanned, to name entries the engine could not
 /// (see [`named_skips`]).
-fn print_report(report: &UpdateReport, roots: &[CollectionRoot]) -> bool {
+pub(crate) fn print_report(report: &UpdateReport, roots: &[CollectionRoot]) -> bool {
     let sum =
         |f: fn(&crate::component::bindings::CollectionReport) -> u32| report.collections.iter().map(f).sum::<u32>();
     println!(
@@ -175,10 +179,7 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
     let mut complete = true;
     for (i, c) in list.iter().enumerate() {
         println!("[{}/{}] {} ({})", i + 1, list.len(), shown(&c.name), shown(&c.pattern));
-        if !trusted
-            && let Some(root) = session.config.project_root()
-            && !crate::trust::inside(root, &c.path)
-        {
+        if !updatable(session, trusted, c) {
             println!(
                 "Skipping collection '{}' — path {} is outside this project and this .qmd config is not trusted.",
                 shown(&c.name),
@@ -207,6 +208,17 @@ pub fn update(session: &Session, rebuild: bool, trusted: bool) -> Result<ExitCod
         println!("\n{hint}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `update` scans collection `c`: not when its folder is outside
+/// the project of an untrusted project config.
+fn updatable(session: &Session, trusted: bool, c: &CollectionRoot) -> bool {
+    trusted || session.config.project_root().is_none_or(|root| crate::trust::inside(root, &c.path))
+}
+
+/// The collections `update` scans (see [`updatable`]).
+pub(crate) fn updatable_roots(session: &Session, trusted: bool) -> Result<Vec<CollectionRoot>> {
+    Ok(collection_roots(session)?.into_iter().filter(|c| updatable(session, trusted, c)).collect())
 }
 
 /// qmd's closing line after indexing when contents lack vectors.

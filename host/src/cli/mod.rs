@@ -5,7 +5,7 @@ pub(crate) mod args;
 mod bench;
 mod doctor;
 mod hook;
-mod manage;
+pub(crate) mod manage;
 pub mod output;
 
 use std::io::{IsTerminal, Write};
@@ -80,6 +80,17 @@ pub fn run() -> Result<ExitCode> {
         Command::Collection(cmd) => manage::collection(&session, cmd),
         Command::Context(cmd) => manage::context(&session, cmd),
         Command::Ls { target } => manage::ls(&session, target),
+        Command::Update { rebuild, watch: true, debounce_ms, poll, embed, .. } => {
+            if rebuild {
+                anyhow::bail!("--watch and --rebuild do not go together: rebuild first, then watch");
+            }
+            let options = crate::watch::WatchOptions {
+                debounce: std::time::Duration::from_millis(debounce_ms),
+                poll: poll.map(|ms| std::time::Duration::from_millis(ms.max(100))),
+                embed,
+            };
+            crate::watch::run(&session, trusted, &options)
+        }
         Command::Update { rebuild, .. } => manage::update(&session, rebuild, trusted),
         Command::Status => manage::status(&session),
         Command::Cleanup { dry_run } => manage::cleanup(&session, dry_run),

@@ -1,0 +1,135 @@
+//! `qmd update --watch`: an update, then the collection folders watched,
+//! each batch of changes indexed by one `update` of the collections it
+//! touched (one writer, the index lock; one atomic commit per batch), until
+//! Ctrl-C or SIGTERM. The update itself decides what changed (size and
+//! modification time, then content hash), so an event too many costs a
+//! `stat`, never a re-index, and an event lost (an OS queue overflow)
+//! costs nothing but a full look.
+
+mod debounce;
+mod events;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::cli::manage;
+use crate::session::Session;
+use debounce::Debouncer;
+use events::{Roots, Signal};
+
+/// How often the collection folders themselves are looked at (one `stat`
+/// each): a folder that vanished, came back or was replaced.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+pub struct WatchOptions {
+    /// Quiet time before a batch is indexed.
+    pub debounce: Duration,
+    /// Poll at this interval instead of waiting for the OS's events.
+    pub poll: Option<Duration>,
+    /// Embed new content after each batch.
+    pub embed: bool,
+}
+
+pub fn run(session: &Session, trusted: bool, options: &WatchOptions) -> Result<ExitCode> {
+    manage::update(session, false, trusted)?;
+    if options.embed {
+        embed(session);
+    }
+    let roots: Vec<(String, PathBuf)> =
+        manage::updatable_roots(session, trusted)?.into_iter().map(|c| (c.name, PathBuf::from(c.path))).collect();
+    if roots.is_empty() {
+        println!("No collections to watch.");
+        return Ok(ExitCode::FAILURE);
+    }
+    let (tx, rx) = mpsc::channel();
+    let mut watched = Roots::watch(&roots, options.poll, tx.clone())?;
+    stop_on_signals(tx)?;
+    println!("\nWatching {} collection(s) with {} (Ctrl-C to stop)", roots.len(), watched.mode);
+    let mut pending = Debouncer::new(options.debounce);
+    let mut last_check = Instant::now();
+    loop {
+        let until_check = CHECK_EVERY.saturating_sub(last_check.elapsed());
+        let wait = pending.wait(Instant::now()).map_or(until_check, |w| w.min(until_check));
+        match rx.recv_timeout(wait) {
+            Ok(Signal::Stop) | Err(RecvTimeoutError::Disconnected) => break,
+            Ok(Signal::Changed(path)) => {
+                // The index's own files, when it lives inside a collection.
+                if !path.starts_with(&session.index_dir)
+                    && let Some(name) = watched.collection_of(&path)
+                {
+                    pending.changed(name, Instant::now());
+                }
+            }
+            Ok(Signal::Rescan) => watched.names().for_each(|name| pending.changed(name, Instant::now())),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if last_check.elapsed() >= CHECK_EVERY {
+            for name in watched.check() {
+                pending.changed(&name, Instant::now());
+            }
+            last_check = Instant::now();
+        }
+        if let Some(batch) = pending.ready(Instant::now()) {
+            index(session, batch, options.embed);
+        }
+    }
+    // Changes seen but not yet indexed are not left behind.
+    if let Some(batch) = pending.ready(Instant::now() + Duration::from_secs(3600)) {
+        index(session, batch, options.embed);
+    }
+    println!("Stopped watching.");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One batch: one update of the changed collections, then (with `--embed`)
+/// their new content embedded. A failure is reported and watching goes on.
+fn index(session: &Session, collections: Vec<String>, embed_after: bool) {
+    println!("\n[{} UTC] Changes in {}", crate::clock::clock(crate::clock::now_ms()), collections.join(", "));
+    match manage::run_update(session, collections, false) {
+        Ok((report, roots)) => {
+            manage::print_report(&report, &roots);
+            let changed = report.collections.iter().any(|c| c.added + c.updated > 0);
+            if embed_after && changed {
+                embed(session);
+            }
+        }
+        Err(e) => eprintln!("Error: {e:#} (still watching)"),
+    }
+}
+
+fn embed(session: &Session) {
+    let args = crate::cli::args::EmbedArgs {
+        force: false,
+        collection: None,
+        max_docs_per_batch: 64,
+        max_batch_mb: 64,
+        timeout: "0".into(),
+        chunk_strategy: None,
+    };
+    if let Err(e) = manage::embed(session, args) {
+        eprintln!("Error: embedding failed: {e:#} (still watching)");
+    }
+}
+
+/// The first Ctrl-C or SIGTERM stops the loop after the batch in hand; a
+/// second one exits at once.
+fn stop_on_signals(tx: Sender<Signal>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        let mut seen = 0;
+        for signal in signals.forever() {
+            seen += 1;
+            if seen > 1 {
+                std::process::exit(128 + signal);
+            }
+            eprintln!("Stopping after the batch in hand (again to stop now)...");
+            let _ = tx.send(Signal::Stop);
+        }
+    });
+    Ok(())
+}
