@@ -13,6 +13,7 @@ pub(crate) fn engine_result<T>(r: wasmtime::Result<std::result::Result<T, bindin
 }
 
 /// The index a command works on, and a way to call the engine on it.
+#[derive(Clone)]
 pub struct Session {
     runtime: std::sync::Arc<Runtime>,
     pub index_name: String,

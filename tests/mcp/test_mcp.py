@@ -289,7 +289,8 @@ class McpClient:
     """Opens an initialized MCP ClientSession over stdio or HTTP and runs an
     async test body in it: `client.run(body)` with `async def body(session)`."""
 
-    def __init__(self, kind: str, corpus: Corpus, log_path: Path, http_url: str | None = None):
+    def __init__(self, kind: str, corpus: Corpus, log_path: Path, http_url: str | None = None, args: list[str] | None = None):
+        self.args = args or []
         self.kind = kind
         self.corpus = corpus
         self.log_path = log_path
@@ -300,7 +301,7 @@ class McpClient:
     async def session(self):
         read_timeout = timedelta(seconds=TIMEOUT_S)
         if self.kind == "stdio":
-            params = StdioServerParameters(command=QMD_BIN, args=["mcp"], env=self.corpus.env, cwd=str(self.corpus.root))
+            params = StdioServerParameters(command=QMD_BIN, args=["mcp", *self.args], env=self.corpus.env, cwd=str(self.corpus.root))
             with self.log_path.open("w") as errlog:
                 async with stdio_client(params, errlog=errlog) as (read, write):
                     async with ClientSession(read, write, read_timeout_seconds=read_timeout) as session:
@@ -1504,3 +1505,37 @@ def test_query_filters_on_metadata_over_mcp_and_rest(meta_corpus: Corpus, tmp_pa
         assert (counts["withMetadata"], counts["invalidMetadata"]) == (3, 0)
     finally:
         server.stop()
+
+
+def test_a_watching_server_serves_what_changes_on_disk(tmp_path_factory, tmp_path: Path):
+    """`qmd mcp --watch`: a note written while the server runs is found by
+    the next query without an update; its reports stay off stdout (the MCP
+    channel), which the SDK would otherwise reject."""
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("qmd-watch")))
+    notes = root / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Alpha\n\nApples and pears.\n", encoding="utf-8")
+    env = isolated_env(root)
+    run_qmd(env, root, "collection", "add", str(notes), "--name", "notes")
+    corpus = Corpus(root=root, docs_dir=notes, extra_dir=notes, env=env, cli={})
+    lex = lambda q: {"searches": [{"type": "lex", "query": q}], "rerank": False}  # noqa: E731
+
+    async def body(session):
+        before = await call_ok(session, "query", lex("quince"))
+        (notes / "b.md").write_text("# Beta\n\nQuince jelly.\n", encoding="utf-8")
+        (notes / "a.md").unlink()
+        for _ in range(100):
+            found = await call_ok(session, "query", lex("quince"))
+            gone = await call_ok(session, "query", lex("apples"))
+            if found.structuredContent["results"] and not gone.structuredContent["results"]:
+                return before, found
+            await anyio.sleep(0.1)
+        raise AssertionError("the watching server never saw the change")
+
+    client = McpClient("stdio", corpus, tmp_path / "stdio.log", args=["--watch"])
+    before, found = client.run(body)
+    assert before.structuredContent["results"] == []
+    assert [r["file"] for r in found.structuredContent["results"]] == ["notes/b.md"]
+    log = (tmp_path / "stdio.log").read_text()
+    assert "qmd watch: Watching 1 collection(s) with file system events" in log, log
+    assert "notes: 1 new, 0 updated, 0 unchanged, 1 removed" in log, log

@@ -417,6 +417,13 @@ pub struct McpArgs {
     /// With --http: run in the background, recording its PID.
     #[arg(long)]
     pub daemon: bool,
+    /// Keep the index current while serving (as `qmd update --watch`;
+    /// reports go to stderr).
+    #[arg(long)]
+    pub watch: bool,
+    /// With --watch: embed new content after each batch.
+    #[arg(long, requires = "watch")]
+    pub embed: bool,
 }
 
 #[derive(Subcommand)]

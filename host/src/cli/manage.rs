@@ -570,7 +570,9 @@ pub fn status(session: &Session) -> Result<ExitCode> {
 
 /// qmd `embed`: vectors for every content without them, in committed
 /// batches (an interrupted run resumes where it stopped).
-pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode> {
+/// The engine's embed options from `qmd embed`'s flags, and the time cap
+/// in minutes (0: none).
+fn embed_options(args: &super::args::EmbedArgs) -> Result<(crate::component::bindings::EmbedOptions, f64)> {
     if let Some(strategy) = args.chunk_strategy.as_deref().filter(|s| !matches!(*s, "auto" | "regex")) {
         bail!("--chunk-strategy must be \"auto\" or \"regex\" (got \"{strategy}\")");
     }
@@ -583,11 +585,28 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         .ok_or_else(|| anyhow::anyhow!("--timeout must be a non-negative number of minutes (0 = no limit)"))?;
     let options = crate::component::bindings::EmbedOptions {
         force: args.force,
-        collection: args.collection,
+        collection: args.collection.clone(),
         max_docs_per_batch: args.max_docs_per_batch.max(1),
         max_batch_bytes: args.max_batch_mb.max(1).saturating_mul(1 << 20),
         max_duration_ms: (minutes > 0.0).then_some((minutes * 60_000.0) as u64),
     };
+    Ok((options, minutes))
+}
+
+/// `embed` with nothing printed (a server's watcher, whose stdout may be
+/// the MCP channel).
+pub(crate) fn embed_quietly(
+    session: &Session,
+    args: &super::args::EmbedArgs,
+) -> Result<crate::component::bindings::EmbedReport> {
+    let (options, _) = embed_options(args)?;
+    session.call(true, Vec::new(), None, |store, engine| {
+        engine_result(engine.qmd_engine_vectors().call_embed(store, &options))
+    })
+}
+
+pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode> {
+    let (options, minutes) = embed_options(&args)?;
     if args.force {
         println!("Force re-indexing: clearing all vectors...");
     }

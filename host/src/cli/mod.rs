@@ -73,6 +73,10 @@ pub fn run() -> Result<ExitCode> {
         Command::Embed(_) | Command::Pull(_) | Command::Vsearch(_) | Command::Query(_) => {
             crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stderr())?
         }
+        // A watching server updates the index as `update` does.
+        Command::Mcp(ref args) if args.watch => {
+            crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stderr())?
+        }
         _ => true,
     };
     let session = Session::at(location)?;
@@ -108,7 +112,18 @@ pub fn run() -> Result<ExitCode> {
             Some(McpAction::Stop) => crate::mcp::stop(&session),
             None => crate::mcp::run(
                 &session,
-                crate::mcp::McpOptions { http: args.http, port: args.port, host: args.host, daemon: args.daemon },
+                crate::mcp::McpOptions {
+                    http: args.http,
+                    port: args.port,
+                    host: args.host,
+                    daemon: args.daemon,
+                    watch: args.watch.then_some(crate::watch::WatchOptions {
+                        debounce: std::time::Duration::from_millis(500),
+                        poll: None,
+                        embed: args.embed,
+                    }),
+                    trusted,
+                },
             ),
         },
         Command::Web(_)

@@ -28,6 +28,10 @@ pub struct McpOptions {
     pub port: u16,
     pub host: String,
     pub daemon: bool,
+    /// Keep the index current while serving (`--watch`).
+    pub watch: Option<crate::watch::WatchOptions>,
+    /// Whether a project config's gated fields may be used (for `--watch`).
+    pub trusted: bool,
 }
 
 /// Instances kept warm: enough for the cores, a few more for calls that
@@ -36,7 +40,7 @@ fn pool_size() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 8)
 }
 
-pub fn run(session: &Session, options: McpOptions) -> Result<ExitCode> {
+pub fn run(session: &Session, mut options: McpOptions) -> Result<ExitCode> {
     let files = DaemonFiles::for_index(&session.index_name);
     if options.http && options.daemon {
         return daemon::start(&files, &options);
@@ -51,6 +55,8 @@ pub fn run(session: &Session, options: McpOptions) -> Result<ExitCode> {
     let ready = std::sync::Mutex::new(daemon::ReadyPipe::from_env());
     let ready = &ready;
     let pool = EnginePool::new(session.runtime(), session.index_name.clone(), grants, pool_size());
+    // Dropped after the server stops, which lets the batch in hand finish.
+    let _watching = options.watch.take().map(|watch| crate::watch::spawn(session.clone(), options.trusted, watch));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(async move {
         let status = pool.call(|store, engine| Ok(engine.call_status(store)?)).await?;

@@ -20,6 +20,7 @@ use crate::cli::manage;
 use crate::session::Session;
 use debounce::Debouncer;
 use events::{Roots, Signal};
+use qmd_core::display::escape_controls as shown;
 
 /// How often the collection folders themselves are looked at (one `stat`
 /// each): a folder that vanished, came back or was replaced.
@@ -34,21 +35,77 @@ pub struct WatchOptions {
     pub embed: bool,
 }
 
+/// Where a watcher reports: the CLI prints `update`'s reports on stdout;
+/// a server (whose stdout may be the MCP channel) one line per batch on
+/// stderr.
+#[derive(Clone, Copy, PartialEq)]
+enum Voice {
+    Cli,
+    Server,
+}
+
+/// `qmd update --watch`.
 pub fn run(session: &Session, trusted: bool, options: &WatchOptions) -> Result<ExitCode> {
     manage::update(session, false, trusted)?;
     if options.embed {
-        embed(session);
+        embed(session, Voice::Cli);
     }
+    let (tx, rx) = mpsc::channel();
+    stop_on_signals(tx.clone())?;
+    watch(session, trusted, options, Voice::Cli, tx, rx)
+}
+
+/// A watcher beside a server (`qmd mcp --watch`): on its own thread until
+/// the handle is dropped, which lets the batch in hand finish.
+pub struct Background {
+    stop: Sender<Signal>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.stop.send(Signal::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+pub fn spawn(session: Session, trusted: bool, options: WatchOptions) -> Background {
+    let (tx, rx) = mpsc::channel();
+    let stop = tx.clone();
+    let thread = std::thread::spawn(move || {
+        // First catch up with what changed while nothing was watching.
+        let all = manage::updatable_roots(&session, trusted).map(|roots| roots.into_iter().map(|c| c.name).collect());
+        match all {
+            Ok(names) => index(&session, names, options.embed, Voice::Server),
+            Err(e) => eprintln!("qmd watch: {e:#}"),
+        }
+        if let Err(e) = watch(&session, trusted, &options, Voice::Server, tx, rx) {
+            eprintln!("qmd watch: stopped: {e:#}");
+        }
+    });
+    Background { stop, thread: Some(thread) }
+}
+
+/// Watches the collections `update` scans until told to stop, indexing
+/// each batch of changes.
+fn watch(
+    session: &Session,
+    trusted: bool,
+    options: &WatchOptions,
+    voice: Voice,
+    tx: Sender<Signal>,
+    rx: mpsc::Receiver<Signal>,
+) -> Result<ExitCode> {
     let roots: Vec<(String, PathBuf)> =
         manage::updatable_roots(session, trusted)?.into_iter().map(|c| (c.name, PathBuf::from(c.path))).collect();
     if roots.is_empty() {
-        println!("No collections to watch.");
+        say(voice, "No collections to watch.");
         return Ok(ExitCode::FAILURE);
     }
-    let (tx, rx) = mpsc::channel();
-    let mut watched = Roots::watch(&roots, options.poll, tx.clone())?;
-    stop_on_signals(tx)?;
-    println!("\nWatching {} collection(s) with {} (Ctrl-C to stop)", roots.len(), watched.mode);
+    let mut watched = Roots::watch(&roots, options.poll, tx)?;
+    say(voice, &format!("Watching {} collection(s) with {} (Ctrl-C to stop)", roots.len(), watched.mode));
     let mut pending = Debouncer::new(options.debounce);
     let mut last_check = Instant::now();
     loop {
@@ -74,34 +131,62 @@ pub fn run(session: &Session, trusted: bool, options: &WatchOptions) -> Result<E
             last_check = Instant::now();
         }
         if let Some(batch) = pending.ready(Instant::now()) {
-            index(session, batch, options.embed);
+            index(session, batch, options.embed, voice);
         }
     }
     // Changes seen but not yet indexed are not left behind.
     if let Some(batch) = pending.ready(Instant::now() + Duration::from_secs(3600)) {
-        index(session, batch, options.embed);
+        index(session, batch, options.embed, voice);
     }
-    println!("Stopped watching.");
+    say(voice, "Stopped watching.");
     Ok(ExitCode::SUCCESS)
+}
+
+fn say(voice: Voice, line: &str) {
+    match voice {
+        Voice::Cli => println!("{line}"),
+        Voice::Server => eprintln!("qmd watch: {line}"),
+    }
 }
 
 /// One batch: one update of the changed collections, then (with `--embed`)
 /// their new content embedded. A failure is reported and watching goes on.
-fn index(session: &Session, collections: Vec<String>, embed_after: bool) {
-    println!("\n[{} UTC] Changes in {}", crate::clock::clock(crate::clock::now_ms()), collections.join(", "));
+fn index(session: &Session, collections: Vec<String>, embed_after: bool, voice: Voice) {
+    let when = crate::clock::clock(crate::clock::now_ms());
+    if voice == Voice::Cli {
+        println!("\n[{when} UTC] Changes in {}", collections.join(", "));
+    }
     match manage::run_update(session, collections, false) {
         Ok((report, roots)) => {
-            manage::print_report(&report, &roots);
+            if voice == Voice::Cli {
+                manage::print_report(&report, &roots);
+            } else {
+                for c in &report.collections {
+                    let error = c.error.as_deref().map(|e| format!(" (not updated: {e})")).unwrap_or_default();
+                    say(
+                        voice,
+                        &format!(
+                            "[{when} UTC] {}: {} new, {} updated, {} unchanged, {} removed{}",
+                            shown(&c.name),
+                            c.added,
+                            c.updated,
+                            c.unchanged,
+                            c.removed,
+                            shown(&error)
+                        ),
+                    );
+                }
+            }
             let changed = report.collections.iter().any(|c| c.added + c.updated > 0);
             if embed_after && changed {
-                embed(session);
+                embed(session, voice);
             }
         }
         Err(e) => eprintln!("Error: {e:#} (still watching)"),
     }
 }
 
-fn embed(session: &Session) {
+fn embed(session: &Session, voice: Voice) {
     let args = crate::cli::args::EmbedArgs {
         force: false,
         collection: None,
@@ -110,7 +195,15 @@ fn embed(session: &Session) {
         timeout: "0".into(),
         chunk_strategy: None,
     };
-    if let Err(e) = manage::embed(session, args) {
+    let result = match voice {
+        Voice::Cli => manage::embed(session, args).map(|_| ()),
+        Voice::Server => manage::embed_quietly(session, &args).map(|report| {
+            if report.chunks > 0 {
+                say(voice, &format!("embedded {} chunks from {} documents", report.chunks, report.docs));
+            }
+        }),
+    };
+    if let Err(e) = result {
         eprintln!("Error: embedding failed: {e:#} (still watching)");
     }
 }
