@@ -24,10 +24,14 @@ struct Watcher {
 
 impl Watcher {
     fn start(env: &Env, extra: &[&str]) -> Watcher {
+        Watcher::start_with(env, extra, &[])
+    }
+
+    fn start_with(env: &Env, extra: &[&str], envs: &[(&str, &str)]) -> Watcher {
         let mut args = vec!["update", "--watch", "--debounce-ms", "100"];
         args.extend_from_slice(extra);
         let mut child =
-            env.command(env.root(), &args, &[]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+            env.command(env.root(), &args, envs).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = lines.clone();
@@ -222,4 +226,28 @@ fn polling_finds_changes_too() {
     env.write("notes/b.md", &note("Beta", "bananas"));
     std::fs::remove_file(notes.join("a.md")).unwrap();
     assert_eq!(settles(&env, &watcher, &notes, from, "poll"), [1, 0, 0, 1]);
+}
+
+#[test]
+fn with_embed_new_content_gets_vectors_as_it_arrives() {
+    let model = qmd_tests::models::test_model_dir();
+    let model_env = [("QMD_EMBED_MODEL", model.to_str().unwrap())];
+    let env = Env::new();
+    env.write("notes/raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n");
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let watcher = Watcher::start_with(&env, &["--embed"], &model_env);
+    let vectors = || {
+        let status = env.qmd_with(env.root(), &["status"], &model_env).success().stdout;
+        status.lines().find_map(|l| l.trim().strip_prefix("Vectors:")).unwrap().trim().to_string()
+    };
+    assert_eq!(vectors(), "1 embedded", "the first update's content is embedded before watching");
+    let from = watcher.line_count();
+    env.write("notes/tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n");
+    watcher.wait_for("the batch's embedding", |lines| {
+        lines[from..].iter().any(|l| l.starts_with("✓ Done! Embedded 1 chunks"))
+    });
+    assert_eq!(vectors(), "2 embedded");
+    let out = env.qmd_with(env.root(), &["vsearch", "--json", "what makes the sea rise"], &model_env).success().stdout;
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/tides.md", "{out}");
 }
