@@ -29,6 +29,8 @@ TOKENIZERS_VERSION=0.23.3
 PYYAML_VERSION=6.0.3
 # SentencePiece trains the GGUF test models' vocabularies (make_gguf.py gemma).
 SENTENCEPIECE_VERSION=0.2.3
+# The official OpenAI client, against our /v1/embeddings (tests/mcp).
+OPENAI_VERSION=3.57.0
 
 # The PyTorch reference (tests/models/torch_bench.py).
 TORCH_VERSION=2.9.1
@@ -41,7 +43,7 @@ if [ "${1:-}" = torch ]; then
     imports='import torch, transformers, sentence_transformers'
 else
     env_dir="${QMD_PY_ENV:-$HOME/.cache/qmd/py-env}"
-    want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION pyyaml==$PYYAML_VERSION sentencepiece==$SENTENCEPIECE_VERSION"
+    want="mcp==$MCP_VERSION pytest==$PYTEST_VERSION numpy==$NUMPY_VERSION safetensors==$SAFETENSORS_VERSION tokenizers==$TOKENIZERS_VERSION pyyaml==$PYYAML_VERSION sentencepiece==$SENTENCEPIECE_VERSION openai==$OPENAI_VERSION"
     # The names the tests import must exist in these versions.
     imports='
 from mcp import ClientSession, StdioServerParameters
@@ -50,6 +52,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 import anyio, pytest
 import numpy, safetensors.numpy, tokenizers, yaml, sentencepiece
+from openai import OpenAI, APIStatusError
 '
 fi
 stamp="$env_dir/.qmd-py-env-stamp"

@@ -35,7 +35,7 @@ bash scripts/test-arm.sh
 bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
 # The MCP server through the official Python MCP SDK (stdio and HTTP).
 py_env="$(scripts/python-env.sh)"
-QMD_BIN="$CARGO_TARGET_DIR/release/qmd" "$py_env/bin/pytest" -q tests/mcp
+QMD_BIN="$CARGO_TARGET_DIR/release/qmd" QMD_TEST_MODEL_DIR="$(scripts/test-weights.sh)" "$py_env/bin/pytest" -q tests/mcp
 # The edge component under `wasmtime serve` (wasmtime-cli built once from
 # crates.io), against `qmd mcp --http` and the CLI.
 QMD_BIN="$CARGO_TARGET_DIR/release/qmd" WASMTIME_BIN="$(scripts/wasmtime-cli.sh)" \

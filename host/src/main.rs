@@ -8,6 +8,7 @@ mod files;
 mod lock;
 mod mcp;
 mod models;
+mod openai;
 mod paths;
 mod session;
 mod site;

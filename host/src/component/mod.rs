@@ -141,6 +141,11 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// The process's models (shared by every instance).
+    pub fn models(&self) -> Arc<Models> {
+        self.models.clone()
+    }
+
     pub fn new(models: &ModelSources) -> Result<Runtime> {
         let engine = Engine::new(&Config::new()).map_err(anyhow::Error::from)?;
         let component = load_component(&engine)?;

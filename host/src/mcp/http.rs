@@ -1,6 +1,7 @@
 //! `qmd mcp --http`: MCP over streamable HTTP at `/mcp` (stateless), the
 //! engine's HTTP API (qmd's REST `POST /query`, alias `/search`, and the
-//! read routes) and `GET /health`, all behind the Origin/Host guard.
+//! read routes), the OpenAI-compatible `/v1/embeddings` and `/v1/rerank`
+//! ([`crate::openai`]) and `GET /health`, all behind the Origin/Host guard.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -150,9 +151,11 @@ pub async fn serve(
         Arc::new(NeverSessionManager::default()),
         config,
     );
+    let models = shared.pool.runtime().models();
     let state = Arc::new(HttpState { shared, guard, started: Instant::now() });
     let app = Router::new()
         .route("/health", get(health))
+        .merge(crate::openai::serve::routes(models))
         .nest_service("/mcp", Router::new().fallback_service(mcp).layer(middleware::from_fn(json_rpc_errors)))
         .fallback(engine_api)
         .layer(middleware::from_fn_with_state(state.clone(), check_origin))

@@ -36,6 +36,10 @@ impl EnginePool {
         })
     }
 
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
     /// Runs `f` on an idle instance (a new one when none is idle).
     pub async fn call<T: Send + 'static>(
         self: &Arc<Self>,

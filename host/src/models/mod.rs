@@ -375,6 +375,19 @@ impl Models {
         })
     }
 
+    /// The embedding model's configured id (loaded or not).
+    pub fn embed_id(&self) -> String {
+        self.embed.source().id.clone()
+    }
+
+    /// Why there is no reranker (for a caller that asked for one).
+    pub fn rerank_missing(&self) -> String {
+        match self.rerank.with(|_, _| Ok(())) {
+            Ok(()) => "the rerank model is loaded".into(),
+            Err(why) => why,
+        }
+    }
+
     /// The reranker's id if it is there and loads.
     pub fn reranker(&self) -> Option<String> {
         self.rerank.with(|_, source| Ok(source.id.clone())).ok()

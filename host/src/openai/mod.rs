@@ -1,0 +1,7 @@
+//! OpenAI-compatible model endpoints: `POST /v1/embeddings` (OpenAI's
+//! shape) and `POST /v1/rerank` (the Jina / Cohere / llama.cpp-server
+//! shape), answered by `qmd mcp --http` with its warm local models, so
+//! other tools can share them.
+
+pub mod serve;
+pub mod wire;
