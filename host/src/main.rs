@@ -1,5 +1,9 @@
 //! `qmd`: the command line over the engine component.
 
+// The wgpu types inside the models nest deeper than the default limit
+// when the compiler proves `Models` is Sync.
+#![recursion_limit = "256"]
+
 mod cli;
 mod clock;
 mod component;

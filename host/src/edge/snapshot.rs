@@ -111,6 +111,13 @@ fn copy_model(source: &ModelSource, out: &OwnedDir, role: &str) -> Result<()> {
     if !source.is_present() {
         bail!("{}", source.missing_message());
     }
+    if source.endpoint.is_some() {
+        bail!(
+            "the edge bundle carries its {} model, and {} is on a server: set a local or Hugging Face model to build it",
+            source.role.label(),
+            source.id
+        );
+    }
     if let Some(gguf) = &source.gguf {
         return out.copy_in(&format!("models/{role}/{GGUF_FILE}"), &gguf.path);
     }

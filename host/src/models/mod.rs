@@ -20,6 +20,7 @@ use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{DeviceChoice, ModelDevice, TextEmbedder, TextReranker};
 use qmd_core::query::expansion::parse_expansion;
 
+use crate::openai::client::{Endpoint, RemoteEmbedder};
 use crate::paths;
 use expansion_cache::ExpansionCache;
 use slot::Slot;
@@ -89,6 +90,9 @@ pub struct ModelSource {
     pub remote: bool,
     /// A GGUF model: its one file.
     pub gguf: Option<GgufFile>,
+    /// A model on an OpenAI-compatible server (`openai:<model>@<URL>`), or
+    /// why such a spec cannot be read.
+    pub endpoint: Option<Result<Endpoint, String>>,
 }
 
 /// Where a GGUF model's file is, and where it comes from.
@@ -111,6 +115,11 @@ impl ModelSource {
     /// a GGUF file in a repo (`hf:owner/repo/file.gguf`).
     pub fn resolve(role: ModelRole, spec: &str) -> ModelSource {
         let spec = spec.trim();
+        if spec.starts_with("openai:") {
+            let endpoint = Endpoint::parse(spec);
+            let id = endpoint.as_ref().map_or_else(|_| spec.to_string(), Endpoint::id);
+            return ModelSource { role, id, dir: PathBuf::new(), remote: false, gguf: None, endpoint: Some(endpoint) };
+        }
         let is_gguf = spec.to_lowercase().ends_with(".gguf");
         let looks_local =
             spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
@@ -121,13 +130,27 @@ impl ModelSource {
         {
             let path = paths::absolute(spec);
             let gguf = is_gguf.then(|| GgufFile { path: path.clone(), url: None });
-            return ModelSource { role, id: path.to_string_lossy().into_owned(), dir: path, remote: false, gguf };
+            return ModelSource {
+                role,
+                id: path.to_string_lossy().into_owned(),
+                dir: path,
+                remote: false,
+                gguf,
+                endpoint: None,
+            };
         }
         let repo = spec.trim_start_matches("hf:").trim_start_matches("https://huggingface.co/");
         if is_gguf {
             return ModelSource::hub_gguf(role, spec, repo);
         }
-        ModelSource { role, id: repo.to_string(), dir: models_dir().join(repo), remote: true, gguf: None }
+        ModelSource {
+            role,
+            id: repo.to_string(),
+            dir: models_dir().join(repo),
+            remote: true,
+            gguf: None,
+            endpoint: None,
+        }
     }
 
     /// `owner/repo/…/file.gguf` on the hub. qmd (node-llama-cpp) keeps such
@@ -146,7 +169,8 @@ impl ModelSource {
         let found = candidates.iter().map(|name| dir.join(name)).find(|p| p.is_file());
         let path_on_disk = found.unwrap_or_else(|| dir.join(&candidates[1]));
         let url = (!owner.is_empty()).then(|| format!("{}/{owner}/{repo}/resolve/main/{file}", pull::endpoint()));
-        ModelSource { role, id: spec.to_string(), dir, remote: true, gguf: Some(GgufFile { path: path_on_disk, url }) }
+        let gguf = Some(GgufFile { path: path_on_disk, url });
+        ModelSource { role, id: spec.to_string(), dir, remote: true, gguf, endpoint: None }
     }
 
     /// qmd's order: `index.yml` `models.<role>`, then `QMD_<ROLE>_MODEL`,
@@ -160,6 +184,9 @@ impl ModelSource {
 
     /// Whether the model's files are all there.
     pub fn is_present(&self) -> bool {
+        if let Some(endpoint) = &self.endpoint {
+            return endpoint.is_ok();
+        }
         match &self.gguf {
             Some(gguf) => gguf.path.is_file(),
             None => REQUIRED_FILES.iter().all(|f| self.dir.join(f).is_file()),
@@ -169,6 +196,9 @@ impl ModelSource {
     /// The user-facing reason a model cannot be used.
     pub fn missing_message(&self) -> String {
         let role = self.role.label();
+        if let Some(Err(why)) = &self.endpoint {
+            return format!("{role} model: {why}");
+        }
         if let Some(gguf) = &self.gguf {
             return if self.remote {
                 format!(
@@ -315,9 +345,27 @@ impl ModelSources {
     }
 }
 
+/// The embedding model: loaded here, or a server's (`openai:…`).
+enum Embedder {
+    Local(Slot<TextEmbedder>),
+    Remote(RemoteEmbedder),
+    /// An `openai:` spec that cannot be read: every use says why.
+    Unusable(ModelSource),
+}
+
+impl Embedder {
+    fn new(source: &ModelSource) -> Embedder {
+        match &source.endpoint {
+            None => Embedder::Local(Slot::new(source.clone())),
+            Some(Ok(endpoint)) => Embedder::Remote(RemoteEmbedder::new(endpoint.clone())),
+            Some(Err(_)) => Embedder::Unusable(source.clone()),
+        }
+    }
+}
+
 /// The process's models, shared by every component instance.
 pub struct Models {
-    embed: Slot<TextEmbedder>,
+    embed: Embedder,
     rerank: Slot<TextReranker>,
     generate: Slot<QueryExpander>,
     expansions: ExpansionCache,
@@ -328,7 +376,7 @@ pub struct Models {
 impl Models {
     pub fn new(sources: &ModelSources) -> Models {
         Models {
-            embed: Slot::new(sources.embed.clone()),
+            embed: Embedder::new(&sources.embed),
             rerank: Slot::new(sources.rerank.clone()),
             generate: Slot::new(sources.generate.clone()),
             expansions: ExpansionCache::new(paths::cache_dir().join("expansions")),
@@ -337,12 +385,20 @@ impl Models {
     }
 
     pub fn embedder(&self) -> Result<EmbedderInfo, String> {
-        self.embed.with(|encoder, source| Ok(encoder.describe(&source.id)))
+        match &self.embed {
+            Embedder::Local(slot) => slot.with(|encoder, source| Ok(encoder.describe(&source.id))),
+            Embedder::Remote(remote) => remote.describe(),
+            Embedder::Unusable(source) => Err(source.missing_message()),
+        }
     }
 
-    /// Unit vectors and untruncated token counts.
+    /// Unit vectors and untruncated token counts (0 from a remote server).
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>, String> {
-        self.embed.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message))
+        match &self.embed {
+            Embedder::Local(slot) => slot.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message)),
+            Embedder::Remote(remote) => remote.embed(texts),
+            Embedder::Unusable(source) => Err(source.missing_message()),
+        }
     }
 
     /// The embedding model's vocabulary (id order) and each token embedded
@@ -352,7 +408,10 @@ impl Models {
         &self,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(Vec<String>, Vec<Vec<f32>>), String> {
-        self.embed.with(|encoder, _| {
+        let Embedder::Local(slot) = &self.embed else {
+            return Err("a static model is distilled from a local embedding model, not a remote one".into());
+        };
+        slot.with(|encoder, _| {
             let vocab = encoder.tokenizer().vocabulary();
             let special = |t: &str| t.is_empty() || (t.starts_with('[') && t.ends_with(']'));
             let texts: Vec<(usize, &str)> = vocab
@@ -377,7 +436,11 @@ impl Models {
 
     /// The embedding model's configured id (loaded or not).
     pub fn embed_id(&self) -> String {
-        self.embed.source().id.clone()
+        match &self.embed {
+            Embedder::Local(slot) => slot.source().id.clone(),
+            Embedder::Remote(remote) => remote.id(),
+            Embedder::Unusable(source) => source.id.clone(),
+        }
     }
 
     /// Why there is no reranker (for a caller that asked for one).

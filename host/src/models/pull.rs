@@ -44,6 +44,10 @@ pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     let agent = agent();
     let sources = [&sources.embed, &sources.generate, &sources.rerank];
     for source in sources {
+        if source.endpoint.is_some() {
+            println!("- {}: {} (on a server, not downloaded)", source.role.label(), escape_controls(&source.id));
+            continue;
+        }
         if !source.remote {
             println!("- {}: {} (local, not downloaded)", source.role.label(), escape_controls(&source.id));
             continue;

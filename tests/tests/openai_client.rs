@@ -1,0 +1,275 @@
+//! Embedding on an OpenAI-compatible server: `QMD_EMBED_MODEL=openai:<model>@<URL>`
+//! pointed at our own `qmd mcp --http` over loopback, through a proxy that
+//! injects faults (429, 500, a dropped connection, an answer slower than
+//! the timeout, vectors of the wrong dimension). The retried run stores
+//! exactly the vectors a local run stores (no vector lost or duplicated:
+//! same count, same search scores); a wrong answer fails the run with a
+//! clear error and stores nothing.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Env;
+
+/// What the proxy does with the next `/v1/embeddings` request.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Forwarded as it is.
+    Pass,
+    /// 429 Too Many Requests, `Retry-After: 0`.
+    TooMany,
+    /// 500, `Retry-After: 0`.
+    Fails,
+    /// The connection closed without an answer.
+    Drop,
+    /// Forwarded, answered after this long.
+    Slow(Duration),
+    /// Forwarded, each vector cut by one number.
+    ShortVectors,
+}
+
+struct Proxy {
+    port: u16,
+    /// Faults for the next requests, in order; then requests pass.
+    faults: Arc<Mutex<VecDeque<Fault>>>,
+    /// Requests to `/v1/embeddings` seen.
+    seen: Arc<Mutex<u32>>,
+}
+
+/// An HTTP request read whole: the request line and headers, and the body.
+fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let length = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().ok()))
+        .flatten()
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some((head, body))
+}
+
+/// `(status, body)` of a POST to the upstream server.
+fn forward(upstream: u16, head: &str, body: &[u8]) -> (u16, String) {
+    let path = head.split(' ').nth(1).unwrap_or("/");
+    let auth = head
+        .lines()
+        .map(str::trim_end)
+        .find(|l| l.to_ascii_lowercase().starts_with("authorization:"))
+        .map_or(String::new(), |l| format!("{l}\r\n"));
+    let mut stream = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{upstream}\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let status = raw.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+    (status, raw.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string())
+}
+
+fn respond(stream: &mut TcpStream, status: u16, extra: &str, body: &str) {
+    let response = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes());
+}
+
+impl Proxy {
+    fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let faults = Arc::new(Mutex::new(VecDeque::new()));
+        let seen = Arc::new(Mutex::new(0));
+        let (queue, count) = (faults.clone(), seen.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let (queue, count) = (queue.clone(), count.clone());
+                std::thread::spawn(move || {
+                    let Some((head, body)) = read_request(&mut stream) else { return };
+                    *count.lock().unwrap() += 1;
+                    let fault = queue.lock().unwrap().pop_front();
+                    match fault {
+                        Some(Fault::TooMany) => {
+                            respond(&mut stream, 429, "Retry-After: 0\r\n", r#"{"error":{"message":"slow down"}}"#)
+                        }
+                        Some(Fault::Fails) => {
+                            respond(&mut stream, 500, "Retry-After: 0\r\n", r#"{"error":{"message":"boom"}}"#)
+                        }
+                        Some(Fault::Drop) => drop(stream),
+                        Some(Fault::Slow(wait)) => {
+                            std::thread::sleep(wait);
+                            let (status, answer) = forward(upstream, &head, &body);
+                            respond(&mut stream, status, "", &answer);
+                        }
+                        Some(Fault::ShortVectors) => {
+                            let (status, answer) = forward(upstream, &head, &body);
+                            let mut json: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                            for item in json["data"].as_array_mut().unwrap() {
+                                item["embedding"].as_array_mut().unwrap().pop();
+                            }
+                            respond(&mut stream, status, "", &json.to_string());
+                        }
+                        Some(Fault::Pass) | None => {
+                            let (status, answer) = forward(upstream, &head, &body);
+                            respond(&mut stream, status, "", &answer);
+                        }
+                    }
+                });
+            }
+        });
+        Proxy { port, faults, seen }
+    }
+
+    fn inject(&self, faults: &[Fault]) {
+        self.faults.lock().unwrap().extend(faults.iter().copied());
+    }
+}
+
+/// `qmd mcp --http` serving the test model, and the port it listens on.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(env: &Env, model: &str) -> (Server, u16) {
+    let envs = [("QMD_EMBED_MODEL", model), ("QMD_API_KEY", "sesame")];
+    let mut child = env
+        .command(env.root(), &["mcp", "--http", "--port", "0", "--host", "127.0.0.1"], &envs)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let server = Server(child);
+    // Read on for the server's whole life: a closed pipe would fail its
+    // request logs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let port = line
+            .strip_prefix("QMD MCP server listening on http://127.0.0.1:")
+            .and_then(|r| r.split('/').next()?.parse().ok());
+        if let Some(port) = port {
+            return (server, port);
+        }
+    }
+    panic!("the server did not start");
+}
+
+const NOTES: [(&str, &str); 4] = [
+    ("raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n"),
+    ("bread.md", "# Sourdough\n\nMix flour, water and a starter; let the dough rise overnight.\n"),
+    ("tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n"),
+    ("bees.md", "# Bees\n\nWorker bees gather nectar and dance to show the others where flowers are.\n"),
+];
+
+/// An index of [`NOTES`] whose embedding model is `model`.
+fn notes(envs: &[(&str, &str)]) -> Env {
+    let env = Env::new();
+    for (name, text) in NOTES {
+        env.write(&format!("notes/{name}"), text);
+    }
+    let out = env.qmd_with(env.root(), &["collection", "add", &env.arg("notes"), "--name", "notes"], envs);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    env
+}
+
+/// `(file, score)` of `vsearch` for a fixed question.
+fn ranking(env: &Env, envs: &[(&str, &str)]) -> Vec<(String, f64)> {
+    let out = env.qmd_with(env.root(), &["vsearch", "--json", "what makes the sea rise", "--min-score", "0"], envs);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    hits.iter().map(|h| (h["file"].as_str().unwrap().to_string(), h["score"].as_f64().unwrap())).collect()
+}
+
+fn vectors(env: &Env, envs: &[(&str, &str)]) -> String {
+    let status = env.qmd_with(env.root(), &["status"], envs).stdout;
+    status.lines().find_map(|l| l.trim().strip_prefix("Vectors:")).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_remote_embedder_survives_faults_and_refuses_wrong_answers() {
+    let model_dir = qmd_tests::models::test_model_dir();
+    let model = model_dir.to_str().unwrap();
+    let host = Env::new();
+    let (_server, upstream) = serve(&host, model);
+    let proxy = Proxy::start(upstream);
+
+    // The reference: the same model, run here.
+    let local_envs = [("QMD_EMBED_MODEL", model)];
+    let local = notes(&local_envs);
+    assert_eq!(local.qmd_with(local.root(), &["embed"], &local_envs).code, 0);
+    let expected = ranking(&local, &local_envs);
+
+    // Through the proxy: every kind of transient fault, then success.
+    let spec = format!("openai:{model}@http://127.0.0.1:{}/v1", proxy.port);
+    let remote_envs =
+        [("QMD_EMBED_MODEL", spec.as_str()), ("QMD_OPENAI_API_KEY", "sesame"), ("QMD_OPENAI_TIMEOUT_MS", "1500")];
+    let remote = notes(&remote_envs);
+    proxy.inject(&[Fault::TooMany, Fault::Fails, Fault::Drop, Fault::Slow(Duration::from_secs(4))]);
+    let out = remote.qmd_with(remote.root(), &["embed"], &remote_envs);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains(&format!("Model: {spec}")), "{}", out.stdout);
+    assert!(*proxy.seen.lock().unwrap() >= 5, "each fault was met and retried");
+    assert_eq!(vectors(&remote, &remote_envs), vectors(&local, &local_envs), "no vector lost or duplicated");
+    let got = ranking(&remote, &remote_envs);
+    assert_eq!(got.iter().map(|h| &h.0).collect::<Vec<_>>(), expected.iter().map(|h| &h.0).collect::<Vec<_>>());
+    for ((_, a), (_, b)) in got.iter().zip(&expected) {
+        assert!((a - b).abs() < 1e-5, "{got:?} vs {expected:?}");
+    }
+
+    // Vectors of another dimension than the first answer's (the model's
+    // dimension probe): the run fails, names why, stores none.
+    let short = notes(&remote_envs);
+    proxy.inject(&[Fault::Pass, Fault::ShortVectors]);
+    let out = short.qmd_with(short.root(), &["embed"], &remote_envs);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("dimensions"), "{}", out.stderr);
+    assert_eq!(vectors(&short, &remote_envs), "0 embedded");
+
+    // A server that keeps failing: given up on after the last retry.
+    let failing = notes(&remote_envs);
+    proxy.inject(&[Fault::Fails; 6]);
+    let out = failing.qmd_with(failing.root(), &["embed"], &remote_envs);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("HTTP 500: boom (after 6 tries)"), "{}", out.stderr);
+
+    // A wrong key is not retried.
+    let wrong_key = [("QMD_EMBED_MODEL", spec.as_str()), ("QMD_OPENAI_API_KEY", "guess")];
+    let out = failing.qmd_with(failing.root(), &["embed"], &wrong_key);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("HTTP 401"), "{}", out.stderr);
+    assert!(!out.stderr.contains("tries"), "{}", out.stderr);
+}
