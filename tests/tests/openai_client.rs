@@ -1,4 +1,4 @@
-//! Embedding on an OpenAI-compatible server: `QMD_EMBED_MODEL=openai:<model>@<URL>`
+//! Embedding and reranking on an OpenAI-compatible server: `QMD_EMBED_MODEL=openai:<model>@<URL>`
 //! pointed at our own `qmd mcp --http` over loopback, through a proxy that
 //! injects faults (429, 500, a dropped connection, an answer slower than
 //! the timeout, vectors of the wrong dimension). The retried run stores
@@ -157,8 +157,8 @@ impl Drop for Server {
     }
 }
 
-fn serve(env: &Env, model: &str) -> (Server, u16) {
-    let envs = [("QMD_EMBED_MODEL", model), ("QMD_API_KEY", "sesame")];
+fn serve(env: &Env, model: &str, reranker: &str) -> (Server, u16) {
+    let envs = [("QMD_EMBED_MODEL", model), ("QMD_RERANK_MODEL", reranker), ("QMD_API_KEY", "sesame")];
     let mut child = env
         .command(env.root(), &["mcp", "--http", "--port", "0", "--host", "127.0.0.1"], &envs)
         .stdin(Stdio::null())
@@ -220,11 +220,13 @@ fn vectors(env: &Env, envs: &[(&str, &str)]) -> String {
 }
 
 #[test]
-fn a_remote_embedder_survives_faults_and_refuses_wrong_answers() {
+fn remote_embedding_and_reranking_survive_faults_and_refuse_wrong_answers() {
     let model_dir = qmd_tests::models::test_model_dir();
     let model = model_dir.to_str().unwrap();
+    let reranker = qmd_tests::gguf::fixtures().dir.join("qwen3-reranker-f32.gguf");
+    let reranker = reranker.to_str().unwrap();
     let host = Env::new();
-    let (_server, upstream) = serve(&host, model);
+    let (_server, upstream) = serve(&host, model, reranker);
     let proxy = Proxy::start(upstream);
 
     // The reference: the same model, run here.
@@ -265,6 +267,30 @@ fn a_remote_embedder_survives_faults_and_refuses_wrong_answers() {
     let out = failing.qmd_with(failing.root(), &["embed"], &remote_envs);
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("HTTP 500: boom (after 6 tries)"), "{}", out.stderr);
+
+    // Reranking on the server (a Qwen3-Reranker-shaped GGUF): `query`
+    // ranks and scores as with the same model run here, a 429 retried.
+    let query = ["query", "--json", "--no-expand", "leader election and the log"];
+    let local_rerank = [("QMD_RERANK_MODEL", reranker)];
+    let expected = local.qmd_with(local.root(), &query, &local_rerank);
+    assert_eq!(expected.code, 0, "{}", expected.stderr);
+    let rerank_spec = format!("openai:{reranker}@http://127.0.0.1:{}/v1", proxy.port);
+    let remote_rerank = [("QMD_RERANK_MODEL", rerank_spec.as_str()), ("QMD_OPENAI_API_KEY", "sesame")];
+    let seen = *proxy.seen.lock().unwrap();
+    proxy.inject(&[Fault::TooMany]);
+    let got = remote.qmd_with(remote.root(), &query, &remote_rerank);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    assert!(*proxy.seen.lock().unwrap() >= seen + 2, "the reranker was asked through the proxy, once refused");
+    let hits = |out: &str| -> Vec<(String, f64)> {
+        let hits: Vec<serde_json::Value> = serde_json::from_str(out).unwrap();
+        hits.iter().map(|h| (h["file"].as_str().unwrap().to_string(), h["score"].as_f64().unwrap())).collect()
+    };
+    let (got, expected) = (hits(&got.stdout), hits(&expected.stdout));
+    assert!(!expected.is_empty());
+    assert_eq!(got.iter().map(|h| &h.0).collect::<Vec<_>>(), expected.iter().map(|h| &h.0).collect::<Vec<_>>());
+    for ((_, a), (_, b)) in got.iter().zip(&expected) {
+        assert!((a - b).abs() < 1e-4, "{got:?} vs {expected:?}");
+    }
 
     // A wrong key is not retried.
     let wrong_key = [("QMD_EMBED_MODEL", spec.as_str()), ("QMD_OPENAI_API_KEY", "guess")];

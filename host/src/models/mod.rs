@@ -20,7 +20,7 @@ use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{DeviceChoice, ModelDevice, TextEmbedder, TextReranker};
 use qmd_core::query::expansion::parse_expansion;
 
-use crate::openai::client::{Endpoint, RemoteEmbedder};
+use crate::openai::client::{Endpoint, RemoteEmbedder, RemoteReranker};
 use crate::paths;
 use expansion_cache::ExpansionCache;
 use slot::Slot;
@@ -345,28 +345,28 @@ impl ModelSources {
     }
 }
 
-/// The embedding model: loaded here, or a server's (`openai:…`).
-enum Embedder {
-    Local(Slot<TextEmbedder>),
-    Remote(RemoteEmbedder),
+/// A model loaded here, or a server's (`openai:<model>@<URL>`).
+enum Backend<Local, Remote> {
+    Local(Slot<Local>),
+    Remote(Remote),
     /// An `openai:` spec that cannot be read: every use says why.
     Unusable(ModelSource),
 }
 
-impl Embedder {
-    fn new(source: &ModelSource) -> Embedder {
+impl<Local: qmd_core::model::Loadable, Remote> Backend<Local, Remote> {
+    fn new(source: &ModelSource, remote: impl FnOnce(Endpoint) -> Remote) -> Self {
         match &source.endpoint {
-            None => Embedder::Local(Slot::new(source.clone())),
-            Some(Ok(endpoint)) => Embedder::Remote(RemoteEmbedder::new(endpoint.clone())),
-            Some(Err(_)) => Embedder::Unusable(source.clone()),
+            None => Backend::Local(Slot::new(source.clone())),
+            Some(Ok(endpoint)) => Backend::Remote(remote(endpoint.clone())),
+            Some(Err(_)) => Backend::Unusable(source.clone()),
         }
     }
 }
 
 /// The process's models, shared by every component instance.
 pub struct Models {
-    embed: Embedder,
-    rerank: Slot<TextReranker>,
+    embed: Backend<TextEmbedder, RemoteEmbedder>,
+    rerank: Backend<TextReranker, RemoteReranker>,
     generate: Slot<QueryExpander>,
     expansions: ExpansionCache,
     /// Whether the missing expansion model was reported (once a process).
@@ -376,8 +376,8 @@ pub struct Models {
 impl Models {
     pub fn new(sources: &ModelSources) -> Models {
         Models {
-            embed: Embedder::new(&sources.embed),
-            rerank: Slot::new(sources.rerank.clone()),
+            embed: Backend::new(&sources.embed, RemoteEmbedder::new),
+            rerank: Backend::new(&sources.rerank, RemoteReranker::new),
             generate: Slot::new(sources.generate.clone()),
             expansions: ExpansionCache::new(paths::cache_dir().join("expansions")),
             said_no_generator: AtomicBool::new(false),
@@ -386,18 +386,18 @@ impl Models {
 
     pub fn embedder(&self) -> Result<EmbedderInfo, String> {
         match &self.embed {
-            Embedder::Local(slot) => slot.with(|encoder, source| Ok(encoder.describe(&source.id))),
-            Embedder::Remote(remote) => remote.describe(),
-            Embedder::Unusable(source) => Err(source.missing_message()),
+            Backend::Local(slot) => slot.with(|encoder, source| Ok(encoder.describe(&source.id))),
+            Backend::Remote(remote) => remote.describe(),
+            Backend::Unusable(source) => Err(source.missing_message()),
         }
     }
 
     /// Unit vectors and untruncated token counts (0 from a remote server).
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>, String> {
         match &self.embed {
-            Embedder::Local(slot) => slot.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message)),
-            Embedder::Remote(remote) => remote.embed(texts),
-            Embedder::Unusable(source) => Err(source.missing_message()),
+            Backend::Local(slot) => slot.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message)),
+            Backend::Remote(remote) => remote.embed(texts),
+            Backend::Unusable(source) => Err(source.missing_message()),
         }
     }
 
@@ -408,7 +408,7 @@ impl Models {
         &self,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(Vec<String>, Vec<Vec<f32>>), String> {
-        let Embedder::Local(slot) = &self.embed else {
+        let Backend::Local(slot) = &self.embed else {
             return Err("a static model is distilled from a local embedding model, not a remote one".into());
         };
         slot.with(|encoder, _| {
@@ -437,30 +437,42 @@ impl Models {
     /// The embedding model's configured id (loaded or not).
     pub fn embed_id(&self) -> String {
         match &self.embed {
-            Embedder::Local(slot) => slot.source().id.clone(),
-            Embedder::Remote(remote) => remote.id(),
-            Embedder::Unusable(source) => source.id.clone(),
+            Backend::Local(slot) => slot.source().id.clone(),
+            Backend::Remote(remote) => remote.id(),
+            Backend::Unusable(source) => source.id.clone(),
         }
     }
 
     /// Why there is no reranker (for a caller that asked for one).
     pub fn rerank_missing(&self) -> String {
-        match self.rerank.with(|_, _| Ok(())) {
-            Ok(()) => "the rerank model is loaded".into(),
-            Err(why) => why,
+        match &self.rerank {
+            Backend::Local(slot) => {
+                slot.with(|_, _| Ok(())).err().unwrap_or_else(|| "the rerank model is loaded".into())
+            }
+            Backend::Remote(_) => "the rerank model is on a server".into(),
+            Backend::Unusable(source) => source.missing_message(),
         }
     }
 
-    /// The reranker's id if it is there and loads.
+    /// The reranker's id if it is there and loads (a server's is asked at
+    /// the first rerank).
     pub fn reranker(&self) -> Option<String> {
-        self.rerank.with(|_, source| Ok(source.id.clone())).ok()
+        match &self.rerank {
+            Backend::Local(slot) => slot.with(|_, source| Ok(source.id.clone())).ok(),
+            Backend::Remote(remote) => Some(remote.id()),
+            Backend::Unusable(_) => None,
+        }
     }
 
     pub fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>, String> {
-        self.rerank.with(|reranker, _| {
-            let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
-            reranker.score(query, &refs).map_err(|e| e.message)
-        })
+        match &self.rerank {
+            Backend::Local(slot) => slot.with(|reranker, _| {
+                let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
+                reranker.score(query, &refs).map_err(|e| e.message)
+            }),
+            Backend::Remote(remote) => remote.score(query, documents),
+            Backend::Unusable(source) => Err(source.missing_message()),
+        }
     }
 
     /// The expansion model's id when its file is there (not loaded: a

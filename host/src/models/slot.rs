@@ -51,7 +51,7 @@ impl<T: Loadable> Slot<T> {
         }
         if self.source.endpoint.is_some() {
             return Err(format!(
-                "{} model {}: only the embedding model can be on a server (an openai: spec); set a local or Hugging Face model",
+                "{} model {}: only the embedding and rerank models can be on a server (an openai: spec); set a local or Hugging Face model",
                 self.source.role.label(),
                 self.source.id
             ));
