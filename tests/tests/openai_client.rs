@@ -1,4 +1,4 @@
-//! Embedding and reranking on an OpenAI-compatible server: `QMD_EMBED_MODEL=openai:<model>@<URL>`
+//! Models on an OpenAI-compatible server (`openai:<model>@<URL>`: embedding, reranking, expansion)
 //! pointed at our own `qmd mcp --http` over loopback, through a proxy that
 //! injects faults (429, 500, a dropped connection, an answer slower than
 //! the timeout, vectors of the wrong dimension). The retried run stores
@@ -16,6 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Env;
+
+/// A chat model's answer to an expansion request, thinking block and a
+/// line outside qmd's grammar included.
+const EXPANSION: &str = "<think>\n\n</think>\n\nlex: raft leader election\nvec: how does raft choose its leader\n\
+                         hyde: In Raft a leader is elected by a majority of votes.\nnot an expansion line\n";
 
 /// What the proxy does with the next `/v1/embeddings` request.
 #[derive(Clone, Copy, Debug)]
@@ -36,6 +41,9 @@ enum Fault {
 
 struct Proxy {
     port: u16,
+    /// Bodies of the chat-completions requests, which the proxy answers
+    /// itself with [`EXPANSION`].
+    chats: Arc<Mutex<Vec<serde_json::Value>>>,
     /// Faults for the next requests, in order; then requests pass.
     faults: Arc<Mutex<VecDeque<Fault>>>,
     /// Requests to `/v1/embeddings` seen.
@@ -101,13 +109,20 @@ impl Proxy {
         let port = listener.local_addr().unwrap().port();
         let faults = Arc::new(Mutex::new(VecDeque::new()));
         let seen = Arc::new(Mutex::new(0));
-        let (queue, count) = (faults.clone(), seen.clone());
+        let chats = Arc::new(Mutex::new(Vec::new()));
+        let (queue, count, chat_log) = (faults.clone(), seen.clone(), chats.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
-                let (queue, count) = (queue.clone(), count.clone());
+                let (queue, count, chat_log) = (queue.clone(), count.clone(), chat_log.clone());
                 std::thread::spawn(move || {
                     let Some((head, body)) = read_request(&mut stream) else { return };
+                    if head.starts_with("POST /v1/chat/completions ") {
+                        chat_log.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
+                        let answer =
+                            serde_json::json!({"choices": [{"message": {"role": "assistant", "content": EXPANSION}}]});
+                        return respond(&mut stream, 200, "", &answer.to_string());
+                    }
                     *count.lock().unwrap() += 1;
                     let fault = queue.lock().unwrap().pop_front();
                     match fault {
@@ -139,7 +154,7 @@ impl Proxy {
                 });
             }
         });
-        Proxy { port, faults, seen }
+        Proxy { port, chats, faults, seen }
     }
 
     fn inject(&self, faults: &[Fault]) {
@@ -220,7 +235,7 @@ fn vectors(env: &Env, envs: &[(&str, &str)]) -> String {
 }
 
 #[test]
-fn remote_embedding_and_reranking_survive_faults_and_refuse_wrong_answers() {
+fn remote_models_survive_faults_and_refuse_wrong_answers() {
     let model_dir = qmd_tests::models::test_model_dir();
     let model = model_dir.to_str().unwrap();
     let reranker = qmd_tests::gguf::fixtures().dir.join("qwen3-reranker-f32.gguf");
@@ -291,6 +306,28 @@ fn remote_embedding_and_reranking_survive_faults_and_refuse_wrong_answers() {
     for ((_, a), (_, b)) in got.iter().zip(&expected) {
         assert!((a - b).abs() < 1e-4, "{got:?} vs {expected:?}");
     }
+
+    // Query expansion on a server (chat completions): qmd's messages and
+    // sampling go out, the answer is read by qmd's rules.
+    let chat_spec = format!("openai:qmd-expansion@http://127.0.0.1:{}/v1", proxy.port);
+    let remote_generate = [("QMD_GENERATE_MODEL", chat_spec.as_str()), ("QMD_OPENAI_API_KEY", "sesame")];
+    let out = remote.qmd_with(remote.root(), &["query", "--explain", "--no-rerank", "raft leader"], &remote_generate);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    for line in
+        ["lex: raft leader election", "vec: how does raft choose its leader", "hyde: In Raft a leader is elected"]
+    {
+        assert!(all.contains(line), "{line} missing:\n{all}");
+    }
+    assert!(!all.contains("not an expansion line"), "{all}");
+    let chats = proxy.chats.lock().unwrap().clone();
+    assert_eq!(chats.len(), 1, "one request");
+    assert_eq!(chats[0]["model"], "qmd-expansion");
+    assert_eq!(chats[0]["messages"][1]["content"], "/no_think Expand this search query: raft leader");
+    assert_eq!((chats[0]["temperature"].as_f64(), chats[0]["max_tokens"].as_u64()), (Some(0.7), Some(600)));
+    let again = remote.qmd_with(remote.root(), &["query", "--explain", "--no-rerank", "raft leader"], &remote_generate);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(proxy.chats.lock().unwrap().len(), 1, "the expansion was cached");
 
     // A wrong key is not retried.
     let wrong_key = [("QMD_EMBED_MODEL", spec.as_str()), ("QMD_OPENAI_API_KEY", "guess")];

@@ -17,6 +17,12 @@ pub const MAX_EXPANSION_TOKENS: usize = 600;
 /// qmd's expansion context (`QMD_EXPAND_CONTEXT_SIZE`'s default): the
 /// prompt and the answer share it.
 pub const EXPANSION_CONTEXT: usize = 2048;
+/// qmd's user message asking for the expansion of `query` (also what a
+/// chat-completions server is sent).
+pub fn user_message(query: &str) -> String {
+    format!("/no_think Expand this search query: {query}")
+}
+
 /// The sampler's seed. node-llama-cpp draws a fresh one per call; a fixed
 /// seed makes an expansion (and so a query's answer) repeatable.
 const SEED: u64 = 0x716d_6421;
@@ -59,7 +65,7 @@ impl QueryExpander {
 
     /// The prompt's tokens for `query`.
     pub fn prompt(&self, query: &str) -> Vec<u32> {
-        let text = self.template.prompt(DEFAULT_SYSTEM_PROMPT, &format!("/no_think Expand this search query: {query}"));
+        let text = self.template.prompt(DEFAULT_SYSTEM_PROMPT, &user_message(query));
         self.tokenizer.encode_prompt(&text)
     }
 

@@ -20,7 +20,7 @@ use qmd_core::inference::{EmbedderInfo, Embedding};
 use qmd_core::model::{DeviceChoice, ModelDevice, TextEmbedder, TextReranker};
 use qmd_core::query::expansion::parse_expansion;
 
-use crate::openai::client::{Endpoint, RemoteEmbedder, RemoteReranker};
+use crate::openai::client::{Endpoint, RemoteEmbedder, RemoteGenerator, RemoteReranker};
 use crate::paths;
 use expansion_cache::ExpansionCache;
 use slot::Slot;
@@ -367,7 +367,9 @@ impl<Local: qmd_core::model::Loadable, Remote> Backend<Local, Remote> {
 pub struct Models {
     embed: Backend<TextEmbedder, RemoteEmbedder>,
     rerank: Backend<TextReranker, RemoteReranker>,
-    generate: Slot<QueryExpander>,
+    generate: Backend<QueryExpander, RemoteGenerator>,
+    /// The expansion model's id (the cache's key).
+    generate_id: String,
     expansions: ExpansionCache,
     /// Whether the missing expansion model was reported (once a process).
     said_no_generator: AtomicBool,
@@ -378,7 +380,8 @@ impl Models {
         Models {
             embed: Backend::new(&sources.embed, RemoteEmbedder::new),
             rerank: Backend::new(&sources.rerank, RemoteReranker::new),
-            generate: Slot::new(sources.generate.clone()),
+            generate: Backend::new(&sources.generate, RemoteGenerator::new),
+            generate_id: sources.generate.id.clone(),
             expansions: ExpansionCache::new(paths::cache_dir().join("expansions")),
             said_no_generator: AtomicBool::new(false),
         }
@@ -479,14 +482,15 @@ impl Models {
     /// cached expansion needs no model). When it is missing, queries use
     /// qmd's fallback expansion, and stderr says so once.
     pub fn generator(&self) -> Option<String> {
-        let source = self.generate.source();
-        if source.is_present() {
-            return Some(source.id.clone());
-        }
+        let missing = match &self.generate {
+            Backend::Local(slot) if slot.source().is_present() => return Some(self.generate_id.clone()),
+            Backend::Remote(_) => return Some(self.generate_id.clone()),
+            Backend::Local(slot) => slot.source().missing_message(),
+            Backend::Unusable(source) => source.missing_message(),
+        };
         if !self.said_no_generator.swap(true, Ordering::Relaxed) {
             eprintln!(
-                "Note: {} — plain queries expand with qmd's fallback (the query itself, and \"Information about …\").",
-                source.missing_message()
+                "Note: {missing} — plain queries expand with qmd's fallback (the query itself, and \"Information about …\")."
             );
         }
         None
@@ -495,21 +499,27 @@ impl Models {
     /// qmd's expansion of `query`: from the cache, else generated, read by
     /// qmd's rules, and cached when anything is left.
     pub fn expand(&self, query: &str) -> Result<Vec<TypedSearch>, String> {
-        let model = self.generate.source().id.clone();
-        if let Some(cached) = self.expansions.get(query, &model) {
+        let model = &self.generate_id;
+        if let Some(cached) = self.expansions.get(query, model) {
             return Ok(cached);
         }
-        let context = expansion_context()?;
-        let output = self.generate.with(|expander, _| expander.expand_within(query, context).map_err(|e| e.message))?;
+        let output = match &self.generate {
+            Backend::Local(slot) => {
+                let context = expansion_context()?;
+                slot.with(|expander, _| expander.expand_within(query, context).map_err(|e| e.message))?
+            }
+            Backend::Remote(remote) => remote.expand(query)?,
+            Backend::Unusable(source) => return Err(source.missing_message()),
+        };
         let searches = parse_expansion(&output, query, true);
         if !searches.is_empty() {
-            self.expansions.put(query, &model, &searches);
+            self.expansions.put(query, model, &searches);
         }
         Ok(searches)
     }
 
     pub fn forget_expansion(&self, query: &str) {
-        self.expansions.remove(query, &self.generate.source().id);
+        self.expansions.remove(query, &self.generate_id);
     }
 }
 

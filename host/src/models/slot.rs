@@ -49,13 +49,6 @@ impl<T: Loadable> Slot<T> {
         if !self.source.is_present() {
             return Err(self.source.missing_message());
         }
-        if self.source.endpoint.is_some() {
-            return Err(format!(
-                "{} model {}: only the embedding and rerank models can be on a server (an openai: spec); set a local or Hugging Face model",
-                self.source.role.label(),
-                self.source.id
-            ));
-        }
         let failed =
             |e: qmd_core::Error| format!("{} model {}: {}", self.source.role.label(), self.source.id, e.message);
         if let Some(gguf) = &self.source.gguf {

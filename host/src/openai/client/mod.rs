@@ -6,6 +6,7 @@
 //! so nothing half-answered is ever stored. Text goes to the configured URL
 //! and nowhere else.
 
+mod chat;
 mod embed;
 mod rerank;
 
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use chat::RemoteGenerator;
 pub use embed::RemoteEmbedder;
 pub use rerank::RemoteReranker;
 
