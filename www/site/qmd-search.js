@@ -143,7 +143,7 @@ export class QmdSearch {
     const filterLines = Object.entries(filters)
       .flatMap(([key, values]) => [values].flat().map((value) => `${key}=${value}`))
       .join('\n');
-    const out = e.call(hybrid ? 'qmd_hybrid' : 'qmd_search', ...e.text(query), limit, ...e.text(filterLines), ...e.text(tree));
+    const out = e.call('qmd_search', ...e.text(query), limit, ...e.text(filterLines), ...e.text(tree), hybrid ? 1 : 0);
     const results = lines(out).map((line) => {
       const [fragment, score, doc] = line.split('\t');
       let data;

@@ -170,46 +170,15 @@ pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u3
     }))
 }
 
-/// Keyword and semantic results fused (RRF), same output as [`qmd_search`].
-///
-/// # Safety
-/// Every pair from [`qmd_alloc`].
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn qmd_hybrid(
-    ptr: *mut u8,
-    len: usize,
-    limit: u32,
-    fptr: *mut u8,
-    flen: usize,
-    mptr: *mut u8,
-    mlen: usize,
-) -> u32 {
-    // SAFETY: forwarded from the caller.
-    let (query, filters, tree) = unsafe { (take_text(ptr, len), take_text(fptr, flen), take_text(mptr, mlen)) };
-    let filters = wire::parse_filters(&filters);
-    let pool = (limit as usize).max(50);
-    finish(wire::parse_metadata_filter(&tree).and_then(|filter| {
-        with_index(|index| {
-            let lex = index.search(&query, pool, &filters, filter.as_ref()).map_err(|e| e.message)?;
-            let allowed = index.allowed(&filters, filter.as_ref()).map_err(|e| e.message)?;
-            let semantic: Vec<(u32, f32)> = SEMANTIC
-                .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
-                .collect();
-            Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit as usize)))
-        })
-    }))
-}
-
 /// Searches. `filters` is `key=value` lines; `tree` a metadata filter as
-/// JSON (empty for none). Output: one hit per line,
+/// JSON (empty for none); `semantic` 1 fuses the semantic tier's results
+/// with the keyword ones (RRF). Output: one hit per line,
 /// `fragment<TAB>score<TAB>doc`.
 ///
 /// # Safety
 /// Every pair from [`qmd_alloc`].
 #[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // the C ABI passes each buffer as two numbers
 pub unsafe extern "C" fn qmd_search(
     ptr: *mut u8,
     len: usize,
@@ -218,14 +187,28 @@ pub unsafe extern "C" fn qmd_search(
     flen: usize,
     mptr: *mut u8,
     mlen: usize,
+    semantic: u32,
 ) -> u32 {
     // SAFETY: forwarded from the caller.
     let (query, filters, tree) = unsafe { (take_text(ptr, len), take_text(fptr, flen), take_text(mptr, mlen)) };
     let filters = wire::parse_filters(&filters);
+    let limit = limit as usize;
     finish(wire::parse_metadata_filter(&tree).and_then(|filter| {
         with_index(|index| {
-            let hits = index.search(&query, limit as usize, &filters, filter.as_ref()).map_err(|e| e.message)?;
-            Ok(wire::hits(&hits))
+            if semantic == 0 {
+                let hits = index.search(&query, limit, &filters, filter.as_ref()).map_err(|e| e.message)?;
+                return Ok(wire::hits(&hits));
+            }
+            let pool = limit.max(50);
+            let lex = index.search(&query, pool, &filters, filter.as_ref()).map_err(|e| e.message)?;
+            let allowed = index.allowed(&filters, filter.as_ref()).map_err(|e| e.message)?;
+            let semantic: Vec<(u32, f32)> = SEMANTIC
+                .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
+                .collect();
+            Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit)))
         })
     }))
 }
