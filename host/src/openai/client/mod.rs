@@ -82,8 +82,14 @@ struct Failure {
 
 impl Connection {
     pub fn new(endpoint: Endpoint) -> Connection {
-        let agent =
-            ureq::Agent::config_builder().timeout_global(Some(timeout())).http_status_as_error(false).build().into();
+        // No redirects: a 307/308 would carry the text to another address
+        // than the one configured; it is reported as the status it is.
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout()))
+            .max_redirects(0)
+            .http_status_as_error(false)
+            .build()
+            .into();
         Connection { endpoint, agent, key: api_key() }
     }
 
