@@ -251,3 +251,26 @@ fn with_embed_new_content_gets_vectors_as_it_arrives() {
     let hits: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(hits[0]["file"], "qmd://notes/tides.md", "{out}");
 }
+
+#[test]
+fn changes_no_collection_could_index_wake_nothing() {
+    let env = Env::new();
+    let notes = env.path("notes");
+    env.write("notes/a.md", &note("Alpha", "apples"));
+    env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
+    let watcher = Watcher::start(&env, &[]);
+    let from = watcher.line_count();
+    // What `git commit` and `npm install` write, and a hidden folder's notes.
+    for i in 0..50 {
+        env.write(&format!("notes/.git/objects/{i:02}/obj"), "blob");
+        env.write(&format!("notes/node_modules/pkg{i}/README.md"), "# A package\n");
+        env.write(&format!("notes/.drafts/d{i}.md"), "# Draft\n");
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let woke: Vec<String> = watcher.lines.lock().unwrap()[from..].to_vec();
+    assert!(!woke.iter().any(|l| l.contains("Changes in")), "{woke:?}");
+    // A hidden folder renamed into view is indexed.
+    std::fs::rename(notes.join(".drafts"), notes.join("drafts")).unwrap();
+    let [new, updated, _, removed] = settles(&env, &watcher, &notes, from, "drafts shown");
+    assert_eq!((new, updated, removed), (50, 0, 0));
+}

@@ -9,6 +9,12 @@ use crate::error::{Error, Result};
 /// Directories qmd never descends into.
 const EXCLUDED_DIRS: [&str; 6] = ["node_modules", ".git", ".cache", "vendor", "dist", "build"];
 
+/// Whether nothing under a folder or file of this name is ever indexed,
+/// whatever the collection's mask: hidden names and [`EXCLUDED_DIRS`].
+pub fn never_indexed(name: &str) -> bool {
+    name.starts_with('.') || EXCLUDED_DIRS.contains(&name)
+}
+
 /// Compiled mask + ignore rules of one collection.
 pub struct PathFilter {
     mask: GlobSet,
@@ -80,13 +86,13 @@ impl PathFilter {
     /// Whether the walk should enter this directory (relative path).
     pub fn enter_dir(&self, dir: &str) -> bool {
         let name = dir.rsplit('/').next().unwrap_or(dir);
-        !name.starts_with('.') && !EXCLUDED_DIRS.contains(&name) && !self.ignore.is_match(dir)
+        !never_indexed(name) && !self.ignore.is_match(dir)
     }
 
     /// Whether a file (relative path) belongs to the collection.
     pub fn includes(&self, path: &str) -> bool {
         crate::vpath::is_contained(path)
-            && !path.split('/').any(|segment| segment.starts_with('.') || EXCLUDED_DIRS.contains(&segment))
+            && !path.split('/').any(never_indexed)
             && self.mask.is_match(path)
             && !self.ignore.is_match(path)
     }

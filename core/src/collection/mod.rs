@@ -8,6 +8,6 @@ mod paths;
 
 pub use config::{Collection, Config, DEFAULT_PATTERN};
 pub use context::{context_for, normalize_prefix};
-pub use glob::PathFilter;
 pub(crate) use glob::compile as compile_glob;
+pub use glob::{PathFilter, never_indexed};
 pub use paths::{PathBase, resolve_path};

@@ -138,13 +138,15 @@ impl Roots {
     }
 
     /// The collection a changed path belongs to (the deepest folder that
-    /// holds it).
+    /// holds it); none for a path no collection could index (under `.git/`,
+    /// `node_modules/`, a hidden folder…), so a `git commit` or an
+    /// `npm install` wakes nothing.
     pub fn collection_of(&self, path: &Path) -> Option<&str> {
-        self.roots
-            .iter()
-            .filter(|r| path.starts_with(&r.path))
-            .max_by_key(|r| r.path.as_os_str().len())
-            .map(|r| r.name.as_str())
+        let root = self.roots.iter().filter(|r| path.starts_with(&r.path)).max_by_key(|r| r.path.as_os_str().len())?;
+        let inside = path.strip_prefix(&root.path).ok()?;
+        let skipped =
+            inside.components().any(|c| qmd_core::collection::never_indexed(&c.as_os_str().to_string_lossy()));
+        (!skipped).then_some(root.name.as_str())
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
