@@ -112,7 +112,7 @@ impl Engine {
             // Re-add under the new name: the path field (`collection/path`) is indexed text.
             let body = index.body(entry)?;
             let r = &entry.record;
-            let metadata = index.metadata_of(entry.address, &r.path, &body);
+            let metadata = index.metadata_of(entry.address, &body)?;
             writer.delete(entry.address);
             writer.add(&DocInput {
                 collection: new,

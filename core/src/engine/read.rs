@@ -85,7 +85,7 @@ impl Engine {
             None => segment.body(&record)?,
         };
         let snippet = extract_snippet(&body, focus.query, options.snippet_max_len, focus.chunk, focus.intent);
-        let metadata = &index.metadata_of(address, &record.path, &body).metadata;
+        let metadata = &index.metadata_of(address, &body)?.metadata;
         Ok(SearchHit {
             metadata: (!metadata.is_empty()).then(|| crate::metadata::to_json(metadata)),
             docid: docid(&record.hash).to_string(),

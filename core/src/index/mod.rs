@@ -75,28 +75,26 @@ impl Index {
         }
     }
 
-    /// A document's `qmd.metadata`, as its segment stored it (or, for a
-    /// segment from before that, read from its stored text), kept for
-    /// this view.
+    /// A document's `qmd.metadata` (see [`SegmentReader::metadata`]),
+    /// kept for this view.
     pub fn metadata(&self, address: DocAddress) -> Result<Rc<Extraction>> {
+        self.metadata_with(address, None)
+    }
+
+    /// [`Index::metadata`] for a caller that holds the document's text
+    /// already (a result being shown): a segment from before metadata was
+    /// stored reads it from that text, not a second read.
+    pub fn metadata_of(&self, address: DocAddress, body: &str) -> Result<Rc<Extraction>> {
+        self.metadata_with(address, Some(body))
+    }
+
+    fn metadata_with(&self, address: DocAddress, body: Option<&str>) -> Result<Rc<Extraction>> {
         if let Some(known) = self.metadata.borrow().get(&address) {
             return Ok(known.clone());
         }
-        let segment = &self.segments[address.segment];
-        if let Some(stored) = segment.stored_metadata(address.doc)? {
-            let stored = Rc::new(stored);
-            self.metadata.borrow_mut().insert(address, stored.clone());
-            return Ok(stored);
-        }
-        let record = segment.doc(address.doc)?;
-        Ok(self.metadata_of(address, &record.path, &segment.body(&record)?))
-    }
-
-    /// [`Index::metadata`] for a caller that holds the document's path and
-    /// text already (a result being shown): nothing is read again.
-    pub fn metadata_of(&self, address: DocAddress, path: &str, body: &str) -> Rc<Extraction> {
-        let mut known = self.metadata.borrow_mut();
-        known.entry(address).or_insert_with(|| Rc::new(crate::metadata::extract(path, body))).clone()
+        let extraction = Rc::new(self.segments[address.segment].metadata(address.doc, body)?);
+        self.metadata.borrow_mut().insert(address, extraction.clone());
+        Ok(extraction)
     }
 
     /// Whether the document passes `filter`: its metadata was read without

@@ -205,8 +205,7 @@ fn merge_segments(dir: &Rc<dyn Directory>, manifest: &mut Manifest, picked: &[us
             }
             let record = reader.doc(doc)?;
             let body = reader.body(&record)?;
-            let metadata =
-                reader.stored_metadata(doc)?.unwrap_or_else(|| crate::metadata::extract(&record.path, &body));
+            let metadata = reader.metadata(doc, Some(&body))?;
             builder.add(&DocInput {
                 collection: &record.collection,
                 path: &record.path,

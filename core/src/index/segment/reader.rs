@@ -326,9 +326,24 @@ impl SegmentReader {
         Ok(DocRecord { collection, path, title, hash, modified_ms, size, body_offset, body_len, body_crc32 })
     }
 
+    /// A document's `qmd.metadata`: as the segment stored it, or, for a
+    /// segment written before segments stored it, read from its text
+    /// (`body` when the caller holds it already).
+    pub fn metadata(&self, doc: u32, body: Option<&str>) -> Result<Extraction> {
+        if let Some(stored) = self.stored_metadata(doc)? {
+            return Ok(stored);
+        }
+        let record = self.doc(doc)?;
+        let text = match body {
+            Some(body) => std::borrow::Cow::Borrowed(body),
+            None => std::borrow::Cow::Owned(self.body(&record)?),
+        };
+        Ok(crate::metadata::extract(&record.path, &text))
+    }
+
     /// A document's stored `qmd.metadata`; `None` for a segment written
-    /// before segments stored it (the caller reads the text instead).
-    pub fn stored_metadata(&self, doc: u32) -> Result<Option<Extraction>> {
+    /// before segments stored it.
+    pub(crate) fn stored_metadata(&self, doc: u32) -> Result<Option<Extraction>> {
         if !self.meta.sections.iter().any(|s| s.name == "metadata") {
             return Ok(None);
         }
