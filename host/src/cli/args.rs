@@ -41,7 +41,7 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
         /// With --watch: quiet time before a batch of changes is indexed.
-        #[arg(long, default_value_t = 500, requires = "watch", value_name = "MS")]
+        #[arg(long, default_value_t = crate::watch::DEFAULT_DEBOUNCE_MS, requires = "watch", value_name = "MS")]
         debounce_ms: u64,
         /// With --watch: poll every MS milliseconds (default 2000) instead of
         /// waiting for file system events (chosen by itself for network and

@@ -568,8 +568,6 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// qmd `embed`: vectors for every content without them, in committed
-/// batches (an interrupted run resumes where it stopped).
 /// The engine's embed options from `qmd embed`'s flags, and the time cap
 /// in minutes (0: none).
 fn embed_options(args: &super::args::EmbedArgs) -> Result<(crate::component::bindings::EmbedOptions, f64)> {
@@ -605,6 +603,8 @@ pub(crate) fn embed_quietly(
     })
 }
 
+/// qmd `embed`: vectors for every content without them, in committed
+/// batches (an interrupted run resumes where it stopped).
 pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode> {
     let (options, minutes) = embed_options(&args)?;
     if args.force {

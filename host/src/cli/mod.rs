@@ -70,11 +70,12 @@ pub fn run() -> Result<ExitCode> {
     // the others keep stdout for their results.
     let trusted = match cli.command {
         Command::Update { .. } => crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stdout())?,
-        Command::Embed(_) | Command::Pull(_) | Command::Vsearch(_) | Command::Query(_) => {
-            crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stderr())?
-        }
-        // A watching server updates the index as `update` does.
-        Command::Mcp(ref args) if args.watch => {
+        // A watching server (`mcp --watch`) updates the index as `update` does.
+        Command::Embed(_)
+        | Command::Pull(_)
+        | Command::Vsearch(_)
+        | Command::Query(_)
+        | Command::Mcp(args::McpArgs { watch: true, .. }) => {
             crate::trust::Gate::read(&location.config)?.resolve(&mut std::io::stderr())?
         }
         _ => true,
@@ -118,7 +119,7 @@ pub fn run() -> Result<ExitCode> {
                     host: args.host,
                     daemon: args.daemon,
                     watch: args.watch.then_some(crate::watch::WatchOptions {
-                        debounce: std::time::Duration::from_millis(500),
+                        debounce: std::time::Duration::from_millis(crate::watch::DEFAULT_DEBOUNCE_MS),
                         poll: None,
                         embed: args.embed,
                     }),
