@@ -128,6 +128,7 @@ impl Bert {
             head_dim,
             scale: 1.0 / (head_dim as f32).sqrt(),
             window: Window::Full,
+            f16_sums: false,
         };
         Ok(Bert {
             attention,

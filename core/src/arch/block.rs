@@ -84,6 +84,7 @@ impl BlockShape {
             head_dim: self.head_dim,
             scale: 1.0 / (self.head_dim as f32).sqrt(),
             window,
+            f16_sums: false,
         }
     }
 }
@@ -195,16 +196,19 @@ impl Block {
         }
         b.rope(&mut q, run.lengths, s.head_dim, run.rope_base, run.rope);
         b.rope(&mut k, run.lengths, s.head_dim, run.rope_base, run.rope);
+        let mut attention = run.attention;
         if run.f16_keys_values {
-            // Queries too where llama.cpp would read them as f16 (see
-            // `attention_cached`): here when every sequence is that short.
+            // Queries too, and the values summed in f16, where llama.cpp's
+            // f16 flash attention would run (see `attention_cached`): here
+            // when every sequence is that short.
             if run.lengths.iter().all(|&len| len < FLASH_F16_QUERIES) {
                 b.round_to_f16(&mut q);
+                attention.f16_sums = true;
             }
             b.round_to_f16(&mut k);
             b.round_to_f16(&mut v);
         }
-        let mut attended = b.attention(&q, &k, &v, run.lengths, run.attention);
+        let mut attended = b.attention(&q, &k, &v, run.lengths, attention);
         if last_only {
             attended = b.last_rows(&attended, run.lengths, s.heads * s.head_dim);
         }
@@ -242,17 +246,19 @@ impl Block {
         // Keys and values as llama.cpp's cache holds them: f16. A pass of
         // fewer than 64 tokens (a decoded token, a short prompt) takes
         // llama.cpp's f16 flash-attention path, which reads the queries as
-        // f16 too: rounding them took a Q4_K_M Qwen3's greedy run from 4
-        // to 20 tokens agreed with llama.cpp.
-        if tokens < FLASH_F16_QUERIES {
+        // f16 too (rounding them took a Q4_K_M Qwen3's greedy run from 4
+        // to 20 tokens agreed with llama.cpp) and sums the values in f16
+        // (an F32 Qwen3's first step from 1.3e-3 to ).
+        let short = tokens < FLASH_F16_QUERIES;
+        if short {
             b.round_to_f16(&mut q);
         }
         b.round_to_f16(&mut k);
         b.round_to_f16(&mut v);
         cache.keys.extend(k);
         cache.values.extend(v);
-        let attended =
-            ops::attention_after(&q, &cache.keys, &cache.values, cache.len, s.attention(ops::Window::Causal));
+        let attention = AttentionShape { f16_sums: short, ..s.attention(ops::Window::Causal) };
+        let attended = ops::attention_after(&q, &cache.keys, &cache.values, cache.len, attention);
         cache.len += tokens;
         b.project(weights, &attended, &self.out, None)
     }

@@ -215,14 +215,20 @@ multiversion! {
 /// Each value rounded to the nearest f16 (as llama.cpp's f16 KV cache
 /// stores keys and values), kept as f32.
 pub fn round_to_f16(mut x: Vec<f32>) -> Vec<f32> {
+    parallel::chunks_mut(&mut x, MAP_CHUNK, |_, chunk| round_slice_to_f16(chunk));
+    x
+}
+
+/// [`round_to_f16`] in place, on this thread.
+fn round_slice_to_f16(x: &mut [f32]) {
     use half::slice::HalfFloatSliceExt;
-    parallel::chunks_mut(&mut x, MAP_CHUNK, |_, chunk| {
+    let mut halves = [half::f16::ZERO; 256];
+    for chunk in x.chunks_mut(halves.len()) {
         // half's slice conversions use F16C eight values at a time.
-        let mut halves = vec![half::f16::ZERO; chunk.len()];
+        let halves = &mut halves[..chunk.len()];
         halves.convert_from_f32_slice(chunk);
         halves.convert_to_f32_slice(chunk);
-    });
-    x
+    }
 }
 
 pub fn add(x: &mut [f32], y: &[f32]) {
@@ -240,6 +246,11 @@ pub struct AttentionShape {
     /// What the scores are multiplied by before the softmax.
     pub scale: f32,
     pub window: Window,
+    /// Sum the values as llama.cpp's CPU flash attention does for a pass
+    /// of few queries over an f16 cache: a key at a time (online
+    /// softmax), the running sum stored as f16 after every step. Else in
+    /// f32, the softmax first.
+    pub f16_sums: bool,
 }
 
 /// The keys a query at position `i` attends to.
@@ -316,11 +327,14 @@ fn sequence_attention(
     shape: AttentionShape,
     out: &mut [f32],
 ) {
-    let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
+    let AttentionShape { heads, kv_heads, head_dim, scale, window, .. } = shape;
     let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
     let group = heads / kv_heads.max(1);
     let len = cached + queries;
     assert_eq!(out.len(), queries * q_width, "attention output shape");
+    if shape.f16_sums {
+        return f16_sum_attention(q, k, v, (cached, len), shape, out);
+    }
     if queries == 1 {
         return one_query_attention(q, k, v, (cached, len), shape, out);
     }
@@ -397,7 +411,7 @@ fn one_query_attention(
     shape: AttentionShape,
     out: &mut [f32],
 ) {
-    let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
+    let AttentionShape { heads, kv_heads, head_dim, scale, window, .. } = shape;
     let (kv_width, group) = (kv_heads * head_dim, heads / kv_heads.max(1));
     let keys = window.keys(position, len);
     parallel::chunks_mut(out, head_dim, |h, out| {
@@ -410,6 +424,52 @@ fn one_query_attention(
         for (j, &p) in keys.clone().zip(&scores) {
             out.iter_mut().zip(&v[at(j)]).for_each(|(o, &x)| *o += p * x);
         }
+    });
+}
+
+/// Attention as llama.cpp's CPU flash attention computes it over an f16
+/// cache for a pass of fewer than 64 queries
+/// (`ggml_compute_forward_flash_attn_ext_f16_one_chunk`), so that
+/// generation's first logits are its own to within 1e-3: each query and
+/// head walks its keys in order, keeps the largest score `M` and the sum
+/// `S` of `e^(s − M)`, and adds each value times `e^(s − M)` to a running
+/// sum held in f16 (rescaled by `e^(M_old − M)` when the largest score
+/// moves), divided by `S` at the end. Queries at positions
+/// `len − queries..len`.
+fn f16_sum_attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    (cached, len): (usize, usize),
+    shape: AttentionShape,
+    out: &mut [f32],
+) {
+    let AttentionShape { heads, kv_heads, head_dim, scale, window, .. } = shape;
+    let (q_width, kv_width, group) = (heads * head_dim, kv_heads * head_dim, heads / kv_heads.max(1));
+    parallel::chunks_mut(out, head_dim, |i, out| {
+        let (row, h) = (i / heads, i % heads);
+        let kv_column = (h / group) * head_dim;
+        let query = &q[row * q_width + h * head_dim..][..head_dim];
+        let at = |j: usize| j * kv_width + kv_column..j * kv_width + kv_column + head_dim;
+        let (mut largest, mut sum) = (f32::NEG_INFINITY, 0f32);
+        out.fill(0.0);
+        for j in window.keys(cached + row, len) {
+            let s = dot(query, &k[at(j)]) * scale;
+            let (mut rescale, mut weight) = (1.0, 1.0);
+            if s > largest {
+                rescale = (largest - s).exp();
+                largest = s;
+                out.iter_mut().for_each(|o| *o *= rescale);
+                round_slice_to_f16(out);
+            } else {
+                weight = (s - largest).exp();
+            }
+            out.iter_mut().zip(&v[at(j)]).for_each(|(o, &x)| *o += x * weight);
+            round_slice_to_f16(out);
+            sum = sum * rescale + weight;
+        }
+        let inverse = if sum == 0.0 { 0.0 } else { 1.0 / sum };
+        out.iter_mut().for_each(|o| *o *= inverse);
     });
 }
 
@@ -487,6 +547,44 @@ mod tests {
         out
     }
 
+    /// llama.cpp's f16-sum attention: the definition to f16's precision,
+    /// and a value below f16's resolution is lost as llama.cpp loses it.
+    #[test]
+    fn f16_sums_follow_the_definition_to_f16_precision() {
+        let mut seed = 11u32;
+        let mut random = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        for len in [1, 5, 63] {
+            let shape = AttentionShape {
+                heads: 4,
+                kv_heads: 2,
+                head_dim: 8,
+                scale: 0.7,
+                window: Window::Causal,
+                f16_sums: true,
+            };
+            let q: Vec<f32> = (0..len * 32).map(|_| 4.0 * random()).collect();
+            let k: Vec<f32> = (0..len * 16).map(|_| 4.0 * random()).collect();
+            let v: Vec<f32> = (0..len * 16).map(|_| random()).collect();
+            let mut ours = vec![0f32; len * 32];
+            sequence_attention(&q, &k, &v, (0, len), shape, &mut ours);
+            let whole = naive(&q, &k, &v, len, shape);
+            for (a, b) in ours.iter().zip(&whole) {
+                assert!((a - b).abs() <= 2e-3, "{len} tokens: {a} vs {b}");
+            }
+        }
+        let shape =
+            AttentionShape { heads: 1, kv_heads: 1, head_dim: 8, scale: 1.0, window: Window::Causal, f16_sums: true };
+        let v = vec![1.0 + 1.0 / 4096.0; 8];
+        let mut out = vec![0f32; 8];
+        sequence_attention(&[0.5; 8], &[0.25; 8], &v, (0, 1), shape, &mut out);
+        assert_eq!(out, vec![1.0; 8], "the f16 sum rounds 1 + 2⁻¹² to 1");
+        sequence_attention(&[0.5; 8], &[0.25; 8], &v, (0, 1), AttentionShape { f16_sums: false, ..shape }, &mut out);
+        assert_eq!(out, v, "the f32 sum keeps it");
+    }
+
     #[test]
     fn blocked_attention_matches_the_definition_for_every_window() {
         let mut seed = 7u32;
@@ -496,7 +594,7 @@ mod tests {
         };
         for window in [Window::Full, Window::Causal, Window::Symmetric(5), Window::Symmetric(100)] {
             for len in [1, 2, 63, 64, 65, 150] {
-                let shape = AttentionShape { heads: 4, kv_heads: 2, head_dim: 8, scale: 0.7, window };
+                let shape = AttentionShape { heads: 4, kv_heads: 2, head_dim: 8, scale: 0.7, window, f16_sums: false };
                 let q: Vec<f32> = (0..len * 32).map(|_| random()).collect();
                 let k: Vec<f32> = (0..len * 16).map(|_| random()).collect();
                 let v: Vec<f32> = (0..len * 16).map(|_| random()).collect();

@@ -41,7 +41,7 @@ fn scalar_kernel_is_the_dequantized_product() {
 /// tile edge.
 #[test]
 fn kernels_match_the_scalar_reference() {
-    for (m, n, k) in [(1, 1, 256), (3, 7, 512), (4, 2, 256), (9, 5, 768), (15, 3, 512)] {
+    for (m, n, k) in [(1, 1, 256), (3, 7, 512), (4, 2, 256), (9, 5, 768), (15, 3, 512), (6, 37, 512), (5, 16, 256)] {
         let x = Q8KRows::quantize(&activations(m, k), k);
         for kind in KINDS {
             let bytes = random_matrix(kind, n, k, (m * 13 + n) as u64);
@@ -65,6 +65,13 @@ fn kernels_match_the_scalar_reference() {
             if m > 1 {
                 let mut tail = vec![0f32; (m - 1) * n];
                 kernel()(&x, 1..m, &w, &mut tail);
+                // Fewer rows than a panel pass take x86's row kernel, whose
+                // floats add in another order.
+                #[cfg(target_arch = "x86_64")]
+                if vnni::available() && m - 1 < vnni::RM {
+                    assert_same_sums(&tail, &got[n..], &format!("{kind} {m}×{n}×{k} from row 1"));
+                    continue;
+                }
                 assert_eq!(tail, got[n..], "{kind} {m}×{n}×{k} from row 1");
             }
         }

@@ -220,7 +220,7 @@ fn q6_k_scales(bytes: &[u8]) -> ([__m256i; 8], __m256i) {
 /// bytes: bit `t` of byte `l` belongs to value `32·t + l`).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn q4_k_values(qs: &[u8], high: Option<&[u8]>) -> [__m256i; 8] {
+pub(super) fn q4_k_values(qs: &[u8], high: Option<&[u8]>) -> [__m256i; 8] {
     let nibble = _mm256_set1_epi8(0xF);
     let one = _mm256_set1_epi8(1);
     let qs = &qs[..128];
@@ -245,7 +245,7 @@ fn q4_k_values(qs: &[u8], high: Option<&[u8]>) -> [__m256i; 8] {
 /// Q6_K's low nibbles and 2-bit highs.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn q6_k_values(block: &[u8]) -> [__m256i; 8] {
+pub(super) fn q6_k_values(block: &[u8]) -> [__m256i; 8] {
     let nibble = _mm256_set1_epi8(0xF);
     let two = _mm256_set1_epi8(3);
     let mut v = [_mm256_setzero_si256(); 8];
