@@ -5,8 +5,8 @@
 //!
 //! [`blocks`] reads every type into one form (values, group scales and
 //! offsets), so one kernel per instruction set serves all three:
-//! [`scalar`] (any CPU; the reference), `x86` (AVX2; `vnni` on packed
-//! panels for several activation rows where the CPU has AVX-512 VNNI), `arm` (NEON, with
+//! [`scalar`] (any CPU; the reference), `x86` (AVX2, a row at a time;
+//! `x86_panel` for several activation rows, on packed panels), `arm` (NEON, with
 //! `sdot` where the CPU has it) and `wasm` (simd128, in the browser).
 
 mod activations;
@@ -14,12 +14,12 @@ mod activations;
 mod arm;
 pub(crate) mod blocks;
 mod scalar;
-#[cfg(target_arch = "x86_64")]
-mod vnni;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_panel;
 
 use std::ops::Range;
 
@@ -35,12 +35,8 @@ pub type Kernel = fn(&Q8KRows, Range<usize>, &QMatrix, &mut [f32]);
 /// The widest kernel this CPU runs.
 pub fn kernel() -> Kernel {
     #[cfg(target_arch = "x86_64")]
-    if vnni::available() {
-        return vnni::vnni_matmul;
-    }
-    #[cfg(target_arch = "x86_64")]
     if x86::available() {
-        return x86::avx2_matmul;
+        return x86_panel::panel_matmul;
     }
     #[cfg(target_arch = "aarch64")]
     {
