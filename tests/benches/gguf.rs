@@ -145,7 +145,7 @@ fn generate() {
         let kv = ours["kv_cache_bytes"].as_f64().unwrap();
         let (start, peak) = (ours["start_rss_bytes"].as_f64().unwrap(), ours["peak_rss_bytes"].as_f64().unwrap());
         println!(
-            "\nPeak resident memory over the runtime's own, file {:.0} MiB, this project's KV cache {:.0} MiB (f32):\n",
+            "\nPeak resident memory over the runtime's own, file {:.0} MiB, this project's KV cache {:.0} MiB (f16):\n",
             mib(file),
             mib(kv)
         );

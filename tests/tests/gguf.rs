@@ -569,8 +569,8 @@ fn smollm2_f32_greedy_with_the_kv_cache_matches_llama_cpp() {
 /// Q4_1 (both sides round each product's inputs to 8 bits, so last-bit
 /// differences can flip a near tie): token for token as llama.cpp until,
 /// at most, a step where its token and ours are tied to within 0.1 in our
-/// logits. Measured: the first prompt parts at its 31st token, past the
-/// end of the answer, by 0.04; the others agree throughout.
+/// logits. Measured: the third prompt parts at its 22nd token, past the
+/// end of the answer, by 0.03; the others agree throughout.
 #[test]
 fn smollm2_q4_1_greedy_with_the_kv_cache_matches_llama_cpp() {
     for (agreed, gap) in greedy_with_the_kv_cache(&fixtures().smollm2()) {
@@ -587,30 +587,33 @@ const QWEN3_PROMPTS: [&str; 2] = [
 
 /// A random Qwen3-1.7B-architecture causal LM (qmd's expansion model's
 /// shape): F32 gives llama.cpp's prompt tokens, its first-step
-/// probabilities (within 2e-3) and its 32 greedy tokens; Q4_K_M, made by
-/// llama.cpp's own quantizer, the first step within 3e-2.
+/// probabilities (within 1e-3) and its 32 greedy tokens; Q4_K_M, made by
+/// llama.cpp's own quantizer, the first step within 2e-2.
 #[test]
 fn qwen3_lm_greedy_matches_llama_cpp() {
     let f = fixtures();
     for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS) {
         assert_eq!(run.agreed, 32);
-        // Measured: 1.8e-4 and 1.3e-3 (the issue asks 1e-3; what is left
-        // is likely llama.cpp's f16 accumulation of the values in its
-        // flash attention, which we do not copy).
-        assert!(run.first_step <= 2e-3, "first-step probabilities differ by {}", run.first_step);
+        // Measured: 2.5e-4 on both prompts, since short passes sum the
+        // attention's values in f16 as llama.cpp's flash attention does
+        // (1.8e-4 and 1.3e-3 before).
+        assert!(run.first_step <= 1e-3, "first-step probabilities differ by {}", run.first_step);
         // The comparison means something only if the run varies.
         let distinct: std::collections::BTreeSet<u32> = run.tokens.iter().copied().collect();
         assert!(distinct.len() >= 4, "a greedy run of {} distinct tokens: {:?}", distinct.len(), run.tokens);
     }
     // Q4_K_M: each side rounds every product's activations to 8 bits, and
     // random weights make near ties common, so greedy runs part before the
-    // end (measured: at tokens 20 and 24, by 0.009 and 0.15 in our logits;
-    // at token 4 before the short passes read queries as f16, as
-    // llama.cpp's flash attention does); the first step is within 6.4e-3
-    // and 1.3e-2 (SmolLM2 Q4_1: 5.9e-3 to 2.5e-2).
+    // end: as SmolLM2 Q4_1's, a run agrees for 16 tokens or parts where
+    // llama.cpp's token is within 0.1 of ours in our logits (measured: at
+    // token 8 by 0.003, a tie, and at token 24 by 0.33; at tokens 20 and
+    // 24 before the prompt's products ran on packed panels and the short
+    // passes summed values in f16, at token 4 before they read queries as
+    // f16); the first step is within 2.1e-3 and 1.7e-2 (SmolLM2 Q4_1:
+    // 1.0e-2 to 3.0e-2).
     for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS) {
         assert!(run.first_step <= 2e-2, "Q4_K_M first-step probabilities differ by {}", run.first_step);
-        assert!(run.agreed >= 16, "only {} Q4_K_M tokens agree", run.agreed);
+        assert!(run.agreed >= 16 || run.gap <= 0.1, "Q4_K_M parted at token {} by {}", run.agreed, run.gap);
     }
 }
 

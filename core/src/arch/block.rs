@@ -9,6 +9,8 @@ use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, Value};
+use half::f16;
+use half::slice::HalfFloatSliceExt;
 
 /// The block's sizes, from the file's `<arch>.*` metadata.
 #[derive(Clone, Debug)]
@@ -107,12 +109,25 @@ pub enum Activation {
 }
 
 /// One block's keys and values of the tokens a sequence has seen so far
-/// (rope applied, rounded to f16), `[len × kv_heads·head_dim]` each.
+/// (rope applied), `[len × kv_heads·head_dim]` each, as f16: what
+/// llama.cpp's cache holds, in half the memory of f32.
 #[derive(Default)]
 pub struct KvCache {
-    keys: Vec<f32>,
-    values: Vec<f32>,
+    keys: Vec<f16>,
+    values: Vec<f16>,
     len: usize,
+}
+
+impl KvCache {
+    /// Appends the new tokens' keys and values, rounded to f16.
+    fn extend(&mut self, keys: &[f32], values: &[f32]) {
+        for (cache, new) in [(&mut self.keys, keys), (&mut self.values, values)] {
+            let at = cache.len();
+            cache.resize(at + new.len(), f16::ZERO);
+            // F16C, eight at a time.
+            cache[at..].convert_from_f32_slice(new);
+        }
+    }
 }
 
 /// One block's weights, checked against the shape at load.
@@ -235,7 +250,7 @@ impl Block {
         let tokens = x.len() / s.width;
         let mut h = x.to_vec();
         b.rms_norm(&mut h, &self.attention_norm, s.eps);
-        let [mut q, mut k, mut v] = b.matmul_each(weights, &h, [(&self.q, None), (&self.k, None), (&self.v, None)]);
+        let [mut q, mut k, v] = b.matmul_each(weights, &h, [(&self.q, None), (&self.k, None), (&self.v, None)]);
         if let Some((q_norm, k_norm)) = &self.qk_norms {
             b.rms_norm(&mut q, q_norm, s.eps);
             b.rms_norm(&mut k, k_norm, s.eps);
@@ -248,17 +263,14 @@ impl Block {
         // llama.cpp's f16 flash-attention path, which reads the queries as
         // f16 too (rounding them took a Q4_K_M Qwen3's greedy run from 4
         // to 20 tokens agreed with llama.cpp) and sums the values in f16
-        // (an F32 Qwen3's first step from 1.3e-3 to ).
+        // (see `ops::f16_sum_attention`).
         let short = tokens < FLASH_F16_QUERIES;
         if short {
             b.round_to_f16(&mut q);
         }
-        b.round_to_f16(&mut k);
-        b.round_to_f16(&mut v);
-        cache.keys.extend(k);
-        cache.values.extend(v);
+        cache.extend(&k, &v);
         let attention = AttentionShape { f16_sums: short, ..s.attention(ops::Window::Causal) };
-        let attended = ops::attention_after(&q, &cache.keys, &cache.values, cache.len, attention);
+        let attended = ops::attention_after(&q, &cache.keys[..], &cache.values[..], cache.len, attention);
         cache.len += tokens;
         b.project(weights, &attended, &self.out, None)
     }

@@ -1,5 +1,7 @@
 //! Operations between the matrix products, on rows of f32 activations.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 use crate::kernels::QMatrix;
 use crate::kernels::float::{View, multiply};
@@ -303,12 +305,52 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], lengths: &[usize], shape: Atte
 
 /// One sequence's attention for queries that follow `cached` earlier
 /// tokens: `q` holds the new tokens' rows, `k` and `v` every token's
-/// (the cache's, then the new ones').
-pub fn attention_after(q: &[f32], k: &[f32], v: &[f32], cached: usize, shape: AttentionShape) -> Vec<f32> {
+/// (the cache's, then the new ones'), as f32 or as an f16 cache holds
+/// them.
+pub fn attention_after<E: CacheElement>(q: &[f32], k: &[E], v: &[E], cached: usize, shape: AttentionShape) -> Vec<f32> {
     let queries = q.len() / (shape.heads * shape.head_dim);
     let mut out = vec![0f32; q.len()];
-    sequence_attention(q, k, v, (cached, queries), shape, &mut out);
+    if shape.f16_sums {
+        f16_sum_attention(q, k, v, (cached, cached + queries), shape, &mut out);
+    } else {
+        sequence_attention(q, &E::widen_all(k), &E::widen_all(v), (cached, queries), shape, &mut out);
+    }
     out
+}
+
+/// What keys and values are held as: f32, or f16 as llama.cpp's cache
+/// (half the memory).
+pub trait CacheElement: Copy + Send + Sync {
+    /// `row` as f32, into `out` of the same length.
+    fn widen(row: &[Self], out: &mut [f32]);
+    /// Every value as f32 (borrowed where they are).
+    fn widen_all(rows: &[Self]) -> Cow<'_, [f32]>;
+}
+
+impl CacheElement for f32 {
+    fn widen(row: &[f32], out: &mut [f32]) {
+        out.copy_from_slice(row);
+    }
+
+    fn widen_all(rows: &[f32]) -> Cow<'_, [f32]> {
+        Cow::Borrowed(rows)
+    }
+}
+
+impl CacheElement for half::f16 {
+    fn widen(row: &[half::f16], out: &mut [f32]) {
+        use half::slice::HalfFloatSliceExt;
+        // F16C, eight at a time.
+        row.convert_to_f32_slice(out);
+    }
+
+    fn widen_all(rows: &[half::f16]) -> Cow<'_, [f32]> {
+        let mut out = vec![0f32; rows.len()];
+        parallel::chunks_mut(&mut out, MAP_CHUNK, |i, chunk| {
+            Self::widen(&rows[i * MAP_CHUNK..][..chunk.len()], chunk);
+        });
+        Cow::Owned(out)
+    }
 }
 
 /// Query rows per block of [`sequence_attention`]: each block multiplies
@@ -333,7 +375,7 @@ fn sequence_attention(
     let len = cached + queries;
     assert_eq!(out.len(), queries * q_width, "attention output shape");
     if shape.f16_sums {
-        return f16_sum_attention(q, k, v, (cached, len), shape, out);
+        return f16_sum_attention::<f32>(q, k, v, (cached, len), shape, out);
     }
     if queries == 1 {
         return one_query_attention(q, k, v, (cached, len), shape, out);
@@ -436,10 +478,10 @@ fn one_query_attention(
 /// sum held in f16 (rescaled by `e^(M_old − M)` when the largest score
 /// moves), divided by `S` at the end. Queries at positions
 /// `len − queries..len`.
-fn f16_sum_attention(
+fn f16_sum_attention<E: CacheElement>(
     q: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: &[E],
+    v: &[E],
     (cached, len): (usize, usize),
     shape: AttentionShape,
     out: &mut [f32],
@@ -451,10 +493,12 @@ fn f16_sum_attention(
         let kv_column = (h / group) * head_dim;
         let query = &q[row * q_width + h * head_dim..][..head_dim];
         let at = |j: usize| j * kv_width + kv_column..j * kv_width + kv_column + head_dim;
+        let (mut key, mut value) = (vec![0f32; head_dim], vec![0f32; head_dim]);
         let (mut largest, mut sum) = (f32::NEG_INFINITY, 0f32);
         out.fill(0.0);
         for j in window.keys(cached + row, len) {
-            let s = dot(query, &k[at(j)]) * scale;
+            E::widen(&k[at(j)], &mut key);
+            let s = dot(query, &key) * scale;
             let (mut rescale, mut weight) = (1.0, 1.0);
             if s > largest {
                 rescale = (largest - s).exp();
@@ -464,7 +508,8 @@ fn f16_sum_attention(
             } else {
                 weight = (s - largest).exp();
             }
-            out.iter_mut().zip(&v[at(j)]).for_each(|(o, &x)| *o += x * weight);
+            E::widen(&v[at(j)], &mut value);
+            out.iter_mut().zip(&value).for_each(|(o, &x)| *o += x * weight);
             round_slice_to_f16(out);
             sum = sum * rescale + weight;
         }
@@ -610,7 +655,7 @@ mod tests {
                 if window == Window::Causal {
                     for new in [1, len.min(3), len] {
                         let cached = len - new;
-                        let after = attention_after(&q[cached * 32..], &k, &v, cached, shape);
+                        let after = attention_after(&q[cached * 32..], &k[..], &v[..], cached, shape);
                         for (a, b) in after.iter().zip(&whole[cached * 32..]) {
                             assert!((a - b).abs() < 1e-5, "len {len}, {new} after {cached}: {a} vs {b}");
                         }

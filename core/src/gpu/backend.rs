@@ -260,7 +260,9 @@ impl Backend for Gpu {
         lengths: &[usize],
         shape: AttentionShape,
     ) -> GpuTensor {
-        let AttentionShape { heads, kv_heads, head_dim, scale, window } = shape;
+        // Values are summed in f32 here, `f16_sums` or not: the shader
+        // does not copy llama.cpp's CPU rounding.
+        let AttentionShape { heads, kv_heads, head_dim, scale, window, .. } = shape;
         assert!(
             head_dim <= 256 && head_dim.is_multiple_of(4),
             "the attention kernel takes heads of a multiple of 4 dimensions, at most 256 (not {head_dim})"

@@ -178,6 +178,7 @@ fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Va
         }));
     }
     let s = &model.shape.block;
-    let kv_cache_bytes = s.layers * 2 * s.kv_heads * s.head_dim * longest * std::mem::size_of::<f32>();
+    // f16 keys and values, as llama.cpp's.
+    let kv_cache_bytes = s.layers * 2 * s.kv_heads * s.head_dim * longest * 2;
     json!({ "task": "generate", "model": path, "runs": runs, "kv_cache_bytes": kv_cache_bytes })
 }
