@@ -9,6 +9,7 @@ pub mod backend;
 pub mod bert;
 pub mod block;
 pub mod decoder;
+mod flash_f16;
 pub mod gemma_embedding;
 pub(crate) mod ops;
 mod weights;

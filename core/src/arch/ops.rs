@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::flash_f16;
 use crate::error::{Error, Result};
 use crate::kernels::QMatrix;
 use crate::kernels::float::{View, multiply};
@@ -222,7 +223,7 @@ pub fn round_to_f16(mut x: Vec<f32>) -> Vec<f32> {
 }
 
 /// [`round_to_f16`] in place, on this thread.
-fn round_slice_to_f16(x: &mut [f32]) {
+pub(super) fn round_slice_to_f16(x: &mut [f32]) {
     use half::slice::HalfFloatSliceExt;
     let mut halves = [half::f16::ZERO; 256];
     for chunk in x.chunks_mut(halves.len()) {
@@ -268,7 +269,7 @@ pub enum Window {
 }
 
 impl Window {
-    fn keys(self, i: usize, len: usize) -> std::ops::Range<usize> {
+    pub(super) fn keys(self, i: usize, len: usize) -> std::ops::Range<usize> {
         match self {
             Window::Full => 0..len,
             Window::Symmetric(half) => i.saturating_sub(half)..(i + half + 1).min(len),
@@ -311,7 +312,7 @@ pub fn attention_after<E: CacheElement>(q: &[f32], k: &[E], v: &[E], cached: usi
     let queries = q.len() / (shape.heads * shape.head_dim);
     let mut out = vec![0f32; q.len()];
     if shape.f16_sums {
-        f16_sum_attention(q, k, v, (cached, cached + queries), shape, &mut out);
+        flash_f16::attention(q, k, v, (cached, cached + queries), shape, &mut out);
     } else {
         sequence_attention(q, &E::widen_all(k), &E::widen_all(v), (cached, queries), shape, &mut out);
     }
@@ -325,6 +326,14 @@ pub trait CacheElement: Copy + Send + Sync {
     fn widen(row: &[Self], out: &mut [f32]);
     /// Every value as f32 (borrowed where they are).
     fn widen_all(rows: &[Self]) -> Cow<'_, [f32]>;
+    /// Keys and values by their type.
+    fn rows<'a>(k: &'a [Self], v: &'a [Self]) -> Rows<'a>;
+}
+
+/// Keys and values by their type, for kernels written for each.
+pub enum Rows<'a> {
+    F32(&'a [f32], &'a [f32]),
+    F16(&'a [half::f16], &'a [half::f16]),
 }
 
 impl CacheElement for f32 {
@@ -334,6 +343,10 @@ impl CacheElement for f32 {
 
     fn widen_all(rows: &[f32]) -> Cow<'_, [f32]> {
         Cow::Borrowed(rows)
+    }
+
+    fn rows<'a>(k: &'a [f32], v: &'a [f32]) -> Rows<'a> {
+        Rows::F32(k, v)
     }
 }
 
@@ -350,6 +363,10 @@ impl CacheElement for half::f16 {
             Self::widen(&rows[i * MAP_CHUNK..][..chunk.len()], chunk);
         });
         Cow::Owned(out)
+    }
+
+    fn rows<'a>(k: &'a [half::f16], v: &'a [half::f16]) -> Rows<'a> {
+        Rows::F16(k, v)
     }
 }
 
@@ -375,7 +392,7 @@ fn sequence_attention(
     let len = cached + queries;
     assert_eq!(out.len(), queries * q_width, "attention output shape");
     if shape.f16_sums {
-        return f16_sum_attention::<f32>(q, k, v, (cached, len), shape, out);
+        return flash_f16::attention::<f32>(q, k, v, (cached, len), shape, out);
     }
     if queries == 1 {
         return one_query_attention(q, k, v, (cached, len), shape, out);
@@ -469,57 +486,8 @@ fn one_query_attention(
     });
 }
 
-/// Attention as llama.cpp's CPU flash attention computes it over an f16
-/// cache for a pass of fewer than 64 queries
-/// (`ggml_compute_forward_flash_attn_ext_f16_one_chunk`), so that
-/// generation's first logits are its own to within 1e-3: each query and
-/// head walks its keys in order, keeps the largest score `M` and the sum
-/// `S` of `e^(s − M)`, and adds each value times `e^(s − M)` to a running
-/// sum held in f16 (rescaled by `e^(M_old − M)` when the largest score
-/// moves), divided by `S` at the end. Queries at positions
-/// `len − queries..len`.
-fn f16_sum_attention<E: CacheElement>(
-    q: &[f32],
-    k: &[E],
-    v: &[E],
-    (cached, len): (usize, usize),
-    shape: AttentionShape,
-    out: &mut [f32],
-) {
-    let AttentionShape { heads, kv_heads, head_dim, scale, window, .. } = shape;
-    let (q_width, kv_width, group) = (heads * head_dim, kv_heads * head_dim, heads / kv_heads.max(1));
-    parallel::chunks_mut(out, head_dim, |i, out| {
-        let (row, h) = (i / heads, i % heads);
-        let kv_column = (h / group) * head_dim;
-        let query = &q[row * q_width + h * head_dim..][..head_dim];
-        let at = |j: usize| j * kv_width + kv_column..j * kv_width + kv_column + head_dim;
-        let (mut key, mut value) = (vec![0f32; head_dim], vec![0f32; head_dim]);
-        let (mut largest, mut sum) = (f32::NEG_INFINITY, 0f32);
-        out.fill(0.0);
-        for j in window.keys(cached + row, len) {
-            E::widen(&k[at(j)], &mut key);
-            let s = dot(query, &key) * scale;
-            let (mut rescale, mut weight) = (1.0, 1.0);
-            if s > largest {
-                rescale = (largest - s).exp();
-                largest = s;
-                out.iter_mut().for_each(|o| *o *= rescale);
-                round_slice_to_f16(out);
-            } else {
-                weight = (s - largest).exp();
-            }
-            E::widen(&v[at(j)], &mut value);
-            out.iter_mut().zip(&value).for_each(|(o, &x)| *o += x * weight);
-            round_slice_to_f16(out);
-            sum = sum * rescale + weight;
-        }
-        let inverse = if sum == 0.0 { 0.0 } else { 1.0 / sum };
-        out.iter_mut().for_each(|o| *o *= inverse);
-    });
-}
-
 /// `a · b`, in eight lanes (so it vectorises).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0f32; 8];
     let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = a8.remainder().iter().zip(b8.remainder()).map(|(x, y)| x * y).sum();
