@@ -327,10 +327,13 @@ pub trait CacheElement: Copy + Send + Sync {
     /// Every value as f32 (borrowed where they are).
     fn widen_all(rows: &[Self]) -> Cow<'_, [f32]>;
     /// Keys and values by their type.
+    // Read by the x86 kernels only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn rows<'a>(k: &'a [Self], v: &'a [Self]) -> Rows<'a>;
 }
 
 /// Keys and values by their type, for kernels written for each.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub enum Rows<'a> {
     F32(&'a [f32], &'a [f32]),
     F16(&'a [half::f16], &'a [half::f16]),
