@@ -563,15 +563,19 @@ mod tests {
         out
     }
 
+    /// Numbers in [-0.5, 0.5), the same for a seed.
+    fn uniform(mut seed: u32) -> impl FnMut() -> f32 {
+        move || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        }
+    }
+
     /// llama.cpp's f16-sum attention: the definition to f16's precision,
     /// and a value below f16's resolution is lost as llama.cpp loses it.
     #[test]
     fn f16_sums_follow_the_definition_to_f16_precision() {
-        let mut seed = 11u32;
-        let mut random = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        };
+        let mut random = uniform(11);
         for len in [1, 5, 63] {
             let shape = AttentionShape {
                 heads: 4,
@@ -603,11 +607,7 @@ mod tests {
 
     #[test]
     fn blocked_attention_matches_the_definition_for_every_window() {
-        let mut seed = 7u32;
-        let mut random = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-        };
+        let mut random = uniform(7);
         for window in [Window::Full, Window::Causal, Window::Symmetric(5), Window::Symmetric(100)] {
             for len in [1, 2, 63, 64, 65, 150] {
                 let shape = AttentionShape { heads: 4, kv_heads: 2, head_dim: 8, scale: 0.7, window, f16_sums: false };

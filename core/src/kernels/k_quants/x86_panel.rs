@@ -33,6 +33,12 @@ const PANEL: usize = 8;
 pub(super) const RM: usize = 4;
 /// Steps of four values per super-block.
 const STEPS: usize = SUPER / 4;
+/// A panel's share of each super-block, the one statement of its layout:
+/// values, scales, offsets and factors (see [`Panel`]).
+const BLOCK_VALUES: usize = STEPS * PANEL * 4;
+const BLOCK_SCALES: usize = GROUPS * PANEL;
+const BLOCK_OFFSETS: usize = GROUPS * PANEL;
+const BLOCK_FACTORS: usize = 2 * PANEL;
 
 pub fn panel_matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     if rows.len() < RM {
@@ -71,10 +77,10 @@ struct Panel {
 impl Panel {
     fn new(blocks: usize) -> Panel {
         Panel {
-            values: vec![0; blocks * STEPS * PANEL * 4],
-            scales: vec![0; blocks * GROUPS * PANEL],
-            offsets: vec![0; blocks * GROUPS * PANEL],
-            factors: vec![0.0; blocks * 2 * PANEL],
+            values: vec![0; blocks * BLOCK_VALUES],
+            scales: vec![0; blocks * BLOCK_SCALES],
+            offsets: vec![0; blocks * BLOCK_OFFSETS],
+            factors: vec![0.0; blocks * BLOCK_FACTORS],
         }
     }
 
@@ -88,12 +94,10 @@ impl Panel {
         }
         let mut rows = [[_mm256_setzero_si256(); 8]; PANEL];
         let mut row_scales_of = [[_mm256_setzero_si256(); PANEL]; 3];
-        let per_block = self
-            .values
-            .chunks_exact_mut(STEPS * PANEL * 4)
-            .zip(self.scales.chunks_exact_mut(GROUPS * PANEL))
-            .zip(self.offsets.chunks_exact_mut(GROUPS * PANEL))
-            .zip(self.factors.chunks_exact_mut(2 * PANEL));
+        let per_block = (self.values.chunks_exact_mut(BLOCK_VALUES))
+            .zip(self.scales.chunks_exact_mut(BLOCK_SCALES))
+            .zip(self.offsets.chunks_exact_mut(BLOCK_OFFSETS))
+            .zip(self.factors.chunks_exact_mut(BLOCK_FACTORS));
         for (b, (((values, scales), offsets), factors)) in per_block.enumerate() {
             for (j, r) in columns.clone().enumerate() {
                 let block = &w.row(r)[b * bytes..][..bytes];
@@ -246,12 +250,10 @@ fn panel_rows<const SUM_STEPS: usize>(
 #[target_feature(enable = "avx2,fma")]
 fn panel_tile<const SUM_STEPS: usize>(xr: &[Q8KRow; RM], panel: &Panel) -> [[f32; PANEL]; RM] {
     let mut acc = [_mm256_setzero_ps(); RM];
-    let per_block = panel
-        .values
-        .chunks_exact(STEPS * PANEL * 4)
-        .zip(panel.scales.chunks_exact(GROUPS * PANEL))
-        .zip(panel.offsets.chunks_exact(GROUPS * PANEL))
-        .zip(panel.factors.chunks_exact(2 * PANEL));
+    let per_block = (panel.values.chunks_exact(BLOCK_VALUES))
+        .zip(panel.scales.chunks_exact(BLOCK_SCALES))
+        .zip(panel.offsets.chunks_exact(BLOCK_OFFSETS))
+        .zip(panel.factors.chunks_exact(BLOCK_FACTORS));
     for (b, (((values, scales), offsets), factors)) in per_block.enumerate() {
         let blocks: [(&[i8], f32, &[i16]); RM] = std::array::from_fn(|i| xr[i].block(b));
         let mut dot = [_mm256_setzero_si256(); RM];
