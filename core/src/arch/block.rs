@@ -263,7 +263,7 @@ impl Block {
         // llama.cpp's f16 flash-attention path, which reads the queries as
         // f16 too (rounding them took a Q4_K_M Qwen3's greedy run from 4
         // to 20 tokens agreed with llama.cpp) and sums the values in f16
-        // (see `ops::f16_sum_attention`).
+        // (see `flash_f16::attention`).
         let short = tokens < FLASH_F16_QUERIES;
         if short {
             b.round_to_f16(&mut q);
