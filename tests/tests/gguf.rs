@@ -617,6 +617,42 @@ fn qwen3_lm_greedy_matches_llama_cpp() {
     }
 }
 
+/// The same F32 Qwen3 LM on the GPU kernels (wgpu; Mesa's lavapipe where
+/// the machine has no GPU): the first step within 1e-3 of llama.cpp's
+/// probabilities and its 32 greedy tokens, each step a whole pass over the
+/// sequence on the GPU and the LM head on the CPU kernels (decoding with a
+/// KV cache runs on the CPU kernels only).
+#[test]
+fn qwen3_lm_on_wgpu_matches_llama_cpp() {
+    let context = gpu_device().gpu.clone().expect("a wgpu device for the GGUF kernels");
+    let gpu = qmd_core::gpu::Gpu::new(context);
+    let f = fixtures();
+    let path = f.qwen3_lm();
+    let bytes: ModelBytes = Arc::new(read(&path));
+    let file = GgufFile::parse("qwen3", (*bytes).as_ref()).unwrap();
+    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap();
+    let model = Decoder::load(&file, bytes.clone()).unwrap();
+    let next_logits = |sequence: &Vec<u32>| {
+        model.logits(&model.last_states(&gpu, std::slice::from_ref(sequence)).expect("a pass on the GPU"))
+    };
+    for prompt in QWEN3_PROMPTS {
+        let reference = f.llama("greedy", &path, &serde_json::json!({"prompt": prompt, "tokens": 32}));
+        let mut sequence = tokenizer.encode_prompt(prompt);
+        let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
+        let probabilities = softmax(&next_logits(&sequence));
+        let first_step = first.iter().fold(0f32, |m, &(id, p)| m.max((probabilities[id as usize] - p).abs()));
+        eprintln!("Qwen3 F32 on wgpu: first step within {first_step:.1e} of llama.cpp's");
+        assert!(first_step <= 1e-3, "first-step probabilities differ by {first_step}");
+        let theirs: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
+        assert_eq!(theirs.len(), 32, "llama.cpp's 32 tokens after {prompt:?}");
+        for (step, &expected) in theirs.iter().enumerate() {
+            let next = qmd_core::generate::session::most_probable(&next_logits(&sequence));
+            assert_eq!(next, expected, "greedy token {step} after {prompt:?}");
+            sequence.push(next);
+        }
+    }
+}
+
 /// qmd's expansion, sampled as qmd configures it (seeded), on SmolLM2
 /// Q4_1 with qmd's grammar: every output is lines of `lex|vec|hyde: text`,
 /// a seed repeats its output, and greedy generation equals `greedy`.

@@ -19,6 +19,7 @@ use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::kernels::matmul;
+use crate::model::parallel;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
@@ -155,12 +156,14 @@ impl Decoder {
         let b = &Cpu;
         let rope = self.rope();
         let mut x = b.lookup(&self.weights, &self.tokens, tokens)?;
-        for (layer, cache) in self.layers.iter().zip(cache) {
-            let attended = layer.attention_cached(&self.weights, &x, s, cache, rope, self.shape.rope_base);
-            b.add(&mut x, &attended);
-            let fed = layer.feed_forward(b, &self.weights, &x, s);
-            b.add(&mut x, &fed);
-        }
+        parallel::on_workers(|| {
+            for (layer, cache) in self.layers.iter().zip(cache) {
+                let attended = layer.attention_cached(&self.weights, &x, s, cache, rope, self.shape.rope_base);
+                b.add(&mut x, &attended);
+                let fed = layer.feed_forward(b, &self.weights, &x, s);
+                b.add(&mut x, &fed);
+            }
+        });
         let mut last = x[(tokens.len() - 1) * s.width..].to_vec();
         b.rms_norm(&mut last, &self.output_norm, s.eps);
         Ok(last)
@@ -177,7 +180,7 @@ impl Decoder {
     pub fn logits(&self, states: &[f32]) -> Vec<f32> {
         let head = self.weights.view(&self.output);
         let mut out = vec![0f32; states.len() / self.shape.block.width * head.rows];
-        matmul(states, &head, None, &mut out);
+        parallel::on_workers(|| matmul(states, &head, None, &mut out));
         out
     }
 }

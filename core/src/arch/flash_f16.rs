@@ -2,6 +2,8 @@
 //! cache for passes of few queries: a key at a time, the values' running
 //! sum held in f16.
 
+#[cfg(target_arch = "x86_64")]
+use super::ops::Rows;
 use super::ops::{AttentionShape, CacheElement, dot, round_slice_to_f16};
 use crate::model::parallel;
 
@@ -33,8 +35,14 @@ pub fn attention<E: CacheElement>(
         // one give the same sums.
         #[cfg(target_arch = "x86_64")]
         if x86::available(head_dim) {
+            let columns = (kv_width, kv_column);
             // SAFETY: the CPU has the features; rows are whole multiples of 8.
-            return unsafe { x86::head(query, E::rows(k, v), keys, (kv_width, kv_column), scale, out) };
+            return unsafe {
+                match E::rows(k, v) {
+                    Rows::F32(k, v) => x86::head(query, (k, v), keys, columns, scale, out),
+                    Rows::F16(k, v) => x86::head(query, (k, v), keys, columns, scale, out),
+                }
+            };
         }
         let at = |j: usize| j * kv_width + kv_column..j * kv_width + kv_column + head_dim;
         let (mut key, mut value) = (vec![0f32; head_dim], vec![0f32; head_dim]);
@@ -76,20 +84,30 @@ mod x86 {
 
     use half::f16;
 
-    use crate::arch::ops::Rows;
+    /// What a cache row holds, read eight values at a time as f32.
+    pub trait Eight: Copy {
+        /// Values `at..at + 8` of `row`.
+        ///
+        /// # Safety
+        /// The CPU has AVX and F16C, and `at + 8 <= row.len()`.
+        unsafe fn eight(row: &[Self], at: usize) -> __m256;
+    }
 
-    /// Eight values of a row from `at`.
-    #[inline]
-    #[target_feature(enable = "avx2,f16c")]
-    fn eight(rows: &Rows, value: bool, at: usize) -> __m256 {
-        // SAFETY: callers read whole rows of multiples of 8 values.
-        unsafe {
-            match rows {
-                Rows::F32(k, v) => _mm256_loadu_ps(if value { v } else { k }[at..at + 8].as_ptr()),
-                Rows::F16(k, v) => {
-                    _mm256_cvtph_ps(_mm_loadu_si128(if value { v } else { k }[at..at + 8].as_ptr().cast()))
-                }
-            }
+    impl Eight for f32 {
+        #[inline]
+        #[target_feature(enable = "avx")]
+        unsafe fn eight(row: &[f32], at: usize) -> __m256 {
+            // SAFETY: the caller's.
+            unsafe { _mm256_loadu_ps(row.as_ptr().add(at)) }
+        }
+    }
+
+    impl Eight for f16 {
+        #[inline]
+        #[target_feature(enable = "avx,f16c")]
+        unsafe fn eight(row: &[f16], at: usize) -> __m256 {
+            // SAFETY: the caller's.
+            unsafe { _mm256_cvtph_ps(_mm_loadu_si128(row.as_ptr().add(at).cast())) }
         }
     }
 
@@ -104,9 +122,9 @@ mod x86 {
 
     /// One query's head over `keys`, into `out` (`head_dim` values).
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub fn head(
+    pub fn head<E: Eight>(
         query: &[f32],
-        rows: Rows,
+        (k, v): (&[E], &[E]),
         keys: Range<usize>,
         (kv_width, kv_column): (usize, usize),
         scale: f32,
@@ -122,7 +140,8 @@ mod x86 {
             for c in (0..head_dim).step_by(8) {
                 // SAFETY: 8 values of the query.
                 let q = unsafe { _mm256_loadu_ps(query.as_ptr().add(c)) };
-                d = _mm256_fmadd_ps(q, eight(&rows, false, at + c), d);
+                // SAFETY: 8 values of a key row.
+                d = _mm256_fmadd_ps(q, unsafe { E::eight(k, at + c) }, d);
             }
             let mut lanes = [0f32; 8];
             // SAFETY: 8 floats.
@@ -146,7 +165,8 @@ mod x86 {
             }
             let w = _mm256_set1_ps(weight);
             for c in (0..head_dim).step_by(8) {
-                let x = eight(&rows, true, at + c);
+                // SAFETY: 8 values of a value row.
+                let x = unsafe { E::eight(v, at + c) };
                 // SAFETY: 8 of the sums.
                 unsafe {
                     let sums = sums.as_mut_ptr().add(c).cast::<__m128i>();

@@ -260,9 +260,7 @@ impl Backend for Gpu {
         lengths: &[usize],
         shape: AttentionShape,
     ) -> GpuTensor {
-        // Values are summed in f32 here, `f16_sums` or not: the shader
-        // does not copy llama.cpp's CPU rounding.
-        let AttentionShape { heads, kv_heads, head_dim, scale, window, .. } = shape;
+        let AttentionShape { heads, kv_heads, head_dim, scale, window, f16_sums } = shape;
         assert!(
             head_dim <= 256 && head_dim.is_multiple_of(4),
             "the attention kernel takes heads of a multiple of 4 dimensions, at most 256 (not {head_dim})"
@@ -289,6 +287,7 @@ impl Backend for Gpu {
             scale.to_bits(),
             window,
             half,
+            u32::from(f16_sums),
         ];
         let count = blocks.len() as u32;
         let blocks = self.context.buffer_with("blocks", &blocks);

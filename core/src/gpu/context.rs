@@ -56,9 +56,14 @@ impl Kernel {
                 ("gather", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/gather.wgsl")).into())
             }
             Kernel::Norm => ("norm", include_str!("shaders/norm.wgsl").into()),
-            Kernel::Elementwise => ("elementwise", include_str!("shaders/elementwise.wgsl").into()),
+            Kernel::Elementwise => (
+                "elementwise",
+                concat!(include_str!("shaders/f16.wgsl"), include_str!("shaders/elementwise.wgsl")).into(),
+            ),
             Kernel::Rope => ("rope", include_str!("shaders/rope.wgsl").into()),
-            Kernel::Attention => ("attention", include_str!("shaders/attention.wgsl").into()),
+            Kernel::Attention => {
+                ("attention", concat!(include_str!("shaders/f16.wgsl"), include_str!("shaders/attention.wgsl")).into())
+            }
             Kernel::Rows => ("rows", include_str!("shaders/rows.wgsl").into()),
         }
     }

@@ -129,18 +129,66 @@ pub fn matmul_each<const N: usize>(x: &[f32], ws: [&QMatrix; N]) -> [Vec<f32>; N
 /// [`matmul_each`] with a bias for each product (BERT's q, k and v).
 pub fn matmul_each_biased<const N: usize>(x: &[f32], ws: [(&QMatrix, Option<&[f32]>); N]) -> [Vec<f32>; N] {
     let inputs = Inputs::new(x, ws[0].0.cols);
-    ws.map(|(w, bias)| {
+    let m = x.len() / inputs.k;
+    let mut outs = ws.map(|(w, _)| {
         assert_eq!(w.cols, inputs.k, "matmul_each: the matrices take the same inputs");
-        let mut out = vec![0f32; x.len() / w.cols * w.rows];
-        product(&inputs, w, &mut out);
-        add_bias(bias, w.rows, &mut out);
-        out
-    })
+        vec![0f32; m * w.rows]
+    });
+    if m == 1 {
+        // A decoded token: the products share one parallel step, so the
+        // cores meet once for q, k and v rather than three times.
+        let works = ws.map(|(w, _)| work(&inputs, w.kind));
+        let mut tasks: Vec<Task> = Vec::new();
+        for ((w, _), (work, out)) in ws.iter().zip(works.iter().zip(outs.iter_mut())) {
+            tasks.extend(column_tasks(w, out).map(|(rows, out)| Task { work, w: w.row_range(rows), out }));
+        }
+        parallel::chunks_mut(&mut tasks, 1, |_, task| {
+            let Task { work, w, out } = &mut task[0];
+            work(0..1, w, out);
+        });
+    } else {
+        for ((w, _), out) in ws.iter().zip(outs.iter_mut()) {
+            product(&inputs, w, out);
+        }
+    }
+    for ((w, bias), out) in ws.iter().zip(outs.iter_mut()) {
+        add_bias(*bias, w.rows, out);
+    }
+    outs
 }
 
 /// A kernel's work: activation rows `rows` against every row of a weight
 /// matrix, into `out` (`rows.len() × w.rows`).
 type Work<'a> = Box<dyn Fn(Range<usize>, &QMatrix, &mut [f32]) + Sync + 'a>;
+
+/// The kernel for weights of `kind`, on `inputs` quantized as it needs.
+fn work<'a>(inputs: &'a Inputs, kind: GgmlType) -> Work<'a> {
+    match kind {
+        kind if integer(kind) => {
+            let rows = inputs.q8();
+            let kernel = if kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { q4_kernel() };
+            Box::new(move |range, w, out| kernel(rows, range, w, out))
+        }
+        kind if k_quants::is_k_quant(kind) => {
+            let rows = inputs.q8k();
+            let kernel = k_quants::kernel();
+            Box::new(move |range, w, out| kernel(rows, range, w, out))
+        }
+        _ => {
+            let (x, k) = (inputs.x, inputs.k);
+            Box::new(move |range: Range<usize>, w, out| {
+                float::matmul_dequantized(&x[range.start * k..range.end * k], w, out)
+            })
+        }
+    }
+}
+
+/// One activation row against a few rows of a weight matrix.
+struct Task<'w, 'o> {
+    work: &'w Work<'w>,
+    w: QMatrix<'w>,
+    out: &'o mut [f32],
+}
 
 /// `out = x · wᵀ`, on the kernel of `w`'s type.
 fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
@@ -155,21 +203,7 @@ fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
         let rows = inputs.q8();
         return by_rows(out, n, &|range, out| x86::vnni_matmul_packed(rows, range, &packed, out));
     }
-    let work: Work = match w.kind {
-        kind if integer(kind) => {
-            let rows = inputs.q8();
-            let kernel = if kind == GgmlType::Q8_0 { q8_0_kernel().0 } else { q4_kernel() };
-            Box::new(move |range, w, out| kernel(rows, range, w, out))
-        }
-        kind if k_quants::is_k_quant(kind) => {
-            let rows = inputs.q8k();
-            let kernel = k_quants::kernel();
-            Box::new(move |range, w, out| kernel(rows, range, w, out))
-        }
-        _ => Box::new(|range: Range<usize>, w, out| {
-            float::matmul_dequantized(&x[range.start * k..range.end * k], w, out)
-        }),
-    };
+    let work = work(inputs, w.kind);
     // Up to a task per core, split the weight rows instead: 81 prompt
     // tokens as tasks of 64 and 17 rows left one core idle most of the
     // product.
@@ -188,12 +222,33 @@ fn by_rows(out: &mut [f32], n: usize, work: &(dyn Fn(Range<usize>, &mut [f32]) +
     });
 }
 
+/// Weight rows a task of [`by_columns`] takes: a few tasks a core, so a
+/// core that starts late still gets its share.
+fn rows_per_task(n: usize) -> usize {
+    n.div_ceil(4 * parallel::workers()).next_multiple_of(16)
+}
+
+/// One activation row's output `out` (`w.rows` values) cut into the
+/// pieces of [`rows_per_task`] weight rows each: which rows, and where
+/// their values go.
+fn column_tasks<'o>(w: &QMatrix, out: &'o mut [f32]) -> impl Iterator<Item = (Range<usize>, &'o mut [f32])> {
+    let (n, per_task) = (w.rows, rows_per_task(w.rows));
+    out.chunks_mut(per_task).enumerate().map(move |(i, out)| (i * per_task..(i * per_task + out.len()).min(n), out))
+}
+
 /// Tasks of a few weight rows each, over the cores: with fewer activation
 /// rows than a task (a decoded token), splitting the rows would leave
 /// every core but one idle.
 fn by_columns(m: usize, w: &QMatrix, out: &mut [f32], work: &Work) {
+    if m == 1 {
+        let mut tasks: Vec<_> = column_tasks(w, out).collect();
+        return parallel::chunks_mut(&mut tasks, 1, |_, task| {
+            let (rows, out) = &mut task[0];
+            work(0..1, &w.row_range(rows.clone()), out);
+        });
+    }
     let n = w.rows;
-    let per_task = n.div_ceil(4 * parallel::workers()).next_multiple_of(16);
+    let per_task = rows_per_task(n);
     let starts: Vec<usize> = (0..n).step_by(per_task).collect();
     let parts = parallel::map(&starts, |&c| {
         let part = w.row_range(c..(c + per_task).min(n));

@@ -151,20 +151,29 @@ fn matmul_agrees_with_the_dequantized_product() {
 }
 
 /// Products sharing one quantization of their inputs equal separate ones,
-/// Q8_0 and float weights mixed.
+/// Q8_0, Q4_1, K-quant and float weights mixed: for several rows, and for
+/// one (a decoded token, whose products share one parallel step), with
+/// more weight rows than a task takes.
 #[test]
 fn matmul_each_equals_separate_products() {
-    let (m, k) = (13, 96);
-    let x = activations(m, k);
+    let k = 256;
     let q8 = random_matrix(GgmlType::Q8_0, 7, k, 3);
+    let q4 = random_matrix(GgmlType::Q4_1, 150, k, 4);
+    let q4k = random_matrix(GgmlType::Q4_K, 70, k, 5);
     let floats: Vec<u8> = (0..5 * k).flat_map(|i| ((i % 17) as f32 / 17.0 - 0.5).to_le_bytes()).collect();
     let a = QMatrix { kind: GgmlType::Q8_0, rows: 7, cols: k, data: &q8 };
     let b = QMatrix { kind: GgmlType::F32, rows: 5, cols: k, data: &floats };
-    let [ya, yb] = matmul_each(&x, [&a, &b]);
-    for (w, got) in [(&a, ya), (&b, yb)] {
-        let mut expected = vec![0f32; m * w.rows];
-        matmul(&x, w, None, &mut expected);
-        assert_eq!(got, expected);
+    let c = QMatrix { kind: GgmlType::Q4_1, rows: 150, cols: k, data: &q4 };
+    let d = QMatrix { kind: GgmlType::Q4_K, rows: 70, cols: k, data: &q4k };
+    for m in [13, 1] {
+        let x = activations(m, k);
+        let [ya, yb, yc, yd] = matmul_each(&x, [&a, &b, &c, &d]);
+        for (w, got) in [(&a, ya), (&b, yb), (&c, yc), (&d, yd)] {
+            let mut expected = vec![0f32; m * w.rows];
+            matmul(&x, w, None, &mut expected);
+            assert_eq!(got, expected, "{} weights, {m} rows", w.kind);
+            assert!(got.iter().any(|&y| y != 0.0), "{} weights, {m} rows: all zero", w.kind);
+        }
     }
 }
 

@@ -12,6 +12,18 @@ pub fn workers() -> usize {
     1
 }
 
+/// Runs `f` on one of the pool's threads, so that the parallel steps
+/// inside it start from a worker: the caller then takes its share of each
+/// step and the other workers steal the rest, where a call from outside
+/// the pool hands every step over and sleeps until it is done (two thread
+/// switches a step; a decoded token takes hundreds of steps).
+pub fn on_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]
+    return rayon::scope(|_| f());
+    #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
+    f()
+}
+
 /// `f` over `items`, results in input order; the first error wins.
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R> + Sync + Send) -> Result<Vec<R>> {
     #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]

@@ -1,7 +1,7 @@
-//! `qmd update --watch`: an update, then the collection folders watched,
-//! each batch of changes indexed by one `update` of the collections it
-//! touched (one writer, the index lock; one atomic commit per batch), until
-//! Ctrl-C or SIGTERM. The update itself decides what changed (size and
+//! `qmd update --watch`: the collection folders watched, an update of
+//! what changed before, then each batch of changes indexed by one
+//! `update` of the collections it touched (one writer, the index lock; one
+//! atomic commit per batch), until Ctrl-C or SIGTERM. The update itself decides what changed (size and
 //! modification time, then content hash), so an event too many costs a
 //! `stat`, never a re-index, and an event lost (an OS queue overflow)
 //! costs nothing but a full look.
@@ -49,13 +49,16 @@ enum Voice {
 
 /// `qmd update --watch`.
 pub fn run(session: &Session, trusted: bool, options: &WatchOptions) -> Result<ExitCode> {
-    manage::update(session, false, trusted)?;
-    if options.embed {
-        embed(session, Voice::Cli);
-    }
     let (tx, rx) = mpsc::channel();
     stop_on_signals(tx.clone())?;
-    watch(session, trusted, options, Voice::Cli, tx, rx)
+    let catch_up = || {
+        manage::update(session, false, trusted)?;
+        if options.embed {
+            embed(session, Voice::Cli);
+        }
+        Ok(())
+    };
+    watch(session, trusted, options, Voice::Cli, (tx, rx), catch_up)
 }
 
 /// A watcher beside a server (`qmd mcp --watch`): on its own thread until
@@ -78,13 +81,12 @@ pub fn spawn(session: Session, trusted: bool, options: WatchOptions) -> Backgrou
     let (tx, rx) = mpsc::channel();
     let stop = tx.clone();
     let thread = std::thread::spawn(move || {
-        // First catch up with what changed while nothing was watching.
-        let all = manage::updatable_roots(&session, trusted).map(|roots| roots.into_iter().map(|c| c.name).collect());
-        match all {
-            Ok(names) => index(&session, names, options.embed, Voice::Server),
-            Err(e) => eprintln!("qmd watch: {e:#}"),
-        }
-        if let Err(e) = watch(&session, trusted, &options, Voice::Server, tx, rx) {
+        let catch_up = || {
+            let roots = manage::updatable_roots(&session, trusted)?;
+            index(&session, roots.into_iter().map(|c| c.name).collect(), options.embed, Voice::Server);
+            Ok(())
+        };
+        if let Err(e) = watch(&session, trusted, &options, Voice::Server, (tx, rx), catch_up) {
             eprintln!("qmd watch: stopped: {e:#}");
         }
     });
@@ -92,14 +94,16 @@ pub fn spawn(session: Session, trusted: bool, options: WatchOptions) -> Backgrou
 }
 
 /// Watches the collections `update` scans until told to stop, indexing
-/// each batch of changes.
+/// each batch of changes. `catch_up` indexes what changed while nothing
+/// was watching; it runs once the watches are in place, so a change made
+/// during it, or just before the first event could be seen, is not lost.
 fn watch(
     session: &Session,
     trusted: bool,
     options: &WatchOptions,
     voice: Voice,
-    tx: Sender<Signal>,
-    rx: mpsc::Receiver<Signal>,
+    (tx, rx): (Sender<Signal>, mpsc::Receiver<Signal>),
+    catch_up: impl FnOnce() -> Result<()>,
 ) -> Result<ExitCode> {
     let roots: Vec<(String, PathBuf)> =
         manage::updatable_roots(session, trusted)?.into_iter().map(|c| (c.name, PathBuf::from(c.path))).collect();
@@ -108,6 +112,7 @@ fn watch(
         return Ok(ExitCode::FAILURE);
     }
     let mut watched = Roots::watch(&roots, options.poll, tx)?;
+    catch_up()?;
     say(voice, &format!("Watching {} collection(s) with {} (Ctrl-C to stop)", roots.len(), watched.mode));
     let mut pending = Debouncer::new(options.debounce);
     let mut last_check = Instant::now();

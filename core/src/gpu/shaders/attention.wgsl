@@ -18,6 +18,9 @@ struct Params {
     // 2 the keys up to the query (causal)
     window: u32,
     half: u32,
+    // 1: llama.cpp's CPU flash attention for passes of few queries, key by
+    // key with the values' running sum held in f16 (see `flash_f16.rs`).
+    f16_sums: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -117,10 +120,46 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             scores[i * THREADS + index] = score;
         }
         workgroupBarrier();
+        let in_tile = min(THREADS, keys.y - tile);
+        if p.f16_sums == 1u {
+            // Each thread walks the tile's keys in order for its
+            // dimensions of every query, as llama.cpp does: the largest
+            // score so far, the sum rescaled when it moves, each value
+            // added at e^(s − max), the sum rounded to f16 after each step.
+            for (var t = 0u; t < in_tile; t++) {
+                for (var i = 0u; i < QUERIES; i++) {
+                    let s = scores[i * THREADS + t];
+                    if s <= LOW {
+                        continue;
+                    }
+                    var rescale = 1.0;
+                    var weight = 1.0;
+                    if s > running_max[i] {
+                        rescale = exp(running_max[i] - s);
+                        running_max[i] = s;
+                    } else {
+                        weight = exp(s - running_max[i]);
+                    }
+                    running_sum[i] = running_sum[i] * rescale + weight;
+                    for (var j = 0u; j < 4u; j++) {
+                        let d = index + j * THREADS;
+                        if d < p.head_dim {
+                            var sum = acc[i * 4u + j];
+                            if rescale != 1.0 {
+                                sum = round_to_f16(sum * rescale);
+                            }
+                            let vd = v[(start + tile + t) * p.kv_width + kv_column + d];
+                            acc[i * 4u + j] = round_to_f16(fma(vd, weight, sum));
+                        }
+                    }
+                }
+            }
+            workgroupBarrier();
+            continue;
+        }
         // The softmax step, LANES threads a query: each lane takes every
         // LANES-th score of its query's tile; the lanes' maximums and sums
         // meet in workgroup memory.
-        let in_tile = min(THREADS, keys.y - tile);
         var lane_max = LOW;
         for (var t = lane; t < in_tile; t += LANES) {
             lane_max = max(lane_max, scores[mine * THREADS + t]);
@@ -184,7 +223,11 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         for (var j = 0u; j < 4u; j++) {
             let d = index + j * THREADS;
             if d < p.head_dim {
-                out[(start + first + i) * p.q_width + head * p.head_dim + d] = acc[i * 4u + j] / running_sum[i];
+                var value = acc[i * 4u + j] / running_sum[i];
+                if p.f16_sums == 1u {
+                    value = acc[i * 4u + j] * (1.0 / running_sum[i]);
+                }
+                out[(start + first + i) * p.q_width + head * p.head_dim + d] = value;
             }
         }
     }

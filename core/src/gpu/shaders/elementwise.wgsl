@@ -22,27 +22,6 @@ fn gelu(v: f32) -> f32 {
     return 0.5 * v * (2.0 - 2.0 / (exp(2.0 * t) + 1.0));
 }
 
-// The nearest f16 (ties to even), as an f32. WGSL's pack2x16float leaves
-// the rounding to the implementation.
-fn round_to_f16(v: f32) -> f32 {
-    let bits = bitcast<u32>(v);
-    let exponent = (bits >> 23u) & 0xffu;
-    if exponent == 255u {
-        return v;
-    }
-    if exponent < 113u {
-        // f16 subnormals: multiples of 2^-24 (round() ties to even).
-        return round(v * 16777216.0) / 16777216.0;
-    }
-    let lsb = (bits >> 13u) & 1u;
-    let rounded = bitcast<f32>((bits + 0xfffu + lsb) & 0xffffe000u);
-    if abs(rounded) > 65504.0 {
-        // Past f16's largest finite value: infinity, as the cast gives.
-        return bitcast<f32>((bits & 0x80000000u) | 0x7f800000u);
-    }
-    return rounded;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = id.y * groups.x * 256u + id.x;
