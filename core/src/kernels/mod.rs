@@ -138,14 +138,9 @@ pub fn matmul_each_biased<const N: usize>(x: &[f32], ws: [(&QMatrix, Option<&[f3
         // A decoded token: the products share one parallel step, so the
         // cores meet once for q, k and v rather than three times.
         let works = ws.map(|(w, _)| work(&inputs, w.kind));
-        let mut tasks: Vec<Task> = Vec::new();
-        for ((w, _), (work, out)) in ws.iter().zip(works.iter().zip(outs.iter_mut())) {
-            tasks.extend(column_tasks(w, out).map(|(rows, out)| Task { work, w: w.row_range(rows), out }));
-        }
-        parallel::chunks_mut(&mut tasks, 1, |_, task| {
-            let Task { work, w, out } = &mut task[0];
-            work(0..1, w, out);
-        });
+        one_row_products(
+            ws.iter().zip(&works).zip(outs.iter_mut()).map(|(((w, _), work), out)| (work, *w, &mut out[..])),
+        );
     } else {
         for ((w, _), out) in ws.iter().zip(outs.iter_mut()) {
             product(&inputs, w, out);
@@ -181,13 +176,6 @@ fn work<'a>(inputs: &'a Inputs, kind: GgmlType) -> Work<'a> {
             })
         }
     }
-}
-
-/// One activation row against a few rows of a weight matrix.
-struct Task<'w, 'o> {
-    work: &'w Work<'w>,
-    w: QMatrix<'w>,
-    out: &'o mut [f32],
 }
 
 /// `out = x · wᵀ`, on the kernel of `w`'s type.
@@ -228,12 +216,22 @@ fn rows_per_task(n: usize) -> usize {
     n.div_ceil(4 * parallel::workers()).next_multiple_of(16)
 }
 
-/// One activation row's output `out` (`w.rows` values) cut into the
-/// pieces of [`rows_per_task`] weight rows each: which rows, and where
-/// their values go.
-fn column_tasks<'o>(w: &QMatrix, out: &'o mut [f32]) -> impl Iterator<Item = (Range<usize>, &'o mut [f32])> {
-    let (n, per_task) = (w.rows, rows_per_task(w.rows));
-    out.chunks_mut(per_task).enumerate().map(move |(i, out)| (i * per_task..(i * per_task + out.len()).min(n), out))
+/// One activation row against each matrix, into its output (`w.rows`
+/// values): every product cut into pieces of [`rows_per_task`] weight
+/// rows, all the pieces in one parallel step.
+fn one_row_products<'a>(products: impl Iterator<Item = (&'a Work<'a>, &'a QMatrix<'a>, &'a mut [f32])>) {
+    let mut tasks = Vec::new();
+    for (work, w, out) in products {
+        let per_task = rows_per_task(w.rows);
+        for (i, out) in out.chunks_mut(per_task).enumerate() {
+            let first = i * per_task;
+            tasks.push((work, w.row_range(first..first + out.len()), out));
+        }
+    }
+    parallel::chunks_mut(&mut tasks, 1, |_, task| {
+        let (work, w, out) = &mut task[0];
+        work(0..1, w, out);
+    });
 }
 
 /// Tasks of a few weight rows each, over the cores: with fewer activation
@@ -241,11 +239,7 @@ fn column_tasks<'o>(w: &QMatrix, out: &'o mut [f32]) -> impl Iterator<Item = (Ra
 /// every core but one idle.
 fn by_columns(m: usize, w: &QMatrix, out: &mut [f32], work: &Work) {
     if m == 1 {
-        let mut tasks: Vec<_> = column_tasks(w, out).collect();
-        return parallel::chunks_mut(&mut tasks, 1, |_, task| {
-            let (rows, out) = &mut task[0];
-            work(0..1, &w.row_range(rows.clone()), out);
-        });
+        return one_row_products(std::iter::once((work, w, out)));
     }
     let n = w.rows;
     let per_task = rows_per_task(n);

@@ -1,10 +1,10 @@
 //! `qmd update --watch`: the collection folders watched, an update of
 //! what changed before, then each batch of changes indexed by one
 //! `update` of the collections it touched (one writer, the index lock; one
-//! atomic commit per batch), until Ctrl-C or SIGTERM. The update itself decides what changed (size and
-//! modification time, then content hash), so an event too many costs a
-//! `stat`, never a re-index, and an event lost (an OS queue overflow)
-//! costs nothing but a full look.
+//! atomic commit per batch), until Ctrl-C or SIGTERM. The update itself
+//! decides what changed (size and modification time, then content hash),
+//! so an event too many costs a `stat`, never a re-index, and an event
+//! lost (an OS queue overflow) costs nothing but a full look.
 
 mod debounce;
 mod events;
