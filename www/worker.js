@@ -189,7 +189,9 @@ const methods = {
   async loadGenerator({ id, url, device, cachedOnly }) {
     const files = await fetchModel('Downloading expansion model', id, url, true, cachedOnly);
     if (!files) return null;
-    return { ...index.loadGenerator(id, files.files, device ?? 'auto'), cached: files.cached };
+    const [choice, reason] = await resolveDevice(device ?? 'auto');
+    const loaded = await index.loadGenerator(id, files.files, choice);
+    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached };
   },
   followTokens: ({ text, reference }) => index.followTokens(text, Uint32Array.from(reference)),
   rerankTexts: ({ query, documents }) => index.rerankTexts(query, documents),

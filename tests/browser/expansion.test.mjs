@@ -1,6 +1,7 @@
 // Query expansion in the page (opt-in): the expansion model configured as
 // the CLI's (`QMD_GENERATE_MODEL`), served by `qmd web`, decoded in the
-// page on the CPU kernels (WebAssembly SIMD), a token at a time.
+// page a token at a time on the CPU kernels (WebAssembly SIMD) or on
+// WebGPU with the KV cache on the GPU.
 // Greedy tokens and first-step probabilities are checked against llama.cpp
 // itself (node-llama-cpp, qmd 2.8.3's runtime) with the native tests'
 // bounds (tests/tests/gguf.rs): SmolLM2-135M-Instruct Q4_1 (real weights,
@@ -89,20 +90,30 @@ function softmax(logits) {
   return exps.map((e) => e / sum);
 }
 
-async function openWith(name) {
+async function openWith(name, device = 'cpu') {
   const { page } = browser;
-  await page.goto(`${servers[name].url}?device=cpu`);
+  await page.goto(`${servers[name].url}?device=${device}`);
   await page.evaluate(() => window.qmd.ready);
   assert.equal(await page.locator('#load-generator').isVisible(), true, 'the page offers the configured expansion model');
   return page.evaluate(() => window.qmd.loadGenerator());
 }
 
-for (const [name, { file, prompts, maxGap, maxFirstStep }] of Object.entries(MODELS)) {
-  test(`${name}: the page's greedy choices and first-step probabilities match llama.cpp`, async () => {
-    const loaded = await openWith(name);
+// On the CPU kernels every model; on WebGPU (the engine's WGSL kernels,
+// the KV cache on the GPU; SwiftShader here) the F32 Qwen3, held to the
+// same bounds.
+const RUNS = [
+  ...Object.keys(MODELS).map((name) => [name, 'cpu']),
+  ['qwen3-f32', 'gpu'],
+];
+
+for (const [name, device] of RUNS) {
+  const { file, prompts, maxGap, maxFirstStep } = MODELS[name];
+  const where = device === 'gpu' ? ' on WebGPU' : '';
+  test(`${name}${where}: the page's greedy choices and first-step probabilities match llama.cpp`, async () => {
+    const loaded = await openWith(name, device);
     assert.equal(loaded.model, file);
-    assert.match(loaded.device, /^CPU: WebAssembly SIMD/);
-    assert.equal(loaded.cached, false, 'the first load downloads');
+    assert.match(loaded.device, device === 'gpu' ? /^GPU: WebGPU/ : /^CPU: WebAssembly SIMD/);
+    if (device === 'cpu') assert.equal(loaded.cached, false, 'the first load downloads');
     for (const prompt of prompts) {
       const theirs = llamaGreedy(file, prompt);
       assert.equal(theirs.generated.length, 32);
@@ -119,7 +130,7 @@ for (const [name, { file, prompts, maxGap, maxFirstStep }] of Object.entries(MOD
       const agreed = ours.chosen.filter((t, i) => t === theirs.generated[i]).length;
       const worstGap = Math.max(...ours.gaps);
       console.log(
-        `${name} in the page: ${agreed} of 32 greedy choices as llama.cpp's, worst gap ${worstGap.toFixed(3)}; first step ${firstStep.toExponential(1)}`,
+        `${name}${where} in the page: ${agreed} of 32 greedy choices as llama.cpp's, worst gap ${worstGap.toFixed(3)}; first step ${firstStep.toExponential(1)}`,
       );
       assert.ok(firstStep <= maxFirstStep, `first-step probabilities differ by ${firstStep}`);
       assert.ok(worstGap <= maxGap, `llama.cpp's token was ${worstGap} below ours: ${JSON.stringify(ours.gaps)}`);

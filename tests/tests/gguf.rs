@@ -10,10 +10,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use qmd_core::arch::{Decoder, ModelBytes};
+use qmd_core::arch::backend::now;
+use qmd_core::arch::{Backend, Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::{BpeTokenizer, GgmlType, GgufFile, Value, dequantize};
-use qmd_core::model::{GgufEncoder, GgufRanker, ModelDevice};
+use qmd_core::model::{GgufDevice, GgufEncoder, GgufRanker, ModelDevice};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::{cosine, gpu_device};
 
@@ -499,7 +500,8 @@ fn smollm2_q4_1_matches_llama_cpp() {
 /// Returns, per prompt, how many tokens agree and, where the two parted,
 /// how far llama.cpp's token was below ours in our logits.
 fn greedy_with_the_kv_cache(path: &Path) -> Vec<(usize, f32)> {
-    greedy_with_the_kv_cache_on(path, &SMOLLM2_PROMPTS).into_iter().map(|run| (run.agreed, run.gap)).collect()
+    let cpu = GgufDevice::Cpu;
+    greedy_with_the_kv_cache_on(path, &SMOLLM2_PROMPTS, &cpu).into_iter().map(|run| (run.agreed, run.gap)).collect()
 }
 
 /// One prompt's greedy run against llama.cpp's.
@@ -515,7 +517,9 @@ struct GreedyRun {
     tokens: Vec<u32>,
 }
 
-fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str]) -> Vec<GreedyRun> {
+/// One prompt's greedy run against llama.cpp's, on `device` (its caches
+/// there).
+fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &GgufDevice) -> Vec<GreedyRun> {
     let f = fixtures();
     let bytes: ModelBytes = Arc::new(read(path));
     let file = GgufFile::parse("decoder", (*bytes).as_ref()).unwrap();
@@ -529,16 +533,21 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str]) -> Vec<GreedyRun> 
         assert_eq!(ours, tokens, "prompt tokens of {prompt:?}");
         let theirs: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
         assert_eq!(theirs.len(), 32, "llama.cpp's 32 tokens after {prompt:?}");
-        let mut session = Session::new(&model);
+        let mut session = Session::on(&model, device);
         let mut logits = session.feed(&tokens).unwrap();
-        let whole = model.logits(&model.last_states(&qmd_core::arch::Cpu, std::slice::from_ref(&tokens)).unwrap());
+        // The whole pass's states through the session's LM head.
+        let states = now(device.last_states_async(&model, std::slice::from_ref(&tokens))).unwrap();
+        let whole = match device {
+            GgufDevice::Cpu => model.logits(&states),
+            GgufDevice::Gpu(gpu) => gpu.read(model.logits_on(gpu, &gpu.upload(states))).unwrap(),
+        };
         let largest = whole.iter().fold(0f32, |m, l| m.max(l.abs()));
         let (worst, _) = differences(&logits, &whole);
         assert!(worst <= 1e-4 * largest, "first logits: cached pass vs whole pass differ by {worst}");
         let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
         let probabilities = softmax(&logits);
         let first_step = first.iter().fold(0f32, |m, &(id, p)| m.max((probabilities[id as usize] - p).abs()));
-        let ours = Session::new(&model).greedy(&tokens, 32).unwrap();
+        let ours = Session::on(&model, device).greedy(&tokens, 32).unwrap();
         let agreed = ours.iter().zip(&theirs).take_while(|(a, b)| a == b).count();
         let mut gap = 0.0;
         if agreed < theirs.len() {
@@ -592,7 +601,7 @@ const QWEN3_PROMPTS: [&str; 2] = [
 #[test]
 fn qwen3_lm_greedy_matches_llama_cpp() {
     let f = fixtures();
-    for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS) {
+    for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &GgufDevice::Cpu) {
         assert_eq!(run.agreed, 32);
         // Measured: 2.5e-4 on both prompts, since short passes sum the
         // attention's values in f16 as llama.cpp's flash attention does
@@ -611,45 +620,37 @@ fn qwen3_lm_greedy_matches_llama_cpp() {
     // passes summed values in f16, at token 4 before they read queries as
     // f16); the first step is within 2.1e-3 and 1.7e-2 (SmolLM2 Q4_1:
     // 1.0e-2 to 3.0e-2).
-    for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS) {
+    for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS, &GgufDevice::Cpu) {
         assert!(run.first_step <= 2e-2, "Q4_K_M first-step probabilities differ by {}", run.first_step);
         assert!(run.agreed >= 16 || run.gap <= 0.1, "Q4_K_M parted at token {} by {}", run.agreed, run.gap);
     }
 }
 
-/// The same F32 Qwen3 LM on the GPU kernels (wgpu; Mesa's lavapipe where
-/// the machine has no GPU): the first step within 1e-3 of llama.cpp's
-/// probabilities and its 32 greedy tokens, each step a whole pass over the
-/// sequence on the GPU and the LM head on the CPU kernels (decoding with a
-/// KV cache runs on the CPU kernels only).
+/// Decoding on the GPU kernels (wgpu; Mesa's lavapipe where the machine
+/// has no GPU), the keys and values in caches on the GPU and the LM head
+/// there too: the F32 Qwen3 LM gives llama.cpp's 32 greedy tokens and its
+/// first step within 1e-3 (measured: 1.1e-4 and 3.7e-4). The GPU
+/// multiplies f32 activations where llama.cpp rounds them to 8 bits, so
+/// its Q4_K_M twin is held to SmolLM2 Q4_1's first-step bound, where that
+/// rounding alone moves probabilities by 0.05 (measured: 3.2e-3 and
+/// 4.4e-2; the CPU's 8-bit path: 2.1e-3 and 1.1e-2), and parts from
+/// llama.cpp's greedy run only on near ties (measured: token 4 by 0.001,
+/// token 24 by 0.21). (SmolLM2 Q4_1 on the GPU,
+/// measured once: 32, 8 and 32 tokens agree, the second prompt parting
+/// on a 0.039 tie; at ~2 s a token on lavapipe it is left out of CI.)
 #[test]
-fn qwen3_lm_on_wgpu_matches_llama_cpp() {
-    let context = gpu_device().gpu.clone().expect("a wgpu device for the GGUF kernels");
-    let gpu = qmd_core::gpu::Gpu::new(context);
+fn decoding_on_wgpu_matches_llama_cpp() {
+    // A `GgufDevice` holds one model's weights on the GPU.
+    let on_gpu = || GgufDevice::on(&gpu_device());
+    assert!(matches!(on_gpu(), GgufDevice::Gpu(_)), "a wgpu device for the GGUF kernels");
     let f = fixtures();
-    let path = f.qwen3_lm();
-    let bytes: ModelBytes = Arc::new(read(&path));
-    let file = GgufFile::parse("qwen3", (*bytes).as_ref()).unwrap();
-    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap();
-    let model = Decoder::load(&file, bytes.clone()).unwrap();
-    let next_logits = |sequence: &Vec<u32>| {
-        model.logits(&model.last_states(&gpu, std::slice::from_ref(sequence)).expect("a pass on the GPU"))
-    };
-    for prompt in QWEN3_PROMPTS {
-        let reference = f.llama("greedy", &path, &serde_json::json!({"prompt": prompt, "tokens": 32}));
-        let mut sequence = tokenizer.encode_prompt(prompt);
-        let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
-        let probabilities = softmax(&next_logits(&sequence));
-        let first_step = first.iter().fold(0f32, |m, &(id, p)| m.max((probabilities[id as usize] - p).abs()));
-        eprintln!("Qwen3 F32 on wgpu: first step within {first_step:.1e} of llama.cpp's");
-        assert!(first_step <= 1e-3, "first-step probabilities differ by {first_step}");
-        let theirs: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
-        assert_eq!(theirs.len(), 32, "llama.cpp's 32 tokens after {prompt:?}");
-        for (step, &expected) in theirs.iter().enumerate() {
-            let next = qmd_core::generate::session::most_probable(&next_logits(&sequence));
-            assert_eq!(next, expected, "greedy token {step} after {prompt:?}");
-            sequence.push(next);
-        }
+    for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &on_gpu()) {
+        assert_eq!(run.agreed, 32);
+        assert!(run.first_step <= 1e-3, "first-step probabilities differ by {}", run.first_step);
+    }
+    for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS, &on_gpu()) {
+        assert!(run.first_step <= 8e-2, "Q4_K_M first-step probabilities differ by {}", run.first_step);
+        assert!(run.agreed >= 16 || run.gap <= 0.1, "Q4_K_M parted at token {} by {}", run.agreed, run.gap);
     }
 }
 

@@ -65,13 +65,13 @@ impl ExpansionCache {
         if hooks.is_cancelled() {
             return Err(JsError::new(CANCELLED));
         }
-        let mut run = match generator.expander.start(query) {
+        let mut run = match generator.expander.start_async(query).await {
             Ok(run) => run,
             Err(e) => return Ok(Err(e)),
         };
         let mut last_yield = js_sys::Date::now();
         loop {
-            match run.step() {
+            match run.step_async().await {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => return Ok(Err(e)),

@@ -366,11 +366,14 @@ impl QmdIndex {
     /// Loads the query-expansion model from its one GGUF file (the page's
     /// `{"model.gguf": Uint8Array}`); resolves to its id and where it runs.
     #[wasm_bindgen(js_name = loadGenerator)]
-    pub fn load_generator(&self, id: String, files: Object, device: String) -> Result<JsValue, JsError> {
-        let generator = BrowserGenerator::load(&id, &files, &device).map_err(to_js)?;
-        let loaded = generator.describe();
-        *self.inner.generator.borrow_mut() = Some(Rc::new(generator));
-        to_value(&loaded)
+    pub fn load_generator(&self, id: String, files: Object, device: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let generator = BrowserGenerator::load(&id, &files, &device).await.map_err(to_js)?;
+            let loaded = generator.describe();
+            *inner.generator.borrow_mut() = Some(Rc::new(generator));
+            Ok(to_value(&loaded)?)
+        })
     }
 
     /// The expansion model run along `reference`'s tokens after `text`
@@ -379,17 +382,19 @@ impl QmdIndex {
     /// step and how far the reference's was below it in our logits. For
     /// checks against llama.cpp.
     #[wasm_bindgen(js_name = followTokens)]
-    pub fn follow_tokens(&self, text: String, reference: Vec<u32>) -> Result<JsValue, JsError> {
-        let generator =
-            self.inner.generator.borrow().clone().ok_or_else(|| JsError::new("no expansion model loaded"))?;
-        let run = generator.expander.follow(&text, &reference).map_err(to_js)?;
-        let out = Object::new();
-        let set = |name: &str, value: JsValue| js_sys::Reflect::set(&out, &name.into(), &value);
-        set("prompt", js_sys::Uint32Array::from(run.prompt.as_slice()).into()).ok();
-        set("firstLogits", Float32Array::from(run.first_logits.as_slice()).into()).ok();
-        set("chosen", js_sys::Uint32Array::from(run.chosen.as_slice()).into()).ok();
-        set("gaps", Float32Array::from(run.gaps.as_slice()).into()).ok();
-        Ok(out.into())
+    pub fn follow_tokens(&self, text: String, reference: Vec<u32>) -> Promise {
+        let generator = self.inner.generator.borrow().clone();
+        future_to_promise(async move {
+            let generator = generator.ok_or_else(|| JsError::new("no expansion model loaded"))?;
+            let run = generator.expander.follow(&text, &reference).await.map_err(to_js)?;
+            let out = Object::new();
+            let set = |name: &str, value: JsValue| js_sys::Reflect::set(&out, &name.into(), &value);
+            set("prompt", js_sys::Uint32Array::from(run.prompt.as_slice()).into()).ok();
+            set("firstLogits", Float32Array::from(run.first_logits.as_slice()).into()).ok();
+            set("chosen", js_sys::Uint32Array::from(run.chosen.as_slice()).into()).ok();
+            set("gaps", Float32Array::from(run.gaps.as_slice()).into()).ok();
+            Ok(out.into())
+        })
     }
 
     /// Loads the reranker from its files (as [`Self::load_embedder`]);

@@ -135,8 +135,9 @@ impl BrowserReranker {
 }
 
 /// The page's query-expansion model (qmd's is a Qwen3-1.7B fine-tune, one
-/// GGUF file): decoded on the CPU kernels, as the CLI's is, a token per
-/// step so the Worker can report progress and stop between tokens.
+/// GGUF file): decoded on the page's device (WebGPU, or the CPU kernels),
+/// a token per step so the Worker can report progress and stop between
+/// tokens.
 pub struct BrowserGenerator {
     pub expander: QueryExpander,
     pub model: String,
@@ -144,19 +145,13 @@ pub struct BrowserGenerator {
 }
 
 impl BrowserGenerator {
-    /// From the page's `model.gguf`; `device` is checked but generation
-    /// always runs on the CPU kernels (see [`QueryExpander`]'s loader).
-    pub fn load(id: &str, files: &Object, device: &str) -> Result<BrowserGenerator> {
-        DeviceChoice::parse(device)?;
-        let bytes = PageFiles(files)
-            .gguf()?
-            .ok_or_else(|| Error::invalid(format!("{id}: a query-expansion model is one GGUF file (`{GGUF_FILE}`)")))?;
-        let expander = QueryExpander::load_gguf(id, Arc::new(bytes), &ModelDevice::cpu())?;
-        Ok(BrowserGenerator {
-            expander,
-            model: id.to_string(),
-            device: format!("CPU: {}", qmd_core::kernels::instruction_set()),
-        })
+    /// From the page's `model.gguf`, on `device` as [`BrowserEmbedder::load`].
+    pub async fn load(id: &str, files: &Object, device: &str) -> Result<BrowserGenerator> {
+        if !Reflect::has(files, &GGUF_FILE.into()).unwrap_or(false) {
+            return Err(Error::invalid(format!("{id}: a query-expansion model is one GGUF file (`{GGUF_FILE}`)")));
+        }
+        let (expander, device) = load_model::<QueryExpander>(id, files, device).await?;
+        Ok(BrowserGenerator { expander, model: id.to_string(), device })
     }
 
     pub fn describe(&self) -> LoadedReranker {

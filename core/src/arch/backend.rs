@@ -7,6 +7,7 @@
 //! Token embeddings are looked up on the device too ([`Backend::lookup`]):
 //! a GPU gets the token ids, not a pass's first activations.
 
+use super::block::KvCache;
 use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
 use crate::kernels::matmul_each_biased;
@@ -30,6 +31,9 @@ pub fn now<T>(future: impl std::future::Future<Output = crate::Result<T>>) -> cr
 /// operation (as in [`ops`]).
 pub trait Backend {
     type Tensor;
+    /// One block's keys and values of the tokens a sequence has seen, where
+    /// this backend keeps them (a decoder's KV cache).
+    type Cache: Default;
 
     /// Rows computed on the CPU, for the backend.
     fn upload(&self, rows: Vec<f32>) -> Self::Tensor;
@@ -56,7 +60,8 @@ pub trait Backend {
     fn add_row(&self, x: &mut Self::Tensor, row: &Vector);
     /// `x *= factor`.
     fn scale(&self, x: &mut Self::Tensor, factor: f32);
-    fn rope(&self, x: &mut Self::Tensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope);
+    /// Rotary embeddings for packed sequences `(first position, length)`.
+    fn rope_from(&self, x: &mut Self::Tensor, sequences: &[(usize, usize)], head_dim: usize, base: f32, layout: Rope);
     /// Each value rounded to the nearest f16 (llama.cpp's KV cache).
     fn round_to_f16(&self, x: &mut Self::Tensor);
     fn attention(
@@ -65,6 +70,18 @@ pub trait Backend {
         k: &Self::Tensor,
         v: &Self::Tensor,
         lengths: &[usize],
+        shape: AttentionShape,
+    ) -> Self::Tensor;
+    /// Appends `k` and `v`, the next tokens' keys and values (rope
+    /// applied), to `cache` as f16 (llama.cpp's cache) and returns the
+    /// causal attention of their queries `q` over every key the cache
+    /// holds.
+    fn attention_cached(
+        &self,
+        q: &Self::Tensor,
+        k: Self::Tensor,
+        v: Self::Tensor,
+        cache: &mut Self::Cache,
         shape: AttentionShape,
     ) -> Self::Tensor;
     fn gelu(&self, x: &mut Self::Tensor);
@@ -79,6 +96,12 @@ pub trait Backend {
     /// The mean of each sequence's rows.
     fn mean_rows(&self, x: &Self::Tensor, lengths: &[usize], width: usize) -> Self::Tensor;
 
+    /// Rotary embeddings for packed sequences, positions counted from 0.
+    fn rope(&self, x: &mut Self::Tensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
+        let sequences: Vec<(usize, usize)> = lengths.iter().map(|&len| (0, len)).collect();
+        self.rope_from(x, &sequences, head_dim, base, layout);
+    }
+
     /// `x · mᵀ`.
     fn project(&self, weights: &Weights, x: &Self::Tensor, m: &Matrix, bias: Option<&Vector>) -> Self::Tensor {
         let [out] = self.matmul_each(weights, x, [(m, bias)]);
@@ -91,6 +114,7 @@ pub struct Cpu;
 
 impl Backend for Cpu {
     type Tensor = Vec<f32>;
+    type Cache = KvCache;
 
     fn upload(&self, rows: Vec<f32>) -> Vec<f32> {
         rows
@@ -139,8 +163,8 @@ impl Backend for Cpu {
         ops::scale(x, factor);
     }
 
-    fn rope(&self, x: &mut Vec<f32>, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
-        ops::rope(x, lengths, head_dim, base, layout);
+    fn rope_from(&self, x: &mut Vec<f32>, sequences: &[(usize, usize)], head_dim: usize, base: f32, layout: Rope) {
+        ops::rope_from(x, sequences, head_dim, base, layout);
     }
 
     fn round_to_f16(&self, x: &mut Vec<f32>) {
@@ -156,6 +180,17 @@ impl Backend for Cpu {
         shape: AttentionShape,
     ) -> Vec<f32> {
         ops::attention(q, k, v, lengths, shape)
+    }
+
+    fn attention_cached(
+        &self,
+        q: &Vec<f32>,
+        k: Vec<f32>,
+        v: Vec<f32>,
+        cache: &mut KvCache,
+        shape: AttentionShape,
+    ) -> Vec<f32> {
+        cache.attend(q, &k, &v, shape)
     }
 
     fn gelu(&self, x: &mut Vec<f32>) {

@@ -4,7 +4,7 @@
 //! projection; an RMS norm and a gated feed-forward. Gemma also norms
 //! each sub-block's output before adding it back (its post-norms).
 
-use super::backend::{Backend, Cpu};
+use super::backend::Backend;
 use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
 use crate::error::{Error, Result};
@@ -119,14 +119,19 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// Appends the new tokens' keys and values, rounded to f16.
-    fn extend(&mut self, keys: &[f32], values: &[f32]) {
+    /// [`Backend::attention_cached`] on the CPU: appends the new tokens'
+    /// keys and values, rounded to f16, and attends their queries `q` over
+    /// the whole cache.
+    pub fn attend(&mut self, q: &[f32], keys: &[f32], values: &[f32], shape: AttentionShape) -> Vec<f32> {
         for (cache, new) in [(&mut self.keys, keys), (&mut self.values, values)] {
             let at = cache.len();
             cache.resize(at + new.len(), f16::ZERO);
             // F16C, eight at a time.
             cache[at..].convert_from_f32_slice(new);
         }
+        let attended = ops::attention_after(q, &self.keys, &self.values, self.len, shape);
+        self.len += q.len() / (shape.heads * shape.head_dim);
+        attended
     }
 }
 
@@ -234,30 +239,32 @@ impl Block {
         out
     }
 
-    /// The attention sub-block's output for the next tokens of one
-    /// sequence whose earlier tokens' keys and values are in `cache` (on
-    /// the CPU kernels): the new tokens' keys and values join the cache.
-    pub fn attention_cached(
+    /// The attention sub-block's output for the next `tokens` of one
+    /// sequence whose earlier tokens' keys and values are in `cache`
+    /// (`cached` of them): the new tokens' keys and values join the cache.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_cached<B: Backend>(
         &self,
+        b: &B,
         weights: &Weights,
-        x: &[f32],
+        x: &B::Tensor,
         s: &BlockShape,
-        cache: &mut KvCache,
+        cache: &mut B::Cache,
+        (cached, tokens): (usize, usize),
         rope: Rope,
         rope_base: f32,
-    ) -> Vec<f32> {
-        let b = &Cpu;
-        let tokens = x.len() / s.width;
-        let mut h = x.to_vec();
+    ) -> B::Tensor {
+        let mut h = b.copy(x);
         b.rms_norm(&mut h, &self.attention_norm, s.eps);
         let [mut q, mut k, v] = b.matmul_each(weights, &h, [(&self.q, None), (&self.k, None), (&self.v, None)]);
+        drop(h);
         if let Some((q_norm, k_norm)) = &self.qk_norms {
             b.rms_norm(&mut q, q_norm, s.eps);
             b.rms_norm(&mut k, k_norm, s.eps);
         }
-        let at = [(cache.len, tokens)];
-        ops::rope_from(&mut q, &at, s.head_dim, rope_base, rope);
-        ops::rope_from(&mut k, &at, s.head_dim, rope_base, rope);
+        let at = [(cached, tokens)];
+        b.rope_from(&mut q, &at, s.head_dim, rope_base, rope);
+        b.rope_from(&mut k, &at, s.head_dim, rope_base, rope);
         // Keys and values as llama.cpp's cache holds them: f16. A pass of
         // fewer than 64 tokens (a decoded token, a short prompt) takes
         // llama.cpp's f16 flash-attention path, which reads the queries as
@@ -268,10 +275,8 @@ impl Block {
         if short {
             b.round_to_f16(&mut q);
         }
-        cache.extend(&k, &v);
         let attention = AttentionShape { f16_sums: short, ..s.attention(ops::Window::Causal) };
-        let attended = ops::attention_after(&q, &cache.keys[..], &cache.values[..], cache.len, attention);
-        cache.len += tokens;
+        let attended = b.attention_cached(&q, k, v, cache, attention);
         b.project(weights, &attended, &self.out, None)
     }
 

@@ -136,8 +136,8 @@ impl Decoder {
     }
 
     /// One cache per block, empty: a new sequence for [`Self::extend`].
-    pub fn new_cache(&self) -> Vec<KvCache> {
-        self.layers.iter().map(|_| KvCache::default()).collect()
+    pub fn new_cache<C: Default>(&self) -> Vec<C> {
+        self.layers.iter().map(|_| C::default()).collect()
     }
 
     /// Runs the next `tokens` of the sequence whose earlier tokens are in
@@ -145,6 +145,17 @@ impl Decoder {
     /// kernels; their keys and values join the cache. Returns the
     /// final-normed state of the last token.
     pub fn extend(&self, cache: &mut [KvCache], cached: usize, tokens: &[u32]) -> Result<Vec<f32>> {
+        parallel::on_workers(|| self.extend_on(&Cpu, cache, cached, tokens))
+    }
+
+    /// [`extend`](Self::extend) on `b`, the state recorded and not read.
+    pub fn extend_on<B: Backend>(
+        &self,
+        b: &B,
+        cache: &mut [B::Cache],
+        cached: usize,
+        tokens: &[u32],
+    ) -> Result<B::Tensor> {
         let s = &self.shape.block;
         if tokens.is_empty() || cached + tokens.len() > s.context {
             return Err(Error::invalid(format!(
@@ -153,18 +164,16 @@ impl Decoder {
                 s.context
             )));
         }
-        let b = &Cpu;
-        let rope = self.rope();
+        let (rope, base) = (self.rope(), self.shape.rope_base);
         let mut x = b.lookup(&self.weights, &self.tokens, tokens)?;
-        parallel::on_workers(|| {
-            for (layer, cache) in self.layers.iter().zip(cache) {
-                let attended = layer.attention_cached(&self.weights, &x, s, cache, rope, self.shape.rope_base);
-                b.add(&mut x, &attended);
-                let fed = layer.feed_forward(b, &self.weights, &x, s);
-                b.add(&mut x, &fed);
-            }
-        });
-        let mut last = x[(tokens.len() - 1) * s.width..].to_vec();
+        for (layer, cache) in self.layers.iter().zip(cache) {
+            let attended = layer.attention_cached(b, &self.weights, &x, s, cache, (cached, tokens.len()), rope, base);
+            b.add(&mut x, &attended);
+            drop(attended);
+            let fed = layer.feed_forward(b, &self.weights, &x, s);
+            b.add(&mut x, &fed);
+        }
+        let mut last = b.last_rows(&x, &[tokens.len()], s.width);
         b.rms_norm(&mut last, &self.output_norm, s.eps);
         Ok(last)
     }
@@ -174,6 +183,11 @@ impl Decoder {
             Family::Llama => Rope::Pairs,
             Family::Qwen3 => Rope::Halves,
         }
+    }
+
+    /// The LM head's logits for each state, recorded on `b`.
+    pub fn logits_on<B: Backend>(&self, b: &B, states: &B::Tensor) -> B::Tensor {
+        b.project(&self.weights, states, &self.output, None)
     }
 
     /// The LM head's logits over the vocabulary for each state.

@@ -123,16 +123,10 @@ pub enum Rope {
 }
 
 /// Rotary position embeddings on `[tokens × heads·head_dim]` of packed
-/// sequences, positions counted from 0 in each. The angles are built as
-/// ggml builds them (`θ_i = p · base^(−2i/d)` by repeated f32
-/// multiplication), so they match it to the last bit.
-pub fn rope(x: &mut [f32], lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
-    let sequences: Vec<(usize, usize)> = lengths.iter().map(|&len| (0, len)).collect();
-    rope_from(x, &sequences, head_dim, base, layout);
-}
-
-/// [`rope`] for sequences `(first position, length)`: tokens that follow a
-/// cache of earlier ones.
+/// sequences `(first position, length)` (a sequence after a cache of its
+/// earlier tokens starts past 0). The angles are built as ggml builds them
+/// (`θ_i = p · base^(−2i/d)` by repeated f32 multiplication), so they match
+/// it to the last bit.
 pub fn rope_from(x: &mut [f32], sequences: &[(usize, usize)], head_dim: usize, base: f32, layout: Rope) {
     let half = head_dim / 2;
     let start = sequences.iter().map(|&(first, _)| first).min().unwrap_or(0);
@@ -644,7 +638,7 @@ mod tests {
             let (len, head_dim) = (9, 8);
             let mut whole: Vec<f32> = (0..len * 2 * head_dim).map(|i| (i as f32 * 0.37).sin()).collect();
             let mut tail = whole[5 * 2 * head_dim..].to_vec();
-            rope(&mut whole, &[len], head_dim, 10_000.0, layout);
+            rope_from(&mut whole, &[(0, len)], head_dim, 10_000.0, layout);
             rope_from(&mut tail, &[(5, len - 5)], head_dim, 10_000.0, layout);
             assert_eq!(tail, whole[5 * 2 * head_dim..], "{layout:?}");
         }

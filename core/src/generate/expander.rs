@@ -8,9 +8,11 @@ use super::chat::{ChatTemplate, DEFAULT_SYSTEM_PROMPT};
 use super::grammar::TokenMask;
 use super::sampler::{Sampler, Sampling};
 use super::session::{Generation, Limits, Session, most_probable};
+use crate::arch::backend::now;
 use crate::arch::{Decoder, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile};
+use crate::model::{GgufDevice, ModelDevice};
 
 /// qmd's `maxTokens` for an expansion.
 pub const MAX_EXPANSION_TOKENS: usize = 600;
@@ -29,6 +31,8 @@ const SEED: u64 = 0x716d_6421;
 
 pub struct QueryExpander {
     model: Decoder,
+    /// Where the model's steps run.
+    device: GgufDevice,
     tokenizer: BpeTokenizer,
     template: ChatTemplate,
     mask: TokenMask,
@@ -40,8 +44,14 @@ pub struct QueryExpander {
 }
 
 impl QueryExpander {
-    /// From a GGUF file's bytes; `name` is how errors call the file.
+    /// From a GGUF file's bytes, run on the CPU; `name` is how errors call
+    /// the file.
     pub fn load(name: &str, bytes: ModelBytes) -> Result<QueryExpander> {
+        Self::load_on(name, bytes, &ModelDevice::cpu())
+    }
+
+    /// [`load`](Self::load), run on `device` (its GPU where it has one).
+    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<QueryExpander> {
         crate::model::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         if file.tensor("cls.output.weight").is_some() {
@@ -60,7 +70,8 @@ impl QueryExpander {
         let mask = TokenMask::new(&tokenizer.token_bytes(), end.clone());
         let unpunished = tokenizer.encode("\n", false);
         let trained_context = model.shape.block.context;
-        Ok(QueryExpander { model, tokenizer, template, mask, end, unpunished, trained_context })
+        let device = GgufDevice::on(device);
+        Ok(QueryExpander { model, device, tokenizer, template, mask, end, unpunished, trained_context })
     }
 
     /// The prompt's tokens for `query`.
@@ -78,14 +89,14 @@ impl QueryExpander {
     /// [`expand`](Self::expand) in a context of `context` tokens (qmd's
     /// `QMD_EXPAND_CONTEXT_SIZE`) shared by the prompt and the answer.
     pub fn expand_within(&self, query: &str, context: usize) -> Result<String> {
-        let mut run = self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED), context)?;
+        let mut run = now(self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED), context))?;
         while run.step()? {}
         Ok(run.text())
     }
 
     /// [`expand`](Self::expand) with other sampling (greedy, in tests).
     pub fn expand_with(&self, query: &str, sampling: Sampling) -> Result<String> {
-        let mut run = self.start_with(query, sampling, EXPANSION_CONTEXT)?;
+        let mut run = now(self.start_with(query, sampling, EXPANSION_CONTEXT))?;
         while run.step()? {}
         Ok(run.text())
     }
@@ -93,10 +104,15 @@ impl QueryExpander {
     /// [`expand`](Self::expand) a token per [`ExpansionRun::step`]: the
     /// prompt is processed here, so this call takes the prompt's time.
     pub fn start(&self, query: &str) -> Result<ExpansionRun<'_>> {
-        self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED), EXPANSION_CONTEXT)
+        now(self.start_async(query))
     }
 
-    fn start_with(&self, query: &str, sampling: Sampling, context: usize) -> Result<ExpansionRun<'_>> {
+    /// [`start`](Self::start), waiting for a GPU without blocking.
+    pub async fn start_async(&self, query: &str) -> Result<ExpansionRun<'_>> {
+        self.start_with(query, Sampling::QMD_EXPANSION.with_seed(SEED), EXPANSION_CONTEXT).await
+    }
+
+    async fn start_with(&self, query: &str, sampling: Sampling, context: usize) -> Result<ExpansionRun<'_>> {
         let prompt = self.prompt(query);
         let context = context.min(self.trained_context);
         let room = context.saturating_sub(prompt.len());
@@ -114,7 +130,8 @@ impl QueryExpander {
             unpunished: &self.unpunished,
             grammar: Some(&self.mask),
         };
-        let generation = Generation::start(Session::new(&self.model), &prompt, Sampler::new(sampling), limits)?;
+        let session = Session::on(&self.model, &self.device);
+        let generation = Generation::start_async(session, &prompt, Sampler::new(sampling), limits).await?;
         Ok(ExpansionRun { tokenizer: &self.tokenizer, generation })
     }
 
@@ -124,10 +141,10 @@ impl QueryExpander {
     /// reference's is below it in our logits. Where the two runtimes part
     /// at a near tie, the steps after it are still compared. For checks
     /// against llama.cpp where the model runs (the browser).
-    pub fn follow(&self, text: &str, reference: &[u32]) -> Result<FollowedRun> {
+    pub async fn follow(&self, text: &str, reference: &[u32]) -> Result<FollowedRun> {
         let prompt = self.tokenizer.encode_prompt(text);
-        let mut session = Session::new(&self.model);
-        let mut logits = session.feed(&prompt)?;
+        let mut session = Session::on(&self.model, &self.device);
+        let mut logits = session.feed_async(&prompt).await?;
         let first_logits = logits.clone();
         let (mut chosen, mut gaps) = (Vec::with_capacity(reference.len()), Vec::with_capacity(reference.len()));
         for (step, &token) in reference.iter().enumerate() {
@@ -136,7 +153,7 @@ impl QueryExpander {
             chosen.push(ours);
             gaps.push(logits[ours as usize] - theirs);
             if step + 1 < reference.len() {
-                logits = session.feed(&[token])?;
+                logits = session.feed_async(&[token]).await?;
             }
         }
         Ok(FollowedRun { prompt, first_logits, chosen, gaps })
@@ -164,7 +181,12 @@ pub struct ExpansionRun<'e> {
 impl ExpansionRun<'_> {
     /// Generates one more token; false once the expansion has ended.
     pub fn step(&mut self) -> Result<bool> {
-        Ok(self.generation.step()?.is_some())
+        now(self.step_async())
+    }
+
+    /// [`step`](Self::step), waiting for a GPU without blocking.
+    pub async fn step_async(&mut self) -> Result<bool> {
+        Ok(self.generation.step_async().await?.is_some())
     }
 
     /// Tokens generated so far.

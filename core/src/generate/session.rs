@@ -7,8 +7,10 @@
 use super::grammar::{State, TokenMask};
 use super::sampler::{Sampler, Sampling};
 use crate::arch::Decoder;
+use crate::arch::backend::now;
 use crate::arch::block::KvCache;
 use crate::error::Result;
+use crate::model::GgufDevice;
 
 /// How a generation stops, and what it may produce.
 #[derive(Clone, Copy)]
@@ -27,13 +29,31 @@ pub struct Limits<'a> {
 
 pub struct Session<'m> {
     model: &'m Decoder,
-    cache: Vec<KvCache>,
+    caches: Caches<'m>,
     tokens: Vec<u32>,
 }
 
+/// Where a session's steps run, and the blocks' caches there.
+enum Caches<'m> {
+    Cpu(Vec<KvCache>),
+    #[cfg(feature = "models-wgpu")]
+    Gpu(&'m crate::gpu::Gpu, Vec<crate::gpu::GpuKvCache>),
+}
+
 impl<'m> Session<'m> {
+    /// A session on the CPU kernels.
     pub fn new(model: &'m Decoder) -> Session<'m> {
-        Session { model, cache: model.new_cache(), tokens: Vec::new() }
+        Session { model, caches: Caches::Cpu(model.new_cache()), tokens: Vec::new() }
+    }
+
+    /// A session on `device` (its caches there).
+    pub fn on(model: &'m Decoder, device: &'m GgufDevice) -> Session<'m> {
+        let caches = match device {
+            GgufDevice::Cpu => Caches::Cpu(model.new_cache()),
+            #[cfg(feature = "models-wgpu")]
+            GgufDevice::Gpu(gpu) => Caches::Gpu(gpu, model.new_cache()),
+        };
+        Session { model, caches, tokens: Vec::new() }
     }
 
     /// Every token the sequence holds.
@@ -44,9 +64,23 @@ impl<'m> Session<'m> {
     /// Appends `tokens` (a prompt, or the token just chosen) and returns
     /// the logits for the token after them.
     pub fn feed(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
-        let state = self.model.extend(&mut self.cache, self.tokens.len(), tokens)?;
+        now(self.feed_async(tokens))
+    }
+
+    /// [`feed`](Self::feed), waiting for a GPU without blocking (a
+    /// browser cannot block).
+    pub async fn feed_async(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
+        let (model, cached) = (self.model, self.tokens.len());
+        let logits = match &mut self.caches {
+            Caches::Cpu(cache) => model.logits(&model.extend(cache, cached, tokens)?),
+            #[cfg(feature = "models-wgpu")]
+            Caches::Gpu(gpu, cache) => {
+                let state = model.extend_on(*gpu, cache, cached, tokens)?;
+                gpu.read_async(model.logits_on(*gpu, &state)).await?
+            }
+        };
         self.tokens.extend_from_slice(tokens);
-        Ok(self.model.logits(&state))
+        Ok(logits)
     }
 
     /// `count` tokens after `prompt`, each the most probable (ties to the
@@ -61,9 +95,11 @@ impl<'m> Session<'m> {
     /// allows, until an end token, the token limit, or a grammar with no
     /// way on.
     pub fn generate(self, prompt: &[u32], sampler: Sampler, limits: Limits) -> Result<Vec<u32>> {
-        let mut generation = Generation::start(self, prompt, sampler, limits)?;
-        while generation.step()?.is_some() {}
-        Ok(generation.into_generated())
+        now(async {
+            let mut generation = Generation::start_async(self, prompt, sampler, limits).await?;
+            while generation.step_async().await?.is_some() {}
+            Ok(generation.into_generated())
+        })
     }
 }
 
@@ -83,8 +119,18 @@ pub struct Generation<'m, 'l> {
 impl<'m, 'l> Generation<'m, 'l> {
     /// Processes `prompt` (in one pass, as llama.cpp does) and stands
     /// before the first generated token.
-    pub fn start(mut session: Session<'m>, prompt: &[u32], sampler: Sampler, limits: Limits<'l>) -> Result<Self> {
-        let logits = session.feed(prompt)?;
+    pub fn start(session: Session<'m>, prompt: &[u32], sampler: Sampler, limits: Limits<'l>) -> Result<Self> {
+        now(Self::start_async(session, prompt, sampler, limits))
+    }
+
+    /// [`start`](Self::start), waiting for a GPU without blocking.
+    pub async fn start_async(
+        mut session: Session<'m>,
+        prompt: &[u32],
+        sampler: Sampler,
+        limits: Limits<'l>,
+    ) -> Result<Self> {
+        let logits = session.feed_async(prompt).await?;
         let next = (limits.max_tokens > 0).then_some(logits);
         Ok(Generation { session, sampler, limits, state: State::START, generated: Vec::new(), next })
     }
@@ -92,6 +138,11 @@ impl<'m, 'l> Generation<'m, 'l> {
     /// Chooses the next token and, unless it was the last one, runs the
     /// model over it; `None` once generation has ended.
     pub fn step(&mut self) -> Result<Option<u32>> {
+        now(self.step_async())
+    }
+
+    /// [`step`](Self::step), waiting for a GPU without blocking.
+    pub async fn step_async(&mut self) -> Result<Option<u32>> {
         let Some(mut logits) = self.next.take() else { return Ok(None) };
         let limits = self.limits;
         if let Some(mask) = limits.grammar {
@@ -113,7 +164,7 @@ impl<'m, 'l> Generation<'m, 'l> {
         }
         self.generated.push(next);
         if self.generated.len() < limits.max_tokens {
-            self.next = Some(self.session.feed(&[next])?);
+            self.next = Some(self.session.feed_async(&[next]).await?);
         }
         Ok(Some(next))
     }

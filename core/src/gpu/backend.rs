@@ -11,12 +11,18 @@ use super::context::{GpuContext, Kernel, groups_for};
 use super::layout::{self, Format};
 use super::pool::PooledBuffer;
 use super::wgpu;
-use crate::arch::ops::{AttentionShape, Rope, Window, check_ids, positions, rope_table};
+use crate::arch::ops::{AttentionShape, Rope, Window, check_ids, rope_table};
 use crate::arch::{Backend, Matrix, Vector, Weights};
 use crate::error::Result;
 
 /// Outputs a workgroup of `shaders/matmul.wgsl` computes on each side.
 const MATMUL_TILE: usize = 128;
+
+/// Products of at most this many rows (a decoded token) take
+/// `shaders/matvec.wgsl` (its `MAX_M`), whose workgroups compute
+/// `MATVEC_OUTPUTS` outputs of each row (its `ROWS`).
+const MATVEC_ROWS: usize = 4;
+const MATVEC_OUTPUTS: usize = 4;
 
 /// Queries a workgroup of `shaders/attention.wgsl` takes (its `QUERIES`).
 const QUERY_BLOCK: usize = 8;
@@ -130,6 +136,51 @@ impl Gpu {
         );
     }
 
+    /// `shaders/attention.wgsl` over `blocks` of `q`'s queries and the
+    /// key and value rows `kv`; `q` (and the result) start at the
+    /// sequence's row `query_shift`.
+    fn attend(
+        &self,
+        q: &GpuTensor,
+        (k, v): (&wgpu::Buffer, &wgpu::Buffer),
+        blocks: &[[u32; 4]],
+        shape: AttentionShape,
+        query_shift: usize,
+    ) -> GpuTensor {
+        let AttentionShape { heads, kv_heads, head_dim, scale, window, f16_sums } = shape;
+        assert!(
+            head_dim <= 256 && head_dim.is_multiple_of(4),
+            "the attention kernel takes heads of a multiple of 4 dimensions, at most 256 (not {head_dim})"
+        );
+        assert!(blocks.len() <= 65_535, "{} query blocks in one GPU attention dispatch (65,535 fit)", blocks.len());
+        let (window, half) = match window {
+            Window::Full => (0, 0),
+            Window::Symmetric(half) => (1, half as u32),
+            Window::Causal => (2, 0),
+        };
+        let params = [
+            (heads * head_dim) as u32,
+            (kv_heads * head_dim) as u32,
+            head_dim as u32,
+            (heads / kv_heads.max(1)) as u32,
+            scale.to_bits(),
+            window,
+            half,
+            u32::from(f16_sums),
+            query_shift as u32,
+        ];
+        let count = blocks.len() as u32;
+        let blocks = self.context.buffer_with("blocks", blocks);
+        let out = self.tensor(q.len);
+        self.context.dispatch(
+            Kernel::Attention,
+            &params,
+            &[&q.buffer, k, v, &blocks, &out.buffer],
+            (heads as u32, count),
+        );
+        out
+    }
+
     /// One row per span (first row, length) of `x`'s rows.
     fn rows(&self, x: &GpuTensor, spans: &[[u32; 2]], width: usize, op: RowsOp) -> GpuTensor {
         let out = self.tensor(spans.len() * width);
@@ -138,6 +189,48 @@ impl Gpu {
         self.context.dispatch(Kernel::Rows, &params, &[&x.buffer, &spans, &out.buffer], groups_for(out.len, 256));
         out
     }
+}
+
+/// One block's keys and values of a sequence on the GPU, rounded to f16
+/// (as llama.cpp's cache holds them) and stored as f32, the rows the
+/// attention kernel reads; grown by doubling, so a decoded token seldom
+/// copies the cache.
+#[derive(Default)]
+pub struct GpuKvCache {
+    buffers: Option<(PooledBuffer, PooledBuffer)>,
+    /// Rows the buffers have room for.
+    capacity: usize,
+    len: usize,
+}
+
+/// Rows a new cache has room for: a short prompt and its answer.
+const CACHE_ROWS: usize = 256;
+
+impl GpuKvCache {
+    /// The keys' and values' buffers, with room for `tokens` more rows of
+    /// `width` (grown, the rows so far copied over, where there is not).
+    fn room_for(&mut self, gpu: &Gpu, tokens: usize, width: usize) -> (&wgpu::Buffer, &wgpu::Buffer) {
+        let needed = self.len + tokens;
+        if needed > self.capacity {
+            let capacity = needed.max(2 * self.capacity).max(CACHE_ROWS);
+            let grown = (gpu.context.activation(capacity * width), gpu.context.activation(capacity * width));
+            if let Some((keys, values)) = &self.buffers {
+                gpu.context.copy(keys, &grown.0, self.len * width);
+                gpu.context.copy(values, &grown.1, self.len * width);
+            }
+            self.buffers = Some(grown);
+            self.capacity = capacity;
+        }
+        let (keys, values) = self.buffers.as_ref().expect("buffers made above");
+        (keys, values)
+    }
+}
+
+/// `[start, len, first, count]` for the blocks of up to QUERY_BLOCK
+/// queries of the sequence of `len` rows from row `start`, from its
+/// position `from` on.
+fn query_blocks(start: u32, len: u32, from: u32) -> impl Iterator<Item = [u32; 4]> {
+    (from..len).step_by(QUERY_BLOCK).map(move |first| [start, len, first, (len - first).min(QUERY_BLOCK as u32)])
 }
 
 /// Each sequence's first row and length.
@@ -155,6 +248,7 @@ fn spans(lengths: &[usize]) -> Vec<[u32; 2]> {
 
 impl Backend for Gpu {
     type Tensor = GpuTensor;
+    type Cache = GpuKvCache;
 
     fn upload(&self, rows: Vec<f32>) -> GpuTensor {
         GpuTensor { buffer: self.context.activation_with(&rows), len: rows.len() }
@@ -199,11 +293,15 @@ impl Backend for Gpu {
             let bias = bias.map(|b| self.vector(b));
             let params = [rows as u32, w.rows as u32, w.cols as u32, w.format as u32, u32::from(bias.is_some())];
             let bias_buffer = bias.as_deref().unwrap_or(self.context.empty());
+            let (kernel, groups) = match rows <= MATVEC_ROWS {
+                true => (Kernel::Matvec, groups_for(w.rows, MATVEC_OUTPUTS)),
+                false => (Kernel::Matmul, (w.rows.div_ceil(MATMUL_TILE) as u32, rows.div_ceil(MATMUL_TILE) as u32)),
+            };
             self.context.dispatch(
-                Kernel::Matmul,
+                kernel,
                 &params,
                 &[&x.buffer, &w.values, &w.scales, bias_buffer, &out.buffer],
-                (w.rows.div_ceil(MATMUL_TILE) as u32, rows.div_ceil(MATMUL_TILE) as u32),
+                groups,
             );
             out
         })
@@ -230,13 +328,16 @@ impl Backend for Gpu {
         self.elementwise(Map::Scale, x, None, 1, factor);
     }
 
-    fn rope(&self, x: &mut GpuTensor, lengths: &[usize], head_dim: usize, base: f32, layout: Rope) {
-        let tokens: usize = lengths.iter().sum();
+    fn rope_from(&self, x: &mut GpuTensor, sequences: &[(usize, usize)], head_dim: usize, base: f32, layout: Rope) {
+        let tokens: usize = sequences.iter().map(|&(_, len)| len).sum();
         let heads = x.len / tokens.max(1) / head_dim;
-        let positions = positions(lengths.iter().copied());
-        let longest = lengths.iter().copied().max().unwrap_or(0);
+        // The table covers the positions seen, from the first of them.
+        let start = sequences.iter().map(|&(first, _)| first).min().unwrap_or(0);
+        let end = sequences.iter().map(|&(first, len)| first + len).max().unwrap_or(0);
+        let positions: Vec<u32> =
+            sequences.iter().flat_map(|&(first, len)| (first - start) as u32..(first - start + len) as u32).collect();
         let table: Vec<[f32; 2]> =
-            rope_table(0..longest, head_dim, base).into_iter().map(|(cos, sin)| [cos, sin]).collect();
+            rope_table(start..end, head_dim, base).into_iter().map(|(cos, sin)| [cos, sin]).collect();
         let positions = self.context.buffer_with("positions", &positions);
         let table = self.context.buffer_with("rope", &table);
         let pairs = u32::from(layout == Rope::Pairs);
@@ -260,44 +361,30 @@ impl Backend for Gpu {
         lengths: &[usize],
         shape: AttentionShape,
     ) -> GpuTensor {
-        let AttentionShape { heads, kv_heads, head_dim, scale, window, f16_sums } = shape;
-        assert!(
-            head_dim <= 256 && head_dim.is_multiple_of(4),
-            "the attention kernel takes heads of a multiple of 4 dimensions, at most 256 (not {head_dim})"
-        );
         // Blocks of up to QUERY_BLOCK queries, none across sequences.
-        let block = QUERY_BLOCK as u32;
-        let blocks: Vec<[u32; 4]> = spans(lengths)
-            .into_iter()
-            .flat_map(|[start, len]| {
-                (0..len).step_by(QUERY_BLOCK).map(move |first| [start, len, first, (len - first).min(block)])
-            })
-            .collect();
-        assert!(blocks.len() <= 65_535, "{} query blocks in one GPU attention dispatch (65,535 fit)", blocks.len());
-        let (window, half) = match window {
-            Window::Full => (0, 0),
-            Window::Symmetric(half) => (1, half as u32),
-            Window::Causal => (2, 0),
-        };
-        let params = [
-            (heads * head_dim) as u32,
-            (kv_heads * head_dim) as u32,
-            head_dim as u32,
-            (heads / kv_heads.max(1)) as u32,
-            scale.to_bits(),
-            window,
-            half,
-            u32::from(f16_sums),
-        ];
-        let count = blocks.len() as u32;
-        let blocks = self.context.buffer_with("blocks", &blocks);
-        let out = self.tensor(q.len);
-        self.context.dispatch(
-            Kernel::Attention,
-            &params,
-            &[&q.buffer, &k.buffer, &v.buffer, &blocks, &out.buffer],
-            (heads as u32, count),
-        );
+        let blocks: Vec<[u32; 4]> =
+            spans(lengths).into_iter().flat_map(|[start, len]| query_blocks(start, len, 0)).collect();
+        self.attend(q, (&k.buffer, &v.buffer), &blocks, shape, 0)
+    }
+
+    fn attention_cached(
+        &self,
+        q: &GpuTensor,
+        mut k: GpuTensor,
+        mut v: GpuTensor,
+        cache: &mut GpuKvCache,
+        shape: AttentionShape,
+    ) -> GpuTensor {
+        let kv_width = shape.kv_heads * shape.head_dim;
+        let (cached, tokens) = (cache.len, k.len / kv_width);
+        self.round_to_f16(&mut k);
+        self.round_to_f16(&mut v);
+        let (keys, values) = cache.room_for(self, tokens, kv_width);
+        self.context.copy_at(&k.buffer, keys, k.len, cached * kv_width);
+        self.context.copy_at(&v.buffer, values, v.len, cached * kv_width);
+        let blocks: Vec<[u32; 4]> = query_blocks(0, (cached + tokens) as u32, cached as u32).collect();
+        let out = self.attend(q, (keys, values), &blocks, shape, cached);
+        cache.len += tokens;
         out
     }
 
@@ -333,6 +420,14 @@ mod tests {
     use crate::gguf::{GgmlType, GgufFile};
     use crate::kernels::tests::{random_matrix, xorshift};
     use crate::model::{DeviceChoice, ModelDevice};
+
+    /// The process's one wgpu device (burn registers its runtime once).
+    fn test_context() -> Arc<GpuContext> {
+        static DEVICE: std::sync::OnceLock<ModelDevice> = std::sync::OnceLock::new();
+        let device = DEVICE
+            .get_or_init(|| ModelDevice::select(DeviceChoice::Gpu).expect("a wgpu adapter (Mesa's lavapipe in CI)"));
+        device.gpu.clone().expect("the GPU kernels' context")
+    }
 
     /// ggml's number of each type (the reader's `GgmlType::from_id`).
     const TYPES: [(GgmlType, u32); 9] = [
@@ -378,8 +473,7 @@ mod tests {
     /// that are not whole tiles, with a bias.
     #[test]
     fn products_and_lookups_of_every_weight_format_match_a_reference() {
-        let device = ModelDevice::select(DeviceChoice::Gpu).expect("a wgpu adapter (Mesa's lavapipe in CI)");
-        let context = device.gpu.clone().expect("the GPU kernels' context");
+        let context = test_context();
         // And the matmul's half-block tiles, for devices giving a workgroup
         // only WebGPU's default 16 KB.
         let small = GpuContext::with_workgroup_memory(context.device.clone(), context.queue.clone(), 16 * 1024);
@@ -388,8 +482,49 @@ mod tests {
         }
     }
 
+    /// A sequence's attention through the GPU's KV cache, fed in pieces
+    /// that grow the cache past its first buffers, equals the CPU cache's
+    /// (both hold keys and values rounded to f16): long pieces summed in
+    /// f32, short ones (a decoded token) key by key in f16 as llama.cpp.
+    #[test]
+    fn cached_attention_matches_the_cpu_cache_as_the_cache_grows() {
+        use crate::arch::Cpu;
+        use crate::arch::block::KvCache;
+        let gpu = Gpu::new(test_context());
+        let (heads, kv_heads, head_dim) = (4, 2, 16);
+        let mut next = xorshift(11);
+        let mut random = |n: usize| -> Vec<f32> { (0..n).map(|_| ((next() % 2001) as f32 - 1000.0) / 500.0).collect() };
+        let (mut on_gpu, mut on_cpu) = (GpuKvCache::default(), KvCache::default());
+        let mut seen = 0;
+        for tokens in [70, 1, 1, 200, 3, 1, 300] {
+            let f16_sums = tokens < 64;
+            let shape = AttentionShape { heads, kv_heads, head_dim, scale: 0.25, window: Window::Causal, f16_sums };
+            let mut q = random(tokens * heads * head_dim);
+            if f16_sums {
+                q = crate::arch::ops::round_to_f16(q);
+            }
+            let (k, v) = (random(tokens * kv_heads * head_dim), random(tokens * kv_heads * head_dim));
+            let want = Cpu.attention_cached(&q, k.clone(), v.clone(), &mut on_cpu, shape);
+            let (q, k, v) = (gpu.upload(q), gpu.upload(k), gpu.upload(v));
+            let got = gpu.read(gpu.attention_cached(&q, k, v, &mut on_gpu, shape)).unwrap();
+            seen += tokens;
+            let worst = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            // f16 sums round at 2^-10 of values up to 2.
+            let bound = if f16_sums { 4e-3 } else { 1e-5 };
+            assert!(worst <= bound, "{tokens} tokens after {}: the GPU's attention differs by {worst}", seen - tokens);
+        }
+        assert_eq!(on_gpu.len, seen);
+    }
+
     fn check_every_format(gpu: &Gpu) {
-        let (rows, cols, tokens) = (200, 256, 150);
+        // The tiled product, and the one for a few rows (a decoded token).
+        for tokens in [150, 1, 3] {
+            check_every_format_with(gpu, tokens);
+        }
+    }
+
+    fn check_every_format_with(gpu: &Gpu, tokens: usize) {
+        let (rows, cols) = (200, 256);
         let tensors: Vec<_> = TYPES
             .iter()
             .enumerate()
@@ -416,7 +551,10 @@ mod tests {
                     let scale: f64 = terms.clone().map(f64::abs).sum::<f64>().max(1.0);
                     let want = terms.sum::<f64>() + f64::from(bias.values()[r]);
                     let value = f64::from(got[t * rows + r]);
-                    assert!((value - want).abs() <= 1e-5 * scale, "{kind:?} [{t}, {r}]: {value} vs {want}");
+                    assert!(
+                        (value - want).abs() <= 1e-5 * scale,
+                        "{kind:?} {tokens} rows, [{t}, {r}]: {value} vs {want}"
+                    );
                 }
             }
             // The same values looked up as an embedding table's rows.

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 #[derive(Clone, Copy)]
 pub enum Kernel {
     Matmul,
+    Matvec,
     Norm,
     Elementwise,
     Rope,
@@ -26,8 +27,9 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    const ALL: [Kernel; 7] = [
+    const ALL: [Kernel; 8] = [
         Kernel::Matmul,
+        Kernel::Matvec,
         Kernel::Norm,
         Kernel::Elementwise,
         Kernel::Rope,
@@ -52,6 +54,9 @@ impl Kernel {
                 };
                 ("matmul", source)
             }
+            Kernel::Matvec => {
+                ("matvec", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/matvec.wgsl")).into())
+            }
             Kernel::Gather => {
                 ("gather", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/gather.wgsl")).into())
             }
@@ -73,6 +78,7 @@ impl Kernel {
     fn profile_key(self, params: &[u32]) -> String {
         match self {
             Kernel::Matmul => format!("matmul {}x{}", params[1], params[2]),
+            Kernel::Matvec => format!("matvec {}x{}", params[1], params[2]),
             other => other.source(MATMUL_WORKGROUP_BYTES).0.to_string(),
         }
     }
@@ -290,7 +296,14 @@ impl GpuContext {
 
     /// Records a copy of `floats` values from `from` to `to`.
     pub fn copy(&self, from: &wgpu::Buffer, to: &wgpu::Buffer, floats: usize) {
-        self.record(|encoder| encoder.copy_buffer_to_buffer(from, 0, to, 0, (floats * 4) as u64));
+        self.copy_at(from, to, floats, 0);
+    }
+
+    /// Records a copy of `from`'s first `floats` values into `to` from its
+    /// value `at` on.
+    pub fn copy_at(&self, from: &wgpu::Buffer, to: &wgpu::Buffer, floats: usize, at: usize) {
+        let bytes = (floats * 4) as u64;
+        self.record(|encoder| encoder.copy_buffer_to_buffer(from, 0, to, (at * 4) as u64, bytes));
     }
 
     /// Records a command into the pending encoder, submitting it every

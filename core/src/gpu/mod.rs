@@ -13,5 +13,5 @@ mod context;
 pub mod layout;
 mod pool;
 
-pub use backend::{Gpu, GpuTensor};
+pub use backend::{Gpu, GpuKvCache, GpuTensor};
 pub use context::{GpuContext, Profile};

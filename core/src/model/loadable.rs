@@ -37,8 +37,8 @@ impl Loadable for TextReranker {
     }
 }
 
-/// qmd's query-expansion model: a GGUF chat model, decoded on the CPU
-/// (one short generation per query; a GPU's start-up would cost more).
+/// qmd's query-expansion model: a GGUF chat model, decoded on the
+/// process's device (its GPU where it has one).
 impl Loadable for crate::generate::QueryExpander {
     fn load(_files: ModelFiles, _device: &Device) -> Result<Self> {
         Err(crate::error::Error::invalid(
@@ -46,7 +46,7 @@ impl Loadable for crate::generate::QueryExpander {
         ))
     }
 
-    fn load_gguf(name: &str, bytes: ModelBytes, _device: &ModelDevice) -> Result<Self> {
-        crate::generate::QueryExpander::load(name, bytes)
+    fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
+        crate::generate::QueryExpander::load_on(name, bytes, device)
     }
 }

@@ -33,6 +33,7 @@ pub use cross_encoder::CrossEncoder;
 pub use device::{DeviceChoice, ModelDevice};
 pub use embedder::TextEmbedder;
 pub use encoder::SentenceEncoder;
+pub use gguf_device::GgufDevice;
 pub use gguf_encoder::GgufEncoder;
 pub use gguf_ranker::GgufRanker;
 pub use loadable::Loadable;

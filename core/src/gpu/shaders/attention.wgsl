@@ -21,6 +21,9 @@ struct Params {
     // 1: llama.cpp's CPU flash attention for passes of few queries, key by
     // key with the values' running sum held in f16 (see `flash_f16.rs`).
     f16_sums: u32,
+    // Rows of the sequence before `q`'s first (a KV cache's): `q` and
+    // `out` hold the rows from there on, `k` and `v` every row.
+    query_shift: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -77,7 +80,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         let i = e / quads;
         var value = vec4<f32>(0.0);
         if i < count {
-            value = q[((start + first + i) * p.q_width + head * p.head_dim) / 4u + e % quads];
+            value = q[((start + first + i - p.query_shift) * p.q_width + head * p.head_dim) / 4u + e % quads];
         }
         query[e] = value;
     }
@@ -227,7 +230,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                 if p.f16_sums == 1u {
                     value = acc[i * 4u + j] * (1.0 / running_sum[i]);
                 }
-                out[(start + first + i) * p.q_width + head * p.head_dim + d] = value;
+                out[(start + first + i - p.query_shift) * p.q_width + head * p.head_dim + d] = value;
             }
         }
     }
