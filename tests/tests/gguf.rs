@@ -641,7 +641,7 @@ fn qwen3_lm_greedy_matches_llama_cpp() {
 #[test]
 fn decoding_on_wgpu_matches_llama_cpp() {
     // A `GgufDevice` holds one model's weights on the GPU.
-    let on_gpu = || GgufDevice::on(&gpu_device());
+    let on_gpu = || GgufDevice::on(gpu_device());
     assert!(matches!(on_gpu(), GgufDevice::Gpu(_)), "a wgpu device for the GGUF kernels");
     let f = fixtures();
     for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &on_gpu()) {

@@ -29,21 +29,22 @@ pub struct Limits<'a> {
 
 pub struct Session<'m> {
     model: &'m Decoder,
-    caches: Caches<'m>,
+    device: &'m GgufDevice,
+    caches: Caches,
     tokens: Vec<u32>,
 }
 
-/// Where a session's steps run, and the blocks' caches there.
-enum Caches<'m> {
+/// The blocks' caches, on the session's device.
+enum Caches {
     Cpu(Vec<KvCache>),
     #[cfg(feature = "models-wgpu")]
-    Gpu(&'m crate::gpu::Gpu, Vec<crate::gpu::GpuKvCache>),
+    Gpu(Vec<crate::gpu::GpuKvCache>),
 }
 
 impl<'m> Session<'m> {
     /// A session on the CPU kernels.
     pub fn new(model: &'m Decoder) -> Session<'m> {
-        Session { model, caches: Caches::Cpu(model.new_cache()), tokens: Vec::new() }
+        Session::on(model, &GgufDevice::Cpu)
     }
 
     /// A session on `device` (its caches there).
@@ -51,9 +52,9 @@ impl<'m> Session<'m> {
         let caches = match device {
             GgufDevice::Cpu => Caches::Cpu(model.new_cache()),
             #[cfg(feature = "models-wgpu")]
-            GgufDevice::Gpu(gpu) => Caches::Gpu(gpu, model.new_cache()),
+            GgufDevice::Gpu(_) => Caches::Gpu(model.new_cache()),
         };
-        Session { model, caches, tokens: Vec::new() }
+        Session { model, device, caches, tokens: Vec::new() }
     }
 
     /// Every token the sequence holds.
@@ -71,13 +72,15 @@ impl<'m> Session<'m> {
     /// browser cannot block).
     pub async fn feed_async(&mut self, tokens: &[u32]) -> Result<Vec<f32>> {
         let (model, cached) = (self.model, self.tokens.len());
-        let logits = match &mut self.caches {
-            Caches::Cpu(cache) => model.logits(&model.extend(cache, cached, tokens)?),
+        let logits = match (self.device, &mut self.caches) {
+            (_, Caches::Cpu(cache)) => model.logits(&model.extend(cache, cached, tokens)?),
             #[cfg(feature = "models-wgpu")]
-            Caches::Gpu(gpu, cache) => {
-                let state = model.extend_on(*gpu, cache, cached, tokens)?;
-                gpu.read_async(model.logits_on(*gpu, &state)).await?
+            (GgufDevice::Gpu(gpu), Caches::Gpu(cache)) => {
+                let state = model.extend_on(gpu, cache, cached, tokens)?;
+                gpu.read_async(model.logits_on(gpu, &state)).await?
             }
+            #[cfg(feature = "models-wgpu")]
+            (GgufDevice::Cpu, Caches::Gpu(_)) => unreachable!("a session's caches are on its device"),
         };
         self.tokens.extend_from_slice(tokens);
         Ok(logits)

@@ -9,7 +9,9 @@
 //! `bench-generate` (`tests/models/llama_ref.mjs`) measures them: each
 //! prompt (special tokens parsed, BOS where the vocabulary adds one) in
 //! one pass, then greedy tokens one at a time over the KV cache, after a
-//! warm-up run; prompt tokens/s is the time to the first token.
+//! warm-up run; prompt tokens/s is the time to the first token. With
+//! `BENCH_DEVICES=cpu,gpu` (or `gpu`) the same runs on the GPU kernels too
+//! (the KV cache on the GPU), as `gpu_runs`.
 //!
 //! On Linux the object also holds the process's resident memory before the
 //! model was read (`start_rss_bytes`) and its peak (`peak_rss_bytes`).
@@ -24,7 +26,7 @@ use std::time::Instant;
 use qmd_core::arch::{Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::{BpeTokenizer, GgufFile};
-use qmd_core::model::{DeviceChoice, GgufEncoder, GgufRanker, ModelDevice};
+use qmd_core::model::{DeviceChoice, GgufDevice, GgufEncoder, GgufRanker, ModelDevice};
 use serde_json::json;
 
 /// Tokens generated after each prompt (`generate`).
@@ -146,39 +148,56 @@ fn profile_json(profile: &qmd_core::gpu::Profile) -> serde_json::Value {
     json!({ "total_seconds": total, "kernels": rows })
 }
 
-/// `generate`: each prompt's rates, and the KV cache the longest one
-/// held (keys and values of every block, f32 here).
+/// `generate`: each prompt's rates on each device `BENCH_DEVICES` names
+/// (the CPU alone by default), and the KV cache the longest one held.
 fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Value {
     let failed = |e: qmd_core::Error| -> ! { panic!("{path}: {}", e.message) };
     let file = GgufFile::parse(path, (*bytes).as_ref()).unwrap_or_else(|e| failed(e));
     let tokenizer = BpeTokenizer::from_gguf(&file).unwrap_or_else(|e| failed(e));
     let model = Decoder::load(&file, bytes.clone()).unwrap_or_else(|e| failed(e));
-    let mut runs = Vec::new();
-    let mut longest = 0;
-    for prompt in prompts {
-        let tokens = tokenizer.encode_prompt(prompt);
-        let run = || {
-            let mut session = Session::new(&model);
-            let start = Instant::now();
-            let mut logits = session.feed(&tokens).expect("prompt");
-            let first = start.elapsed().as_secs_f64();
-            for _ in 1..GENERATED {
-                logits = session.feed(&[qmd_core::generate::session::most_probable(&logits)]).expect("decode");
-            }
-            (first, start.elapsed().as_secs_f64() - first)
-        };
-        run();
-        let (first, rest) = run();
-        longest = longest.max(tokens.len() + GENERATED);
-        runs.push(json!({
-            "prompt_tokens": tokens.len(),
-            "prompt_per_s": tokens.len() as f64 / first,
-            "generated": GENERATED,
-            "decode_per_s": (GENERATED - 1) as f64 / rest,
-        }));
+    let devices = std::env::var("BENCH_DEVICES").unwrap_or_else(|_| "cpu".into());
+    let prompts: Vec<Vec<u32>> = prompts.iter().map(|p| tokenizer.encode_prompt(p)).collect();
+    let mut report = json!({ "task": "generate", "model": path });
+    if devices.contains("cpu") {
+        report["runs"] = json!(decode_runs(&model, &GgufDevice::Cpu, &prompts));
     }
+    if devices.contains("gpu") {
+        let gpu = ModelDevice::select(DeviceChoice::Gpu).unwrap_or_else(|e| panic!("{}", e.message));
+        report["gpu"] = json!(gpu.description);
+        report["gpu_runs"] = json!(decode_runs(&model, &GgufDevice::on(&gpu), &prompts));
+    }
+    let longest = prompts.iter().map(Vec::len).max().unwrap_or(0) + GENERATED;
     let s = &model.shape.block;
     // f16 keys and values, as llama.cpp's.
-    let kv_cache_bytes = s.layers * 2 * s.kv_heads * s.head_dim * longest * 2;
-    json!({ "task": "generate", "model": path, "runs": runs, "kv_cache_bytes": kv_cache_bytes })
+    report["kv_cache_bytes"] = json!(s.layers * 2 * s.kv_heads * s.head_dim * longest * 2);
+    report
+}
+
+/// Each prompt in one pass on `device`, then greedy tokens one at a time,
+/// after a warm-up run: its prompt and decode tokens/s.
+fn decode_runs(model: &Decoder, device: &GgufDevice, prompts: &[Vec<u32>]) -> Vec<serde_json::Value> {
+    let most_probable = qmd_core::generate::session::most_probable;
+    let run = |tokens: &[u32]| {
+        let mut session = Session::on(model, device);
+        let start = Instant::now();
+        let mut logits = session.feed(tokens).expect("prompt");
+        let first = start.elapsed().as_secs_f64();
+        for _ in 1..GENERATED {
+            logits = session.feed(&[most_probable(&logits)]).expect("decode");
+        }
+        (first, start.elapsed().as_secs_f64() - first)
+    };
+    prompts
+        .iter()
+        .map(|tokens| {
+            run(tokens);
+            let (first, rest) = run(tokens);
+            json!({
+                "prompt_tokens": tokens.len(),
+                "prompt_per_s": tokens.len() as f64 / first,
+                "generated": GENERATED,
+                "decode_per_s": (GENERATED - 1) as f64 / rest,
+            })
+        })
+        .collect()
 }
