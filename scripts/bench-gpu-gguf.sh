@@ -17,7 +17,8 @@
 #
 # `run` works on a machine without a GPU too (Mesa's lavapipe), slowly; set
 # BENCH_TEXTS to fewer texts. BENCH_MODELS picks the shaped models (default
-# "gemma qwen3-reranker"); BENCH_SKIP_TORCH=1 leaves PyTorch out;
+# "gemma qwen3-reranker qwen3", the last qmd's expansion model's shape,
+# timed generating on both devices); BENCH_SKIP_TORCH=1 leaves PyTorch out;
 # BENCH_PROFILE=1 runs each model once more on the GPU alone with
 # QMD_GPU_PROFILE set (each kernel's seconds); BENCH_BASELINE=FILE.xz
 # runs another build of qmd-gguf-bench (say, the last commit's) on the GPU
@@ -65,6 +66,8 @@ run)
         "$pack/texts.json" "$count" "$work/texts.json"
     python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); json.dump(t[:max(1,int(sys.argv[2])//20)], open(sys.argv[3],"w"))' \
         "$pack/texts.json" "$count" "$work/rank.json"
+    python3 -c 'import json,sys; json.dump(["<|im_start|>user\n/no_think Expand this search query: " + q + "<|im_end|>\n<|im_start|>assistant\n" for q in ("rotate api keys", "CAP theorem tradeoffs")], open(sys.argv[1], "w"))' \
+        "$work/prompts.json"
     if [[ -n "${BENCH_BASELINE:-}" ]]; then
         xz -dc "$BENCH_BASELINE" >"$work/baseline" && chmod +x "$work/baseline"
     fi
@@ -84,11 +87,15 @@ run)
         echo
         echo '```'
         bench embed "$pack/minilm-q8_0.gguf" "$work/texts.json"
-        for model in ${BENCH_MODELS:-gemma qwen3-reranker}; do
+        for model in ${BENCH_MODELS:-gemma qwen3-reranker qwen3}; do
             if PYTHONPATH="$pack/gguf-py" python3 tests/models/make_gguf.py "$model" tests/fixtures/qmd-eval/docs \
                 "$work/$model.gguf" --type q8_0 --size full >"$work/$model.log" 2>&1; then
                 if [[ $model == gemma ]]; then
                     bench embed "$work/$model.gguf" "$work/texts.json"
+                elif [[ $model == qwen3 ]]; then
+                    # qmd's expansion model's shape: prompt and decode
+                    # tokens/s, the KV cache on the GPU and on the CPU.
+                    BENCH_DEVICES=cpu,gpu bench generate "$work/$model.gguf" "$work/prompts.json"
                 else
                     bench rank "$work/$model.gguf" "$work/rank.json"
                 fi

@@ -165,6 +165,9 @@ fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Va
         let gpu = ModelDevice::select(DeviceChoice::Gpu).unwrap_or_else(|e| panic!("{}", e.message));
         report["gpu"] = json!(gpu.description);
         report["gpu_runs"] = json!(decode_runs(&model, &GgufDevice::on(&gpu), &prompts));
+        if let Some(profile) = gpu.gpu.as_ref().and_then(|g| g.profile()) {
+            report["gpu_profile"] = profile_json(&profile);
+        }
     }
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(0) + GENERATED;
     let s = &model.shape.block;
