@@ -44,7 +44,11 @@ impl Kernel {
         match self {
             // The kernels reading a model's matrices share their decoder.
             Kernel::Matmul => {
-                let source = concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/matmul.wgsl"));
+                let source = concat!(
+                    include_str!("shaders/formats.wgsl"),
+                    include_str!("shaders/product.wgsl"),
+                    include_str!("shaders/matmul.wgsl")
+                );
                 // Its tiles take 32 KB with 32 values of k a step; WebGPU
                 // promises only 16 KB, so half a block a step there.
                 let source = if workgroup_bytes < MATMUL_WORKGROUP_BYTES {
@@ -55,7 +59,12 @@ impl Kernel {
                 ("matmul", source)
             }
             Kernel::Matvec => {
-                ("matvec", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/matvec.wgsl")).into())
+                let source = concat!(
+                    include_str!("shaders/formats.wgsl"),
+                    include_str!("shaders/product.wgsl"),
+                    include_str!("shaders/matvec.wgsl")
+                );
+                ("matvec", source.into())
             }
             Kernel::Gather => {
                 ("gather", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/gather.wgsl")).into())

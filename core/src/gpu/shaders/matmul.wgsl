@@ -14,22 +14,6 @@
 // consecutive bytes: no bank conflicts, and 4 reads feed 64 fmas (the
 // 64×64 tile of 4×4 a thread was bound by workgroup-memory reads).
 
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    // formats.wgsl's numbers
-    format: u32,
-    has_bias: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>; // k is a multiple of 32
-@group(0) @binding(2) var<storage, read> values: array<u32>;
-@group(0) @binding(3) var<storage, read> scales: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
-
 const TILE: u32 = 128u;
 const KSTEP: u32 = 32u;
 

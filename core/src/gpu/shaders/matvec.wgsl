@@ -1,26 +1,10 @@
 // out[m×n] = x[m×k] · wᵀ (+ bias) for a few rows of x (a decoded token,
-// a short prompt's last steps): matmul.wgsl computes 128 rows of x a
+// a prompt of a few tokens): matmul.wgsl computes 128 rows of x a
 // tile, all but one of them wasted on a single row. Here a workgroup
 // takes ROWS weight rows; its threads walk k eight values at a time
 // (consecutive threads reading consecutive values of a row), multiply
 // them into each row of x, and their partial sums meet in workgroup
 // memory. Weights are decoded by formats.wgsl, as the matmul's are.
-
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    // formats.wgsl's numbers
-    format: u32,
-    has_bias: u32,
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>; // k is a multiple of 32
-@group(0) @binding(2) var<storage, read> values: array<u32>;
-@group(0) @binding(3) var<storage, read> scales: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
 const THREADS: u32 = 64u;
 // Weight rows a workgroup computes.
