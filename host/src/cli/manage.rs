@@ -633,13 +633,15 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         if report.resplit > 0 {
             println!("  {} chunks were split again to fit the model's window", report.resplit);
         }
-        // GGUF models run on the CPU's quantized kernels, never on burn's
-        // device; for the others the device was chosen when the run
-        // loaded the model, so naming it costs nothing now.
-        if session.models.embed.gguf.is_some() {
-            println!("  Device: CPU (GGUF quantized kernels, {})", qmd_core::kernels::instruction_set());
-        } else if let Ok(device) = crate::models::device() {
-            println!("  Device: {}", device.description);
+        // The device was chosen when the run loaded the model, so naming
+        // it costs nothing now. A GGUF model runs on its GPU where it has
+        // one (the engine's WGSL kernels), else on the CPU's quantized
+        // kernels, never on burn's CPU backend.
+        let gguf = session.models.embed.gguf.is_some();
+        match crate::models::device() {
+            Ok(device) if !gguf || device.gpu.is_some() => println!("  Device: {}", device.description),
+            _ if gguf => println!("  Device: CPU (GGUF quantized kernels, {})", qmd_core::kernels::instruction_set()),
+            _ => {}
         }
     }
     if report.stopped {
