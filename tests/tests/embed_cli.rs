@@ -23,9 +23,9 @@ fn run(env: &Env, args: &[&str]) -> Output {
 }
 
 fn vectors(env: &Env) -> u64 {
-    let status = run(env, &["status"]).success().stdout;
-    let line = status.lines().find(|l| l.trim_start().starts_with("Vectors:")).expect("Vectors line");
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    let (k, v) = model_env();
+    let vectors = env.vectors(&[(&k, &v)]);
+    vectors.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("Vectors: {vectors}"))
 }
 
 #[test]

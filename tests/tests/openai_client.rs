@@ -229,11 +229,6 @@ fn ranking(env: &Env, envs: &[(&str, &str)]) -> Vec<(String, f64)> {
     hits.iter().map(|h| (h["file"].as_str().unwrap().to_string(), h["score"].as_f64().unwrap())).collect()
 }
 
-fn vectors(env: &Env, envs: &[(&str, &str)]) -> String {
-    let status = env.qmd_with(env.root(), &["status"], envs).stdout;
-    status.lines().find_map(|l| l.trim().strip_prefix("Vectors:")).unwrap().trim().to_string()
-}
-
 #[test]
 fn remote_models_survive_faults_and_refuse_wrong_answers() {
     let model_dir = qmd_tests::models::test_model_dir();
@@ -260,7 +255,7 @@ fn remote_models_survive_faults_and_refuse_wrong_answers() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains(&format!("Model: {spec}")), "{}", out.stdout);
     assert!(*proxy.seen.lock().unwrap() >= 5, "each fault was met and retried");
-    assert_eq!(vectors(&remote, &remote_envs), vectors(&local, &local_envs), "no vector lost or duplicated");
+    assert_eq!(remote.vectors(&remote_envs), local.vectors(&local_envs), "no vector lost or duplicated");
     let got = ranking(&remote, &remote_envs);
     assert_eq!(got.iter().map(|h| &h.0).collect::<Vec<_>>(), expected.iter().map(|h| &h.0).collect::<Vec<_>>());
     for ((_, a), (_, b)) in got.iter().zip(&expected) {
@@ -274,7 +269,7 @@ fn remote_models_survive_faults_and_refuse_wrong_answers() {
     let out = short.qmd_with(short.root(), &["embed"], &remote_envs);
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("dimensions"), "{}", out.stderr);
-    assert_eq!(vectors(&short, &remote_envs), "0 embedded");
+    assert_eq!(short.vectors(&remote_envs), "0 embedded");
 
     // A server that keeps failing: given up on after the last retry.
     let failing = notes(&remote_envs);

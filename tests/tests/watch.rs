@@ -236,10 +236,7 @@ fn with_embed_new_content_gets_vectors_as_it_arrives() {
     env.write("notes/raft.md", "# Raft\n\nA leader is elected and replicates the log to followers.\n");
     env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
     let watcher = Watcher::start_with(&env, &["--embed"], &model_env);
-    let vectors = || {
-        let status = env.qmd_with(env.root(), &["status"], &model_env).success().stdout;
-        status.lines().find_map(|l| l.trim().strip_prefix("Vectors:")).unwrap().trim().to_string()
-    };
+    let vectors = || env.vectors(&model_env);
     assert_eq!(vectors(), "1 embedded", "the first update's content is embedded before watching");
     let from = watcher.line_count();
     env.write("notes/tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n");

@@ -204,6 +204,15 @@ impl Env {
         self.command(cwd, args, envs).output().expect("run qmd").into()
     }
 
+    /// What `qmd status` (with `envs`) says of the vectors: its `Vectors:`
+    /// line's value (`3 embedded`, …).
+    #[track_caller]
+    pub fn vectors(&self, envs: &[(&str, &str)]) -> String {
+        let status = self.qmd_with(self.root(), &["status"], envs).success().stdout;
+        let line = status.lines().find_map(|l| l.trim().strip_prefix("Vectors:"));
+        line.unwrap_or_else(|| panic!("no Vectors line in the status:\n{status}")).trim().to_string()
+    }
+
     /// Runs `qmd args…` and requires exit 0.
     #[track_caller]
     pub fn ok(&self, args: &[&str]) -> Output {
