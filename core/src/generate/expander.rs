@@ -44,13 +44,8 @@ pub struct QueryExpander {
 }
 
 impl QueryExpander {
-    /// From a GGUF file's bytes, run on the CPU; `name` is how errors call
-    /// the file.
-    pub fn load(name: &str, bytes: ModelBytes) -> Result<QueryExpander> {
-        Self::load_on(name, bytes, &ModelDevice::cpu())
-    }
-
-    /// [`load`](Self::load), run on `device` (its GPU where it has one).
+    /// From a GGUF file's bytes, run on `device` (its GPU where it has
+    /// one); `name` is how errors call the file.
     pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<QueryExpander> {
         crate::model::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
