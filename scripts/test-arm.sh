@@ -16,4 +16,10 @@ if [ "$(uname -m)" != aarch64 ]; then
     export QEMU_CPU=max
     export QMD_EXPECT_DOTPROD=1
 fi
+# By default only the tests of what differs on AArch64 (the kernels, the
+# GGUF reader and the architectures over them); the rest of the engine's
+# unit tests run natively in test.sh. Arguments replace the filter.
+if [ "$#" -eq 0 ]; then
+    set -- kernels:: gguf:: arch::
+fi
 cargo test --release --locked -p qmd-core --features models --target "$target" --lib -- "$@"

@@ -26,20 +26,48 @@ if ! bash scripts/data.sh beir >/dev/null; then
     fi
     echo "test.sh: BEIR data sets unavailable; the retrieval tests that need them will be ignored" >&2
 fi
-cargo build --release --locked -p qmd
+# Each step's time, printed at the end (and when a step fails).
+steps=()
+suite_start=$SECONDS
+step() {
+    local name="$1" start=$SECONDS
+    shift
+    "$@"
+    steps+=("$(printf '%-28s %5d s' "$name" $((SECONDS - start)))")
+}
+report_steps() {
+    echo
+    echo "test.sh step times:"
+    printf '  %s\n' "${steps[@]}"
+    printf '  %-28s %5d s\n' total $((SECONDS - suite_start))
+}
+trap report_steps EXIT
+step "build qmd" cargo build --release --locked -p qmd
 bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
-cargo test --release --locked --workspace
+step "cargo test" cargo test --release --locked --workspace
 # The AArch64 kernels, cross-compiled and run under qemu-user.
-bash scripts/test-arm.sh
+step "arm kernels (qemu)" bash scripts/test-arm.sh
 # Bounded fuzzing pass over the parsers and index readers (scripts/fuzz.sh).
-bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
+step "fuzz" bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
 # The MCP server through the official Python MCP SDK (stdio and HTTP).
 py_env="$(scripts/python-env.sh)"
-QMD_BIN="$CARGO_TARGET_DIR/release/qmd" QMD_TEST_MODEL_DIR="$(scripts/test-weights.sh)" "$py_env/bin/pytest" -q tests/mcp
+step "mcp (pytest)" env QMD_BIN="$CARGO_TARGET_DIR/release/qmd" QMD_TEST_MODEL_DIR="$(scripts/test-weights.sh)" \
+    "$py_env/bin/pytest" -q tests/mcp
 # The edge component under `wasmtime serve` (wasmtime-cli built once from
 # crates.io), against `qmd mcp --http` and the CLI.
-QMD_BIN="$CARGO_TARGET_DIR/release/qmd" WASMTIME_BIN="$(scripts/wasmtime-cli.sh)" \
+step "edge (pytest)" env QMD_BIN="$CARGO_TARGET_DIR/release/qmd" WASMTIME_BIN="$(scripts/wasmtime-cli.sh)" \
     QMD_TEST_MODEL_DIR="$(scripts/test-weights.sh)" "$py_env/bin/pytest" -q tests/edge
 # The browser app (web/ + www/), served by `qmd web`, in Debian's Chromium.
-bash scripts/build-web.sh
-(cd tests/browser && npm ci --no-audit --no-fund --silent && npm test)
+step "build web" bash scripts/build-web.sh
+browser_tests() (
+    cd tests/browser
+    # npm ci only when the lock file changed since the last install.
+    local stamp=node_modules/.qmd-lock-hash hash
+    hash="$(sha256sum package-lock.json | cut -d' ' -f1)"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ]; then
+        npm ci --no-audit --no-fund --silent
+        echo "$hash" >"$stamp"
+    fi
+    npm test
+)
+step "browser (playwright)" browser_tests

@@ -1,5 +1,7 @@
 //! Fuzz targets for what reads untrusted bytes (the lex query parser, query
-//! documents, `index.yml`, the manifest, the segment reader), and a small
+//! documents, `index.yml`, the manifest, the segment reader, GGUF model
+//! files and every architecture's loader ([`crate::fuzz_models`]), the
+//! expansion cache's entries), and a small
 //! seeded mutation fuzzer that runs them on stable Rust for a bounded
 //! number of iterations (`qmd-fuzz`, `scripts/fuzz.sh`). A target must
 //! never panic: errors are fine, a panic is a crash.
@@ -27,16 +29,40 @@ pub struct Target {
     pub seeds: fn() -> Vec<Vec<u8>>,
     pub dictionary: &'static [&'static str],
     pub run: fn(&[u8]),
+    /// The target gets `1 / cost` of a run's iterations: loading and
+    /// running a model costs what a thousand parses do.
+    pub cost: u64,
 }
 
 pub fn targets() -> Vec<Target> {
     vec![
-        Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex },
-        Target { name: "query-document", seeds: document_seeds, dictionary: DOCUMENT_WORDS, run: query_document },
-        Target { name: "config", seeds: config_seeds, dictionary: CONFIG_WORDS, run: config },
-        Target { name: "manifest", seeds: manifest_seeds, dictionary: MANIFEST_WORDS, run: manifest },
-        Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment },
-        Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor },
+        Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex, cost: 1 },
+        Target {
+            name: "query-document",
+            seeds: document_seeds,
+            dictionary: DOCUMENT_WORDS,
+            run: query_document,
+            cost: 1,
+        },
+        Target { name: "config", seeds: config_seeds, dictionary: CONFIG_WORDS, run: config, cost: 1 },
+        Target { name: "manifest", seeds: manifest_seeds, dictionary: MANIFEST_WORDS, run: manifest, cost: 1 },
+        Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment, cost: 1 },
+        Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor, cost: 1 },
+        Target { name: "gguf", seeds: crate::fuzz_models::files, dictionary: GGUF_WORDS, run: gguf, cost: 20 },
+        Target {
+            name: "gguf-models",
+            seeds: crate::fuzz_models::recipes,
+            dictionary: &[],
+            run: crate::fuzz_models::load_and_run,
+            cost: 50,
+        },
+        Target {
+            name: "expansion-cache",
+            seeds: expansion_seeds,
+            dictionary: EXPANSION_WORDS,
+            run: expansion_entry,
+            cost: 1,
+        },
     ]
 }
 
@@ -328,6 +354,45 @@ fn manifest_seeds() -> Vec<Vec<u8>> {
     FIXTURE.with(|f| vec![f.files["manifest.json"].clone()])
 }
 
+const GGUF_WORDS: &[&str] =
+    &["\x7f\x7f\x7f\x7f", "\x00\x00\x00\x00", "block_count", "blk.", ".weight", "tokenizer.ggml."];
+
+/// The GGUF reader on bytes, then the loaders on what it reads.
+fn gguf(data: &[u8]) {
+    let Ok(file) = qmd_core::gguf::GgufFile::parse("fuzz.gguf", data) else { return };
+    let _ = file.non_finite_tensors();
+    let bytes: qmd_core::arch::ModelBytes = std::sync::Arc::new(data.to_vec());
+    let cpu = qmd_core::model::ModelDevice::cpu();
+    if let Ok(encoder) = qmd_core::model::GgufEncoder::load_on("fuzz.gguf", bytes.clone(), &cpu) {
+        let _ = encoder.embed_counted(&["hello world".to_string()]);
+    }
+    let _ = qmd_core::model::GgufRanker::load_on("fuzz.gguf", bytes.clone(), &cpu);
+    let _ = qmd_core::generate::QueryExpander::load_on("fuzz.gguf", bytes, &cpu);
+}
+
+const EXPANSION_QUERY: &str = "raft consensus";
+const EXPANSION_MODEL: &str = "hf:owner/repo/model.gguf";
+const EXPANSION_WORDS: &[&str] =
+    &["\"lex\"", "\"vec\"", "\"hyde\"", "\"searches\":", "[", "]", "{", "}", "\"query\":", "\\u0000", "1e999"];
+
+fn expansion_seeds() -> Vec<Vec<u8>> {
+    use qmd_core::TypedSearch;
+    use qmd_core::SearchType;
+    let searches = [
+        TypedSearch { kind: SearchType::Lex, query: "raft leader".into() },
+        TypedSearch { kind: SearchType::Vec, query: "how replicas agree".into() },
+    ];
+    vec![qmd_core::query::expansion::encode_cached(EXPANSION_QUERY, EXPANSION_MODEL, &searches)]
+}
+
+/// An expansion-cache entry as `qmd query` reads it: whatever the bytes,
+/// what comes back is bounded as a fresh expansion is.
+fn expansion_entry(data: &[u8]) {
+    if let Some(searches) = qmd_core::query::expansion::decode_cached(data, EXPANSION_QUERY, EXPANSION_MODEL) {
+        assert!(searches.len() <= 64, "{} searches from a cache entry", searches.len());
+    }
+}
+
 /// `qmd doctor`'s check of a segment file whose bytes changed under an
 /// unchanged manifest (damage on disk): any change must be found, by the
 /// check that reads every section, and never panic.
@@ -430,6 +495,7 @@ pub struct Report {
 
 /// Runs `target` on its seeds, then on `iterations` mutants.
 pub fn run(target: &Target, iterations: u64, seed: u64) -> Report {
+    let iterations = (iterations / target.cost.max(1)).max(1);
     let mut corpus = (target.seeds)();
     let mut rng = Rng::new(seed);
     let mut report = Report { iterations: 0, crashes: Vec::new() };

@@ -4,5 +4,7 @@ pub mod bench;
 pub mod data;
 pub mod eval;
 pub mod fuzz;
+pub mod fuzz_models;
 pub mod gguf;
+pub mod gguf_file;
 pub mod models;

@@ -112,6 +112,28 @@ fn a_40_mb_file_indexes_with_the_rest() {
 }
 
 #[test]
+fn a_file_that_is_one_giant_token_indexes_with_the_rest() {
+    // One 40 MB hex run cost 3.3 GB in the term dictionary's builder and
+    // panicked, so no new file was ever indexed again. A run longer than
+    // any word is no term now; the words around it are.
+    let env = Env::new();
+    env.write("n/a.md", "# A\n\nhello world\n");
+    let mut blob = String::from("# Dump\n\nzebrafirst\n");
+    blob.extend(std::iter::repeat_n("0123456789abcdef", 24 << 16));
+    blob.push_str("\nokapilast\n");
+    env.write("n/dump.md", &blob);
+    let out = env.qmd(&["collection", "add", &env.arg("n"), "--name", "n"]);
+    assert_no_crash(&out);
+    assert!(out.success().stdout.contains("Indexed: 2 new"));
+    for (word, file) in [("zebrafirst", "dump.md"), ("okapilast", "dump.md"), ("hello", "a.md")] {
+        let found = env.ok(&["search", word, "--files"]).stdout;
+        assert!(found.contains(&format!("qmd://n/{file}")), "{word}: {found}");
+    }
+    env.write("n/later.md", "# Later\n\nindexed after the dump\n");
+    assert_eq!(env.ok(&["update"]).indexed(), [1, 0, 2, 0], "later updates go on");
+}
+
+#[test]
 fn a_file_over_the_size_limit_is_skipped_with_a_message() {
     let env = Env::new();
     env.write("n/a.md", "# A\n\nhello world\n");

@@ -76,7 +76,7 @@ impl Bert {
         };
         let shape = BertShape {
             width: file.usize(&key("embedding_length"))?,
-            layers: file.usize(&key("block_count"))?,
+            layers: file.block_count(&key("block_count"))?,
             heads: file.usize(&key("attention.head_count"))?,
             ffn: file.usize(&key("feed_forward_length"))?,
             context: file.usize(&key("context_length"))?,
@@ -118,9 +118,7 @@ impl Bert {
         }
         let token_types =
             weights.matrix("token_types.weight", 2, w).or_else(|_| weights.matrix("token_types.weight", 1, w))?;
-        let mut type_zero = vec![0f32; w];
-        weights.view(&token_types).dequantize_row(0, &mut type_zero);
-        let token_type = Vector::new("token_types.weight[0]", type_zero);
+        let token_type = weights.row(&token_types, 0)?;
         let head_dim = w / shape.heads;
         let attention = AttentionShape {
             heads: shape.heads,

@@ -38,7 +38,7 @@ impl BlockShape {
         let heads = file.usize(&key("attention.head_count"))?;
         let shape = BlockShape {
             width,
-            layers: file.usize(&key("block_count"))?,
+            layers: file.block_count(&key("block_count"))?,
             heads,
             kv_heads: if present("attention.head_count_kv") {
                 file.usize(&key("attention.head_count_kv"))?
@@ -62,7 +62,11 @@ impl BlockShape {
 
     fn problem(&self, rope_dimensions: Option<&Value>) -> Option<String> {
         let (heads, kv_heads, head_dim) = (self.heads, self.kv_heads, self.head_dim);
-        let (q_width, kv_width) = (heads * head_dim, kv_heads * head_dim);
+        // Sizes from the file: their products must not wrap (each is then
+        // held to a tensor's shape, which the file's bytes bound).
+        let (Some(q_width), Some(kv_width)) = (heads.checked_mul(head_dim), kv_heads.checked_mul(head_dim)) else {
+            return Some(format!("{heads} heads of {head_dim} values are too many"));
+        };
         if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             Some(format!("{heads} heads cannot share {kv_heads} key/value heads"))
         } else if head_dim == 0 || !head_dim.is_multiple_of(2) {

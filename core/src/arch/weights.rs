@@ -93,6 +93,27 @@ impl Weights {
         let tensor = self.find(name, &[len])?;
         let mut values = vec![0f32; len];
         dequantize(tensor.kind, &self.bytes()[tensor.range.clone()], &mut values);
+        self.finite(name, values)
+    }
+
+    /// A row of `matrix` as a vector (a matrix's one row a model adds to
+    /// every token, such as BERT's type-0 embedding).
+    pub fn row(&self, matrix: &Matrix, row: usize) -> Result<Vector> {
+        let view = self.view(matrix);
+        let mut values = vec![0f32; view.cols];
+        view.dequantize_row(row, &mut values);
+        self.finite(&format!("{}[{row}]", matrix.name()), values)
+    }
+
+    /// `values` as the vector `name`, refused when any is NaN or infinite:
+    /// a norm weight or bias that is not finite makes every output NaN.
+    fn finite(&self, name: &str, values: Vec<f32>) -> Result<Vector> {
+        if let Some(at) = values.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(format!(
+                "{}: tensor {name} holds {} at value {at}: the file is damaged",
+                self.name, values[at]
+            )));
+        }
         Ok(Vector { name: name.to_string(), values })
     }
 

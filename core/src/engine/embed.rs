@@ -91,6 +91,10 @@ pub struct EmbedJob {
     max_docs: usize,
     max_bytes: u64,
     texts_per_call: usize,
+    /// `-f`'s clearing, committed with the first batch (or at the end of
+    /// a run with nothing to embed): a model that fails on its first texts
+    /// leaves the index as it was.
+    clear: Option<VectorChange>,
     pub report: EmbedReport,
 }
 
@@ -127,21 +131,23 @@ impl Engine {
         let mut report = EmbedReport::default();
         let index = self.index()?;
         let in_scope = |collection: &str| options.collection.as_deref().is_none_or(|c| c == collection);
-        if options.force && index.manifest.vectors.is_some() {
-            let change = match &options.collection {
-                None => VectorChange::ClearAll,
-                Some(_) => VectorChange::Remove(exclusive_hashes(&index, &in_scope)?),
-            };
-            commit_vectors(&index, change)?;
-            report.cleared = true;
-        }
-        let index = self.index()?;
-        let have: HashSet<String> = match index.vectors()? {
-            Some(set) => {
-                set.manifest.check_model(&embedder.model, embedder.dimension, &fingerprint)?;
-                set.hashes().into_iter().map(str::to_string).collect()
+        let clear = match (options.force && index.manifest.vectors.is_some(), &options.collection) {
+            (false, _) => None,
+            (true, None) => Some(VectorChange::ClearAll),
+            (true, Some(_)) => Some(VectorChange::Remove(exclusive_hashes(&index, &in_scope)?)),
+        };
+        // The vectors the run keeps: those the pending clear leaves.
+        let have: HashSet<String> = match (index.vectors()?, &clear) {
+            (None, _) | (Some(_), Some(VectorChange::ClearAll)) => HashSet::new(),
+            (Some(set), clear) => {
+                let cleared = |hash: &str| matches!(clear, Some(VectorChange::Remove(gone)) if gone.contains(hash));
+                let kept: HashSet<String> =
+                    set.hashes().into_iter().filter(|h| !cleared(*h)).map(str::to_string).collect();
+                if !kept.is_empty() {
+                    set.manifest.check_model(&embedder.model, embedder.dimension, &fingerprint)?;
+                }
+                kept
             }
-            None => HashSet::new(),
         };
         let mut entries: Vec<_> = index
             .catalog()?
@@ -177,6 +183,7 @@ impl Engine {
             max_docs: options.max_docs_per_batch.max(1),
             max_bytes: options.max_batch_bytes.max(1),
             texts_per_call: options.texts_per_call.max(1),
+            clear,
             report,
         })
     }
@@ -211,6 +218,7 @@ impl Engine {
                 self.commit_batch(job)?;
             }
             if !self.load_batch(job)? {
+                self.commit_clear(job)?;
                 return Ok(None);
             }
         }
@@ -228,6 +236,16 @@ impl Engine {
         for (&(c, i), embedding) in asked.iter().zip(embeddings) {
             if embedding.vector.len() != job.embedder.dimension {
                 return Err(crate::vector::dimension_mismatch(job.embedder.dimension, embedding.vector.len()));
+            }
+            // Checked where every model's vectors enter the index: a NaN
+            // would be stored, and then match nothing, in silence.
+            if embedding.vector.iter().any(|v| !v.is_finite()) {
+                return Err(Error::invalid(format!(
+                    "the embedding model {} gave a vector with NaN or infinite values (for a chunk of {}): \
+                     its weights are damaged; nothing from this batch was stored",
+                    job.embedder.model,
+                    crate::display::escape_controls(&job.batch[c].title)
+                )));
             }
             let chars = job.batch[c].chunks[i].chunk.text.chars().count();
             job.density.record(chars, embedding.tokens as usize);
@@ -306,7 +324,17 @@ impl Engine {
         Ok(!job.batch.is_empty())
     }
 
+    /// Commits `-f`'s pending clearing, once.
+    fn commit_clear(&self, job: &mut EmbedJob) -> Result<()> {
+        if let Some(clear) = job.clear.take() {
+            commit_vectors(&*self.index()?, clear)?;
+            job.report.cleared = true;
+        }
+        Ok(())
+    }
+
     fn commit_batch(&self, job: &mut EmbedJob) -> Result<()> {
+        self.commit_clear(job)?;
         let mut builder = VectorSegmentBuilder::new(job.embedder.dimension);
         for content in job.batch.drain(..) {
             let chunks: Vec<ChunkVector> = content

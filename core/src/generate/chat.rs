@@ -7,6 +7,7 @@
 //! the assistant's turn.
 
 use crate::error::{Error, Result};
+pub use crate::gguf::tokenizer::PromptPiece;
 use crate::gguf::{GgufFile, Value};
 
 /// node-llama-cpp's `defaultChatSystemPrompt`, which `LlamaChatSession`
@@ -49,20 +50,39 @@ impl ChatTemplate {
     }
 
     /// The prompt for one user turn after the system prompt, up to where
-    /// the assistant's answer starts (special tokens written as text, to
-    /// be tokenized with special-token parsing on).
-    pub fn prompt(self, system: &str, user: &str) -> String {
+    /// the assistant's answer starts: the template's special tokens apart
+    /// from the text (adjacent texts joined, as they are tokenized).
+    pub fn prompt(self, system: &str, user: &str) -> Vec<PromptPiece> {
+        use PromptPiece::{Special, Text};
         match self {
-            ChatTemplate::ChatMl => {
-                format!(
-                    "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
-                )
-            }
-            ChatTemplate::Llama3 => format!(
-                "<|start_header_id|>system<|end_header_id|>\n\n{system}<|eot_id|>\
-                 <|start_header_id|>user<|end_header_id|>\n\n{user}<|eot_id|>\
-                 <|start_header_id|>assistant<|end_header_id|>\n\n"
-            ),
+            ChatTemplate::ChatMl => vec![
+                Special("<|im_start|>"),
+                Text(format!("system\n{system}")),
+                Special("<|im_end|>"),
+                Text("\n".into()),
+                Special("<|im_start|>"),
+                Text(format!("user\n{user}")),
+                Special("<|im_end|>"),
+                Text("\n".into()),
+                Special("<|im_start|>"),
+                Text("assistant\n".into()),
+            ],
+            ChatTemplate::Llama3 => vec![
+                Special("<|start_header_id|>"),
+                Text("system".into()),
+                Special("<|end_header_id|>"),
+                Text(format!("\n\n{system}")),
+                Special("<|eot_id|>"),
+                Special("<|start_header_id|>"),
+                Text("user".into()),
+                Special("<|end_header_id|>"),
+                Text(format!("\n\n{user}")),
+                Special("<|eot_id|>"),
+                Special("<|start_header_id|>"),
+                Text("assistant".into()),
+                Special("<|end_header_id|>"),
+                Text("\n\n".into()),
+            ],
         }
     }
 
@@ -83,7 +103,14 @@ mod tests {
     /// `QwenChatWrapper` writes it for a new `LlamaChatSession`.
     #[test]
     fn chatml_prompt_is_node_llama_cpps() {
-        let prompt = ChatTemplate::ChatMl.prompt(DEFAULT_SYSTEM_PROMPT, "/no_think Expand this search query: rust");
+        let pieces = ChatTemplate::ChatMl.prompt(DEFAULT_SYSTEM_PROMPT, "/no_think Expand this search query: rust");
+        let prompt: String = pieces
+            .iter()
+            .map(|p| match p {
+                PromptPiece::Special(token) => token.to_string(),
+                PromptPiece::Text(text) => text.clone(),
+            })
+            .collect();
         assert!(prompt.starts_with("<|im_start|>system\nYou are a helpful, respectful and honest assistant."));
         assert!(prompt.ends_with(
             "don't share false information.<|im_end|>\n<|im_start|>user\n/no_think Expand this search query: \

@@ -69,10 +69,18 @@ impl QueryExpander {
         Ok(QueryExpander { model, device, tokenizer, template, mask, end, unpunished, trained_context })
     }
 
-    /// The prompt's tokens for `query`.
-    pub fn prompt(&self, query: &str) -> Vec<u32> {
-        let text = self.template.prompt(DEFAULT_SYSTEM_PROMPT, &user_message(query));
-        self.tokenizer.encode_prompt(&text)
+    /// The prompt's tokens for `query`: the template's special tokens as
+    /// tokens, the query as text whatever it holds. A query longer than
+    /// the expansion context can hold is refused before it is tokenized.
+    pub fn prompt(&self, query: &str) -> Result<Vec<u32>> {
+        if crate::model::window_prefix(query, EXPANSION_CONTEXT.max(self.trained_context)).1 {
+            return Err(Error::invalid(format!(
+                "the query is {} bytes, more than the expansion context can hold",
+                query.len()
+            )));
+        }
+        let pieces = self.template.prompt(DEFAULT_SYSTEM_PROMPT, &user_message(query));
+        self.tokenizer.encode_pieces(&pieces)
     }
 
     /// The model's expansion of `query`: lines of `lex|vec|hyde: text`
@@ -108,7 +116,7 @@ impl QueryExpander {
     }
 
     async fn start_with(&self, query: &str, sampling: Sampling, context: usize) -> Result<ExpansionRun<'_>> {
-        let prompt = self.prompt(query);
+        let prompt = self.prompt(query)?;
         let context = context.min(self.trained_context);
         let room = context.saturating_sub(prompt.len());
         if room == 0 {

@@ -13,6 +13,11 @@ const MAX_DIMS: u32 = 4;
 /// nests deeper is damaged, and a recursion bound keeps it from blowing
 /// the stack.
 const MAX_ARRAY_DEPTH: usize = 2;
+/// Items of a metadata array reserved before they are read: the count is
+/// checked against the bytes left, but a count of one-byte items would
+/// still reserve 32 bytes of [`Value`] each; past this the vector grows
+/// as items are actually read.
+const MAX_RESERVED_ITEMS: usize = 4096;
 const DEFAULT_ALIGNMENT: u64 = 32;
 
 /// One tensor of the file: its name, type, shape and where its data is.
@@ -163,9 +168,35 @@ impl<'a> GgufFile<'a> {
             .ok_or_else(|| self.missing(key, "an integer"))
     }
 
-    /// A required number (float or integer).
+    /// A required number (float or integer), finite: an epsilon or a
+    /// rope base of NaN or infinity would make every output NaN.
     pub fn f64(&self, key: &str) -> Result<f64> {
-        self.get(key).and_then(Value::as_f64).ok_or_else(|| self.missing(key, "a number"))
+        let value = self.get(key).and_then(Value::as_f64).ok_or_else(|| self.missing(key, "a number"))?;
+        // Callers keep it as f32: a finite f64 past f32's range is refused too.
+        if !(value as f32).is_finite() {
+            return Err(Error::invalid(format!("{}: metadata {key} is {value}, not a finite number", self.name)));
+        }
+        Ok(value)
+    }
+
+    /// The number of blocks (`<arch>.block_count`), checked against the
+    /// tensor table before anything is sized by it: the file must hold
+    /// tensors for that many blocks (`blk.0.` to `blk.{n-1}.`).
+    pub fn block_count(&self, key: &str) -> Result<usize> {
+        let claimed = self.usize(key)?;
+        let held = self
+            .tensors
+            .iter()
+            .filter_map(|t| t.name.strip_prefix("blk.")?.split('.').next()?.parse::<usize>().ok())
+            .max()
+            .map_or(0, |last| last + 1);
+        if claimed > held {
+            return Err(Error::invalid(format!(
+                "{}: metadata {key} says {claimed} blocks, but the file holds tensors for {held}",
+                self.name
+            )));
+        }
+        Ok(claimed)
     }
 
     pub fn str(&self, key: &str) -> Result<&str> {
@@ -179,6 +210,43 @@ impl<'a> GgufFile<'a> {
 
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
         self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// The tensors holding a value that is NaN or infinite (a damaged
+    /// weight or block scale), each with its first such value: every
+    /// tensor read whole, a block run at a time (what `qmd doctor` checks;
+    /// loading checks only the small vectors).
+    pub fn non_finite_tensors(&self) -> Vec<(String, f32)> {
+        const BLOCKS_AT_ONCE: usize = 4096;
+        let mut found = Vec::new();
+        let mut values = Vec::new();
+        for tensor in &self.tensors {
+            let (block_bytes, block_values) = (tensor.kind.block_bytes(), tensor.kind.block_values());
+            let data = &self.bytes[tensor.range.clone()];
+            let bad = data.chunks(block_bytes * BLOCKS_AT_ONCE).find_map(|run| {
+                values.resize(run.len() / block_bytes * block_values, 0.0);
+                super::dequantize(tensor.kind, run, &mut values);
+                values.iter().copied().find(|v| !v.is_finite())
+            });
+            if let Some(value) = bad {
+                found.push((tensor.name.clone(), value));
+            }
+        }
+        found
+    }
+}
+
+/// The fewest bytes a metadata value of type `kind` takes in the file, so
+/// an array's count is checked against what its items need.
+fn min_value_bytes(kind: u32) -> usize {
+    match kind {
+        0 | 1 | 7 => 1,
+        2 | 3 => 2,
+        4..=6 => 4,
+        // A string's length; an array's item type and count.
+        8 => 8,
+        9 => 12,
+        _ => 8,
     }
 }
 
@@ -253,8 +321,8 @@ impl<'a> Cursor<'a> {
                     return Err("arrays nested too deep".into());
                 }
                 let item = self.u32()?;
-                let n = self.length(1)?;
-                let mut items = Vec::with_capacity(n);
+                let n = self.length(min_value_bytes(item))?;
+                let mut items = Vec::with_capacity(n.min(MAX_RESERVED_ITEMS));
                 for _ in 0..n {
                     items.push(self.value(item, depth + 1)?);
                 }

@@ -3,7 +3,7 @@
 //! kernels, CPU).
 
 use super::{GgufEncoder, SentenceEncoder, TextTokenizer};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inference::{EmbedderInfo, Embedding};
 
 pub enum TextEmbedder {
@@ -35,29 +35,47 @@ impl TextEmbedder {
 
     /// Unit vectors with each text's untruncated token count.
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        match self {
+        finite(match self {
             TextEmbedder::SafeTensors(e) => e.embed_counted(texts),
             TextEmbedder::Gguf(e) => e.embed_counted(texts),
-        }
+        })
     }
 
     /// [`embed_counted`](Self::embed_counted) with asynchronous readback
     /// from a GPU (the only way to read WebGPU in a browser).
     pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
-        match self {
+        finite(match self {
             TextEmbedder::SafeTensors(e) => e.embed_counted_async(texts).await,
             TextEmbedder::Gguf(e) => e.embed_counted_async(texts).await,
-        }
+        })
     }
 
     /// Unit vectors only.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        match self {
-            TextEmbedder::SafeTensors(e) => e.embed(texts),
+        let vectors = match self {
+            TextEmbedder::SafeTensors(e) => e.embed(texts)?,
             TextEmbedder::Gguf(e) => {
                 let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
-                Ok(e.embed_counted(&owned)?.into_iter().map(|e| e.vector).collect())
+                e.embed_counted(&owned)?.into_iter().map(|e| e.vector).collect()
             }
+        };
+        match vectors.iter().flatten().all(|v| v.is_finite()) {
+            true => Ok(vectors),
+            false => Err(non_finite()),
         }
     }
+}
+
+/// Embeddings whose every value is finite, or the error saying the model
+/// is damaged: vectors with NaN must never reach an index or a client.
+fn finite(embeddings: Result<Vec<Embedding>>) -> Result<Vec<Embedding>> {
+    let embeddings = embeddings?;
+    match embeddings.iter().all(|e| e.vector.iter().all(|v| v.is_finite())) {
+        true => Ok(embeddings),
+        false => Err(non_finite()),
+    }
+}
+
+fn non_finite() -> Error {
+    Error::invalid("the model's vectors hold NaN or infinite values: its weights are damaged (see `qmd doctor`)")
 }

@@ -16,6 +16,7 @@
 use super::ModelDevice;
 use super::gguf_device::{GgufDevice, Pass};
 use super::parallel;
+use super::tokenize::window_prefix;
 use crate::arch::backend::now;
 use crate::arch::{Decoder, Matrix, ModelBytes};
 use crate::error::{Error, Result};
@@ -109,11 +110,12 @@ impl GgufRanker {
     /// The tokens evaluated for each document: the template filled in,
     /// the document cut to qmd's budget.
     pub fn inputs(&self, query: &str, documents: &[&str]) -> Result<Vec<Vec<u32>>> {
-        let query_tokens = tokenize_trimmed(&self.tokenizer, query, false);
-        let budget =
-            RANK_CONTEXT.min(self.model.shape.block.context).saturating_sub(TEMPLATE_ALLOWANCE + query_tokens.len());
+        // Text past what the context can use is never tokenized.
+        let context = RANK_CONTEXT.min(self.model.shape.block.context);
+        let query_tokens = tokenize_trimmed(&self.tokenizer, window_prefix(query, context).0, false);
+        let budget = context.saturating_sub(TEMPLATE_ALLOWANCE + query_tokens.len());
         parallel::map(documents, |document| {
-            let mut document = tokenize_trimmed(&self.tokenizer, document, false);
+            let mut document = tokenize_trimmed(&self.tokenizer, window_prefix(document, budget).0, false);
             document.truncate(budget);
             Ok(self.input(&query_tokens, &document))
         })

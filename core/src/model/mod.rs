@@ -38,7 +38,7 @@ pub use gguf_encoder::GgufEncoder;
 pub use gguf_ranker::GgufRanker;
 pub use loadable::Loadable;
 pub use reranker::TextReranker;
-pub use tokenize::TextTokenizer;
+pub use tokenize::{MAX_BYTES_PER_TOKEN, TextTokenizer, window_prefix};
 
 /// The files of one Hugging Face model repository that loading reads.
 /// Optional ones are sentence-transformers extras.

@@ -3,7 +3,7 @@
 //! such as Qwen3-Reranker (the quantized kernels, CPU).
 
 use super::{CrossEncoder, GgufRanker};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub enum TextReranker {
     SafeTensors(Box<CrossEncoder>),
@@ -13,18 +13,30 @@ pub enum TextReranker {
 impl TextReranker {
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
-        match self {
+        finite(match self {
             TextReranker::SafeTensors(r) => r.score(query, documents),
             TextReranker::Gguf(r) => r.score(query, documents),
-        }
+        })
     }
 
     /// [`score`](Self::score) with asynchronous readback from a GPU, as
     /// [`super::TextEmbedder::embed_counted_async`].
     pub async fn score_async(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
-        match self {
+        finite(match self {
             TextReranker::SafeTensors(r) => r.score_async(query, documents).await,
             TextReranker::Gguf(r) => r.score_async(query, documents).await,
-        }
+        })
+    }
+}
+
+/// Scores that are all finite, or the error saying the model is damaged: a
+/// NaN score would sort arbitrarily and reach the results as `null`.
+fn finite(scores: Result<Vec<f32>>) -> Result<Vec<f32>> {
+    let scores = scores?;
+    match scores.iter().all(|s| s.is_finite()) {
+        true => Ok(scores),
+        false => Err(Error::invalid(
+            "the reranker's scores hold NaN or infinite values: its weights are damaged (see `qmd doctor`)",
+        )),
     }
 }

@@ -30,6 +30,34 @@ fn tokenizer_error(e: impl std::fmt::Display) -> Error {
     Error::invalid(format!("tokenizer: {e}"))
 }
 
+/// A text the tokenizer must take at load: words it has, and characters
+/// few vocabularies hold, so a vocabulary that cannot map an unknown
+/// character (a WordPiece model without `[UNK]`) fails at load, before an
+/// `embed -f` changes anything, not on the first document.
+const PROBE: &str = "qmd probe: Ünïcödé 東京 \u{1F9EA} \u{E000} 1234567890";
+
+/// The most bytes of text read for each token the window holds: text past
+/// `max_tokens × MAX_BYTES_PER_TOKEN` bytes cannot reach the model (no
+/// vocabulary's tokens are that long on average: English averages about
+/// 4 bytes a token, CJK 3), so it is never tokenized. One 15 MB string
+/// tokenized whole cost 2.4 GB; cut, a request costs the same as one
+/// that fills the window.
+pub const MAX_BYTES_PER_TOKEN: usize = 32;
+
+/// The start of `text` the model's window of `max_tokens` can use, cut
+/// at a character boundary, and whether anything was cut.
+pub fn window_prefix(text: &str, max_tokens: usize) -> (&str, bool) {
+    let limit = max_tokens.saturating_mul(MAX_BYTES_PER_TOKEN);
+    if text.len() <= limit {
+        return (text, false);
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
 impl TextTokenizer {
     pub fn parse(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
         let mut inner = Tokenizer::from_bytes(json).map_err(|e| Error::invalid(format!("tokenizer.json: {e}")))?;
@@ -43,15 +71,27 @@ impl TextTokenizer {
             }))
             .map_err(tokenizer_error)?;
         inner.with_padding(None);
-        Ok(TextTokenizer { backend: Backend::HuggingFace(Box::new(HuggingFace { inner, untruncated })), max_tokens })
+        TextTokenizer { backend: Backend::HuggingFace(Box::new(HuggingFace { inner, untruncated })), max_tokens }
+            .checked()
+    }
+
+    /// The tokenizer, once it has taken [`PROBE`].
+    fn checked(self) -> Result<TextTokenizer> {
+        self.encode_counted(&[PROBE])?;
+        Ok(self)
     }
 
     /// The tokenizer a GGUF file's `tokenizer.ggml.*` metadata describes.
     pub fn from_gguf(file: &GgufFile, max_tokens: usize) -> Result<TextTokenizer> {
-        match file.str("tokenizer.ggml.model")? {
-            "llama" => Ok(TextTokenizer { backend: Backend::Spm(SpmTokenizer::from_gguf(file)?), max_tokens }),
+        let tokenizer = match file.str("tokenizer.ggml.model")? {
+            "llama" => TextTokenizer { backend: Backend::Spm(SpmTokenizer::from_gguf(file)?), max_tokens }.checked(),
             _ => TextTokenizer::parse(&tokenizer_json(file)?, max_tokens),
-        }
+        };
+        // Errors name the file: the tokenizer's own do not.
+        tokenizer.map_err(|e| match e.message.starts_with(file.name()) {
+            true => e,
+            false => Error::invalid(format!("{}: {}", file.name(), e.message)),
+        })
     }
 
     /// Every token of the vocabulary, in id order (gaps as empty strings).
@@ -78,17 +118,25 @@ impl TextTokenizer {
     /// chunker measures). Each text is tokenized once: the untruncated
     /// encoding is counted, then truncated and given its special tokens
     /// exactly as a truncating `encode` would.
+    ///
+    /// Only the text's [`window_prefix`] is read: a text cut there counts
+    /// as more tokens than the window (which it is).
     pub fn encode_counted(&self, texts: &[&str]) -> Result<Vec<(Encoding, usize)>> {
-        crate::model::parallel::map(texts, |text| match &self.backend {
-            Backend::HuggingFace(hf) => {
-                let whole = hf.untruncated.encode(*text, false).map_err(tokenizer_error)?;
-                let count = whole.len();
-                Ok((hf.inner.post_process(whole, None, true).map_err(tokenizer_error)?, count))
-            }
-            Backend::Spm(spm) => {
-                let tokens = spm.encode(text);
-                Ok((self.spm_sequence(spm, tokens.clone()), tokens.len()))
-            }
+        crate::model::parallel::map(texts, |text| {
+            let (text, cut) = window_prefix(text, self.max_tokens);
+            let (encoding, count) = match &self.backend {
+                Backend::HuggingFace(hf) => {
+                    let whole = hf.untruncated.encode(text, false).map_err(tokenizer_error)?;
+                    let count = whole.len();
+                    (hf.inner.post_process(whole, None, true).map_err(tokenizer_error)?, count)
+                }
+                Backend::Spm(spm) => {
+                    let tokens = spm.encode(text);
+                    let count = tokens.len();
+                    (self.spm_sequence(spm, tokens), count)
+                }
+            };
+            Ok((encoding, if cut { count.max(self.max_tokens + 1) } else { count }))
         })
     }
 
@@ -115,9 +163,13 @@ impl TextTokenizer {
     /// Encodes (query, document) pairs, truncated to the window.
     pub fn encode_pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<Encoding>> {
         match &self.backend {
-            Backend::HuggingFace(hf) => crate::model::parallel::map(documents, |document| {
-                hf.inner.encode((query, *document), true).map_err(tokenizer_error)
-            }),
+            Backend::HuggingFace(hf) => {
+                let query = window_prefix(query, self.max_tokens).0;
+                crate::model::parallel::map(documents, |document| {
+                    let document = window_prefix(document, self.max_tokens).0;
+                    hf.inner.encode((query, document), true).map_err(tokenizer_error)
+                })
+            }
             Backend::Spm(_) => Err(Error::invalid("a SentencePiece vocabulary has no pair encoding")),
         }
     }
@@ -161,5 +213,34 @@ mod tests {
         }
         let (long, count) = &tokenizer.encode_counted(&["gamma gamma gamma gamma gamma gamma gamma"]).unwrap()[0];
         assert_eq!((long.len(), *count), (6, 7), "truncated to the window, counted whole");
+    }
+
+    /// Text past what the window can use is not read: a 4 MB word costs
+    /// what the window's bytes cost, its tokens are the prefix's, and it
+    /// counts as longer than the window.
+    #[test]
+    fn text_beyond_the_window_is_never_tokenized() {
+        let tokenizer = tokenizer(6);
+        let huge = format!("alpha beta {}", "é".repeat(2 << 20));
+        let started = std::time::Instant::now();
+        let (encoding, count) = &tokenizer.encode_counted(&[huge.as_str()]).unwrap()[0];
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "took {:?}", started.elapsed());
+        assert_eq!(&encoding.get_ids()[..3], &[2, 4, 5], "[CLS] alpha beta");
+        assert!(*count > 6, "counted as past the window: {count}");
+        let (prefix, cut) = window_prefix(&huge, 6);
+        assert!(cut && prefix.len() <= 6 * MAX_BYTES_PER_TOKEN && huge.starts_with(prefix));
+        assert_eq!(window_prefix("alpha", 6), ("alpha", false));
+    }
+
+    /// A vocabulary that cannot tokenize every text fails when it loads,
+    /// not on the first document an `embed -f` reaches.
+    #[test]
+    fn a_wordpiece_without_unk_fails_at_load() {
+        let json = r###"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+              "normalizer": null, "pre_tokenizer": {"type": "BertPreTokenizer"}, "post_processor": null,
+              "decoder": null, "model": {"type": "WordPiece", "unk_token": "[UNK]",
+              "continuing_subword_prefix": "##", "max_input_chars_per_word": 100, "vocab": {"qmd": 0}}}"###;
+        let error = TextTokenizer::parse(json.as_bytes(), 8).err().expect("refused at load");
+        assert!(error.message.contains("UNK"), "{}", error.message);
     }
 }

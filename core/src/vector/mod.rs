@@ -72,12 +72,22 @@ impl VectorSet {
         Ok(VectorSet { manifest: manifest.clone(), segments })
     }
 
-    /// Reads every vector row and checks it against its checksum.
+    /// Reads every vector row and checks it against its checksum, and
+    /// that its values are finite (a damaged model's NaN matches nothing,
+    /// in silence).
     pub fn verify(&self) -> Result<()> {
+        let mut non_finite = 0usize;
         for segment in &self.segments {
             for content in &segment.contents {
-                segment.exact(content)?;
+                let rows = segment.exact(content)?;
+                non_finite += usize::from(rows.iter().flatten().any(|v| !v.is_finite()));
             }
+        }
+        if non_finite > 0 {
+            return Err(Error::invalid(format!(
+                "the vectors of {non_finite} documents hold NaN or infinite values (made by a damaged embedding \
+                 model): run 'qmd embed -f' with a working model"
+            )));
         }
         Ok(())
     }

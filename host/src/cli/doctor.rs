@@ -138,6 +138,7 @@ pub fn run(session: &Session) -> Result<ExitCode> {
         report
             .step("Run `qmd pull` to download the query-expansion model (or set QMD_GENERATE_MODEL to a local .gguf).");
     }
+    weight_checks(session, &mut report);
     report.check("device mode", true, &crate::models::device_summary());
     let probe = std::env::var("QMD_DOCTOR_DEVICE_PROBE").unwrap_or_default();
     if matches!(probe.trim().to_lowercase().as_str(), "0" | "off" | "false" | "no") {
@@ -184,6 +185,46 @@ pub fn run(session: &Session) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Every value of each present GGUF model's tensors is finite: a NaN or
+/// infinite weight or block scale turns its outputs into NaN, which loading
+/// (it checks the small vectors only) would not see.
+fn weight_checks(session: &Session, report: &mut Report) {
+    let models = &session.models;
+    for source in [&models.embed, &models.rerank, &models.generate] {
+        let Some(gguf) = source.gguf.as_ref().filter(|g| g.path.is_file()) else { continue };
+        let label = format!("{} model weights", source.role.label());
+        let checked = std::fs::File::open(&gguf.path)
+            .and_then(|file| {
+                // SAFETY: read-only; see models::slot::map_file.
+                unsafe { memmap2::Mmap::map(&file) }
+            })
+            .map_err(|e| e.to_string())
+            .and_then(|map| {
+                let name = gguf.path.display().to_string();
+                let file = qmd_core::gguf::GgufFile::parse(&name, &map).map_err(|e| e.message)?;
+                Ok(file.non_finite_tensors())
+            });
+        match checked {
+            Ok(bad) if bad.is_empty() => report.check(&label, true, &format!("{}: every value finite", source.id)),
+            Ok(bad) => {
+                let named: Vec<String> = bad.iter().take(5).map(|(t, v)| format!("{t} ({v})")).collect();
+                report.check(
+                    &label,
+                    false,
+                    &format!(
+                        "{}: {} tensors hold NaN or infinite values: {}. Next: `qmd pull --refresh`",
+                        source.id,
+                        bad.len(),
+                        named.join(", ")
+                    ),
+                );
+                report.step("Run `qmd pull --refresh` (or replace the model file): its weights are damaged.");
+            }
+            Err(e) => report.check(&label, false, &format!("{}: {e}", source.id)),
+        }
+    }
+}
+
 fn vector_checks(session: &Session, report: &mut Report) {
     let sample = session
         .read(|store, engine| engine_result(engine.qmd_engine_vectors().call_sample_vectors(store, SAMPLE_SIZE)));
@@ -222,9 +263,14 @@ fn vector_checks(session: &Session, report: &mut Report) {
         report.check("embedding vector sample", true, "no single-chunk documents to re-embed");
         return;
     }
-    let worst = sample.checked.iter().map(|c| c.distance).fold(0f32, f32::max);
-    let bad: Vec<&str> =
-        sample.checked.iter().filter(|c| c.distance > SAMPLE_TOLERANCE).map(|c| c.file.as_str()).collect();
+    // NaN (a damaged model or vector) is the worst distance, not ignored.
+    let worst = sample
+        .checked
+        .iter()
+        .map(|c| c.distance)
+        .fold(0f32, |m, d| if d.is_nan() || m.is_nan() { f32::NAN } else { m.max(d) });
+    let within = |d: f32| d <= SAMPLE_TOLERANCE;
+    let bad: Vec<&str> = sample.checked.iter().filter(|c| !within(c.distance)).map(|c| c.file.as_str()).collect();
     if bad.is_empty() {
         report.check(
             "embedding vector sample",

@@ -18,7 +18,7 @@ mod spm;
 mod wordpiece;
 
 pub use bpe::BpeTokenizer;
-pub use special::{Fragment, SpecialTokens};
+pub use special::{Fragment, PromptPiece, SpecialTokens};
 pub use spm::SpmTokenizer;
 pub use wordpiece::tokenizer_json;
 

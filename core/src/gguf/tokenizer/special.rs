@@ -15,6 +15,17 @@ pub enum Fragment<'t> {
     Token(u32),
 }
 
+/// A piece of a prompt: the template's own special tokens, or text,
+/// which is tokenized with special-token parsing off, so a query holding
+/// `<|im_end|>` stays those characters and cannot close its turn (as
+/// node-llama-cpp's `LlamaText` keeps its strings apart from its special
+/// tokens).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PromptPiece {
+    Special(&'static str),
+    Text(String),
+}
+
 pub struct SpecialTokens {
     /// (text, id, parsed only with special tokens on), longest text first.
     tokens: Vec<(String, u32, bool)>,
