@@ -238,7 +238,8 @@ def test_hybrid_answers_match_the_native_servers(setup: Setup):
 def test_bundled_build_is_one_file_that_answers_alike(setup: Setup):
     """Pre-initialised: no folders to mount, the same answers as the
     mounted build (the same model, loaded before the snapshot)."""
-    assert sorted(p.name for p in (setup.root / "bundle").iterdir()) == ["qmd-edge.wasm"]
+    # The component, and the marker that proves the folder the build's.
+    assert sorted(p.name for p in (setup.root / "bundle").iterdir()) == [".qmd-owned", "qmd-edge.wasm"]
     assert (setup.root / "bundle" / "qmd-edge.wasm").stat().st_size > 80_000_000, "the model is inside"
     assert "--dir" not in " ".join(setup.bundled.proc.args)
     for query in setup.queries:

@@ -38,13 +38,16 @@ fn install_writes_a_bootstrap_refuses_to_overwrite_and_links_on_request() {
     assert!(fs::read_to_string(dir.join("references/mcp-setup.md")).unwrap().contains("qmd mcp"));
     assert!(!project.join(".claude").exists(), "no link without --yes off a terminal");
 
-    // A second install refuses; --force replaces (a stray file goes).
+    // A second install refuses; --force replaces the files it wrote (a
+    // file it did not write stays: only what its marker lists is removed).
     fs::write(dir.join("stray.md"), "mine").unwrap();
+    fs::remove_file(dir.join("references/mcp-setup.md")).unwrap();
     let again = env.qmd_with(&project, &["skill", "install"], &[]).failure();
     assert!(again.stderr.contains(&format!("Skill already exists: {} (use --force to replace it)", dir.display())));
     assert!(dir.join("stray.md").exists(), "a refused install changes nothing");
     let out = env.qmd_with(&project, &["skill", "install", "--force", "--yes"], &[]).success();
-    assert!(!dir.join("stray.md").exists());
+    assert_eq!(fs::read_to_string(dir.join("stray.md")).unwrap(), "mine");
+    assert!(dir.join("references/mcp-setup.md").is_file());
     let link = project.join(".claude/skills/qmd");
     assert!(out.stdout.contains(&format!("✓ Linked Claude skill at {}", link.display())), "{}", out.stdout);
     assert_eq!(fs::read_link(&link).unwrap(), std::path::Path::new("../../.agents/skills/qmd"));

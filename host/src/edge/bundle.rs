@@ -23,6 +23,8 @@ const SNAPSHOT_FUEL: u64 = u32::MAX as u64;
 pub fn preinitialize(wasmtime: &Path, out: &OwnedDir) -> Result<()> {
     let dir = out.path();
     let partial = format!("{COMPONENT_FILE}.{}.partial", std::process::id());
+    // Listed before wizer writes it, and nothing (no planted link) there.
+    out.reserve(&partial)?;
     let mut command = Command::new(wasmtime);
     command.current_dir(dir).args(["wizer", "-Scli", "-Shttp", &format!("-Shostcall-fuel={SNAPSHOT_FUEL}")]);
     // wasmtime 48's wizer drops the init function from the core instance
@@ -43,11 +45,9 @@ pub fn preinitialize(wasmtime: &Path, out: &OwnedDir) -> Result<()> {
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }
-    std::fs::rename(dir.join(&partial), dir.join(COMPONENT_FILE))
-        .with_context(|| format!("cannot write {}", shown(&dir.join(COMPONENT_FILE))))?;
-    for (folder, _) in MOUNTS {
-        out.remove(folder)?;
-    }
+    out.rename(&partial, COMPONENT_FILE)?;
+    // The snapshot holds them now: the files this build wrote there go.
+    out.remove_all(MOUNTS.iter().map(|(folder, _)| *folder))?;
     Ok(())
 }
 

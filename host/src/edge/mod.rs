@@ -9,10 +9,10 @@ mod snapshot;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 use crate::cli::args::EdgeBuildArgs;
-use crate::files::{OwnedDir, shown};
+use crate::files::{OwnedDir, Owner, shown};
 use crate::session::Session;
 
 /// The edge component (`qmd-core --features edge` for `wasm32-wasip2`).
@@ -80,22 +80,16 @@ pub fn build(session: &Session, args: EdgeBuildArgs) -> Result<()> {
     Ok(())
 }
 
-/// The output folder: new, empty, or an earlier build (whose parts are
-/// replaced); a folder holding anything else is refused, not overwritten.
+/// Who owns an edge build's folder.
+pub const OWNER: Owner = Owner { command: "qmd edge build", adopt_unmarked: false };
+
+/// The output folder: new, empty, or an earlier build, proven by the
+/// marker it wrote (see [`OwnedDir`]), whose parts are removed (only the
+/// files it lists); a folder holding anything else is refused, not
+/// overwritten.
 fn prepare(out: &Path) -> Result<OwnedDir> {
-    match std::fs::read_dir(out) {
-        Ok(entries) => {
-            let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-            if !names.is_empty() && !names.iter().any(|n| n == COMPONENT_FILE) {
-                bail!("{} is not empty and holds no earlier edge build; choose a new folder", shown(out));
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", shown(out))),
-    }
-    let owned = OwnedDir::open(out, Path::new(""))?;
-    for part in std::iter::once(COMPONENT_FILE).chain(MOUNTS.iter().map(|(dir, _)| *dir)) {
-        owned.remove(part)?;
-    }
+    let owned = OwnedDir::open(out, Path::new(""), OWNER)?;
+    let earlier = owned.listed();
+    owned.remove_all(earlier.iter().map(String::as_str))?;
     Ok(owned)
 }

@@ -1,9 +1,10 @@
 //! The parts of an edge build that come from the index: its files as of
 //! one generation (copied under the index's write lock, so no `update`
-//! removes a segment mid-copy), its config with the collections' folders
-//! left out (an edge service never reads them, and a deployed bundle
-//! should not name this machine's paths), and the models its vectors and
-//! reranking need.
+//! removes a segment mid-copy, and described by a status read under the
+//! same lock, so what the build reports and checks is what it copied), its
+//! config with the collections' folders left out (an edge service never
+//! reads them, and a deployed bundle should not name this machine's
+//! paths), and the models its vectors and reranking need.
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use qmd_core::serve::deployment::{DeployedEmbedder, DeployedModel, GGUF_FILE, MO
 use qmd_core::{Directory, RamDirectory};
 
 use crate::cli::args::EdgeBuildArgs;
+use crate::component::bindings::IndexStatus;
 use crate::files::OwnedDir;
 use crate::models::{ModelSource, OPTIONAL_FILES, REQUIRED_FILES};
 use crate::session::{Session, engine_result};
@@ -27,24 +29,22 @@ pub struct Report {
 }
 
 pub fn write(session: &Session, out: &OwnedDir, args: &EdgeBuildArgs) -> Result<Report> {
-    let status = session.read(|store, engine| engine_result(engine.call_status(store)))?;
-    if status.total_documents == 0 {
-        bail!("the index has no documents: add a collection ('qmd collection add') before building a service");
-    }
-    copy_index(&session.index_dir, out)?;
-    write_config(session, out)?;
+    // One generation, described and copied: no writer commits while the
+    // lock is held, so the status (counts, the model that made the
+    // vectors) read under it is that of the files copied under it.
+    let status = {
+        let _lock = crate::lock::WriteLock::acquire(&session.index_dir)?;
+        // A read call takes no lock: holding the write lock across it
+        // cannot deadlock.
+        let status = session.read(|store, engine| engine_result(engine.call_status(store)))?;
+        check(session, &status, args)?;
+        copy_index(&session.index_dir, out)?;
+        write_config(session, out)?;
+        status
+    };
     let mut manifest = ModelsManifest::default();
-    let wants_vectors = status.vectors > 0 && !args.keyword_only;
-    if wants_vectors {
+    if wants_vectors(&status, args) {
         let embed = &session.models.embed;
-        if let Some(made_with) = &status.embed_model
-            && *made_with != embed.id
-        {
-            bail!(
-                "the index's vectors were made with {made_with}, but the embedding model is now {}: run 'qmd embed -f', or build with --keyword-only",
-                embed.id
-            );
-        }
         copy_model(embed, out, "embed")?;
         // Recorded so the service never loads the model just to describe it.
         let info = crate::models::Models::new(&session.models).embedder().map_err(|e| anyhow::anyhow!(e))?;
@@ -60,14 +60,37 @@ pub fn write(session: &Session, out: &OwnedDir, args: &EdgeBuildArgs) -> Result<
     Ok(Report {
         documents: status.total_documents,
         collections: status.collections.len(),
-        vectors: if wants_vectors { status.vectors } else { 0 },
+        vectors: if wants_vectors(&status, args) { status.vectors } else { 0 },
         models: models.collect(),
     })
 }
 
-/// The manifest and every file it names, as one generation.
+fn wants_vectors(status: &IndexStatus, args: &EdgeBuildArgs) -> bool {
+    status.vectors > 0 && !args.keyword_only
+}
+
+/// What the generation about to be copied must be: documents, and
+/// vectors made by the model the build ships.
+fn check(session: &Session, status: &IndexStatus, args: &EdgeBuildArgs) -> Result<()> {
+    if status.total_documents == 0 {
+        bail!("the index has no documents: add a collection ('qmd collection add') before building a service");
+    }
+    let embed = &session.models.embed;
+    if wants_vectors(status, args)
+        && let Some(made_with) = &status.embed_model
+        && *made_with != embed.id
+    {
+        bail!(
+            "the index's vectors were made with {made_with}, but the embedding model is now {}: run 'qmd embed -f', or build with --keyword-only",
+            embed.id
+        );
+    }
+    Ok(())
+}
+
+/// The manifest and every file it names, as one generation (the caller
+/// holds the index's write lock).
 fn copy_index(index_dir: &Path, out: &OwnedDir) -> Result<()> {
-    let _lock = crate::lock::WriteLock::acquire(index_dir)?;
     let manifest_path = index_dir.join("manifest.json");
     let bytes = std::fs::read(&manifest_path).with_context(|| format!("cannot read {}", manifest_path.display()))?;
     // Checked as the engine checks it before anything is copied.
@@ -75,6 +98,8 @@ fn copy_index(index_dir: &Path, out: &OwnedDir) -> Result<()> {
     checked.atomic_write("manifest.json", &bytes).map_err(|e| anyhow::anyhow!(e.message))?;
     let manifest = Manifest::load(&checked)
         .map_err(|e| anyhow::anyhow!("{} ({}): run 'qmd update --rebuild'", e.message, manifest_path.display()))?;
+    let files: Vec<String> = manifest.files().into_iter().map(|file| format!("index/{file}")).collect();
+    out.claim(files.iter().map(String::as_str))?;
     for file in manifest.files() {
         out.copy_in(&format!("index/{file}"), &index_dir.join(&file))?;
     }

@@ -6,6 +6,7 @@
 //! loaded for the process (the MCP server keeps them warm).
 
 mod expansion_cache;
+pub mod hub;
 pub mod pull;
 mod slot;
 
@@ -93,6 +94,9 @@ pub struct ModelSource {
     /// A model on an OpenAI-compatible server (`openai:<model>@<URL>`), or
     /// why such a spec cannot be read.
     pub endpoint: Option<Result<Endpoint, String>>,
+    /// Why the spec names no model: neither a local path nor a hub id
+    /// ([`hub::HubId::parse`]). Such a source is never loaded or pulled.
+    pub invalid: Option<String>,
 }
 
 /// Where a GGUF model's file is, and where it comes from.
@@ -104,6 +108,11 @@ pub struct GgufFile {
     pub url: Option<String>,
 }
 
+/// A model id as messages show it: quoted, controls escaped.
+fn shown_id(spec: &str) -> String {
+    format!("\"{}\"", qmd_core::display::escape_controls(spec))
+}
+
 /// `~/.cache/qmd/models`.
 pub fn models_dir() -> PathBuf {
     paths::cache_dir().join("models")
@@ -111,23 +120,23 @@ pub fn models_dir() -> PathBuf {
 
 impl ModelSource {
     /// A local directory or `.gguf` file (absolute, `./…`, `~/…`, or
-    /// existing), a Hugging Face repo id (`owner/name`), or qmd's URI of
-    /// a GGUF file in a repo (`hf:owner/repo/file.gguf`).
+    /// existing), else a model on the hub in one of [`hub::HubId`]'s forms
+    /// (a repository, or qmd's URI of a GGUF file in one). An id that is
+    /// neither gives a source that is never used nor downloaded: every use
+    /// says why ([`Self::missing_message`]).
     pub fn resolve(role: ModelRole, spec: &str) -> ModelSource {
         let spec = spec.trim();
         if spec.starts_with("openai:") {
             let endpoint = Endpoint::parse(spec);
             let id = endpoint.as_ref().map_or_else(|_| spec.to_string(), Endpoint::id);
-            return ModelSource { role, id, dir: PathBuf::new(), remote: false, gguf: None, endpoint: Some(endpoint) };
+            return ModelSource { endpoint: Some(endpoint), ..ModelSource::unusable(role, id, None) };
         }
         let is_gguf = spec.to_lowercase().ends_with(".gguf");
         let looks_local =
             spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("~/") || spec.starts_with("../");
+        let on_hub = hub::is_hub_form(spec);
         let exists = std::path::Path::new(spec);
-        if looks_local
-            || (!spec.contains('/') && exists.is_dir())
-            || (is_gguf && !spec.starts_with("hf:") && exists.is_file())
-        {
+        if !on_hub && (looks_local || (!spec.contains('/') && exists.is_dir()) || (is_gguf && exists.is_file())) {
             let path = paths::absolute(spec);
             let gguf = is_gguf.then(|| GgufFile { path: path.clone(), url: None });
             return ModelSource {
@@ -137,40 +146,53 @@ impl ModelSource {
                 remote: false,
                 gguf,
                 endpoint: None,
+                invalid: None,
             };
         }
-        let repo = spec.trim_start_matches("hf:").trim_start_matches("https://huggingface.co/");
-        if is_gguf {
-            return ModelSource::hub_gguf(role, spec, repo);
-        }
-        ModelSource {
-            role,
-            id: repo.to_string(),
-            dir: models_dir().join(repo),
-            remote: true,
-            gguf: None,
-            endpoint: None,
+        match hub::HubId::parse(spec) {
+            Ok(hub) => match &hub.file {
+                Some(file) => ModelSource::hub_gguf(role, spec, &hub, file),
+                None => ModelSource {
+                    role,
+                    id: hub.repo_id(),
+                    dir: hub.dir(&models_dir()),
+                    remote: true,
+                    gguf: None,
+                    endpoint: None,
+                    invalid: None,
+                },
+            },
+            Err(why) => {
+                let invalid = format!(
+                    "{} model {}: not a Hugging Face model id ({why}); name a repository (owner/repo), a GGUF \
+                     file in one (hf:owner/repo/file.gguf), or a local path (/…, ./… or ~/…)",
+                    role.label(),
+                    shown_id(spec)
+                );
+                ModelSource::unusable(role, spec.to_string(), Some(invalid))
+            }
         }
     }
 
-    /// `owner/repo/…/file.gguf` on the hub. qmd (node-llama-cpp) keeps such
-    /// a file in the same cache folder as `hf_<owner>_<file>` or
-    /// `hf_<owner>_<repo>_<file>`: a file qmd already downloaded is used,
+    /// A source that loads nothing (a server's, or an id that is refused).
+    fn unusable(role: ModelRole, id: String, invalid: Option<String>) -> ModelSource {
+        ModelSource { role, id, dir: PathBuf::new(), remote: false, gguf: None, endpoint: None, invalid }
+    }
+
+    /// A GGUF file on the hub. qmd (node-llama-cpp) keeps such a file in
+    /// the model cache as `hf_<owner>_<file>` or `hf_<owner>_<repo>_<file>`
+    /// (`<file>` its last segment): a file qmd already downloaded is used,
     /// not fetched again; new downloads take the longer name.
-    fn hub_gguf(role: ModelRole, spec: &str, path: &str) -> ModelSource {
-        let parts: Vec<&str> = path.split('/').collect();
-        let (owner, repo, file) = match parts.as_slice() {
-            [owner, repo, rest @ ..] if !rest.is_empty() => (*owner, *repo, rest.join("/")),
-            _ => ("", "", path.to_string()),
-        };
-        let base = file.rsplit('/').next().unwrap_or(&file).to_string();
+    fn hub_gguf(role: ModelRole, spec: &str, hub: &hub::HubId, file: &str) -> ModelSource {
+        let base = file.rsplit('/').next().unwrap_or(file);
+        let (owner, repo) = (&hub.owner, &hub.repo);
         let candidates = [format!("hf_{owner}_{base}"), format!("hf_{owner}_{repo}_{base}")];
         let dir = models_dir();
         let found = candidates.iter().map(|name| dir.join(name)).find(|p| p.is_file());
         let path_on_disk = found.unwrap_or_else(|| dir.join(&candidates[1]));
-        let url = (!owner.is_empty()).then(|| format!("{}/{owner}/{repo}/resolve/main/{file}", pull::endpoint()));
+        let url = Some(hub.url(&pull::endpoint(), file));
         let gguf = Some(GgufFile { path: path_on_disk, url });
-        ModelSource { role, id: spec.to_string(), dir, remote: true, gguf, endpoint: None }
+        ModelSource { role, id: spec.to_string(), dir, remote: true, gguf, endpoint: None, invalid: None }
     }
 
     /// qmd's order: `index.yml` `models.<role>`, then `QMD_<ROLE>_MODEL`,
@@ -184,6 +206,9 @@ impl ModelSource {
 
     /// Whether the model's files are all there.
     pub fn is_present(&self) -> bool {
+        if self.invalid.is_some() {
+            return false;
+        }
         if let Some(endpoint) = &self.endpoint {
             return endpoint.is_ok();
         }
@@ -196,6 +221,9 @@ impl ModelSource {
     /// The user-facing reason a model cannot be used.
     pub fn missing_message(&self) -> String {
         let role = self.role.label();
+        if let Some(invalid) = &self.invalid {
+            return invalid.clone();
+        }
         if let Some(Err(why)) = &self.endpoint {
             return format!("{role} model: {why}");
         }
@@ -355,6 +383,9 @@ enum Backend<Local, Remote> {
 
 impl<Local: qmd_core::model::Loadable, Remote> Backend<Local, Remote> {
     fn new(source: &ModelSource, remote: impl FnOnce(Endpoint) -> Remote) -> Self {
+        if source.invalid.is_some() {
+            return Backend::Unusable(source.clone());
+        }
         match &source.endpoint {
             None => Backend::Local(Slot::new(source.clone())),
             Some(Ok(endpoint)) => Backend::Remote(remote(endpoint.clone())),
@@ -544,6 +575,44 @@ fn parse_context_size(name: &str, value: &str) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn model_ids_from_outside_never_become_paths_outside_the_cache() {
+        let models = models_dir();
+        for spec in [
+            "hf:a/b/../../../../tmp/v",
+            "a/b/../../../../tmp/v",
+            "https://huggingface.co/a/b/../../../../tmp/v",
+            "hf:a/b/../../../../tmp/v.gguf",
+            "a/b/%2e%2e/%2e%2e/v.gguf",
+            "hf:a\\..\\..\\v",
+            "hf:/tmp/v",
+            "https://evil.example/a/b",
+            "a//b",
+            "a/b\0",
+        ] {
+            for role in [ModelRole::Embed, ModelRole::Rerank, ModelRole::Generate] {
+                let source = ModelSource::resolve(role, spec);
+                let why = source.invalid.as_deref().unwrap_or_else(|| panic!("{spec:?} accepted: {source:?}"));
+                assert!(why.contains("not a Hugging Face model id") && why.contains(role.label()), "{why}");
+                assert!(!why.contains('\0'), "controls escaped: {why:?}");
+                assert!(!source.remote && source.gguf.is_none() && !source.is_present(), "{source:?}");
+                assert_eq!(source.missing_message(), why);
+            }
+        }
+        let repo = ModelSource::resolve(ModelRole::Embed, "https://huggingface.co/acme/mini");
+        assert_eq!((repo.id.as_str(), repo.dir.clone(), repo.remote), ("acme/mini", models.join("acme/mini"), true));
+        let gguf = ModelSource::resolve(ModelRole::Generate, "hf:acme/m-GGUF/q/m.gguf").gguf.unwrap();
+        assert_eq!(gguf.path, models.join("hf_acme_m-GGUF_m.gguf"));
+        assert!(gguf.url.unwrap().ends_with("/acme/m-GGUF/resolve/main/q/m.gguf"));
+        // The user's own paths stay paths, never hub ids.
+        let local = ModelSource::resolve(ModelRole::Embed, "/opt/models/../mini");
+        assert!(!local.remote && local.invalid.is_none() && local.dir == Path::new("/opt/models/../mini"));
+        let file = tempfile::NamedTempFile::with_suffix(".gguf").unwrap();
+        let local = ModelSource::resolve(ModelRole::Embed, &file.path().to_string_lossy());
+        assert!(!local.remote && local.gguf.is_some_and(|g| g.url.is_none()));
+    }
 
     #[test]
     fn context_sizes_are_positive_whole_numbers() {

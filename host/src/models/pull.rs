@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use qmd_core::display::escape_controls;
 use sha2::{Digest, Sha256};
 
-use super::{ModelSources, OPTIONAL_FILES, REQUIRED_FILES};
+use super::{ModelSources, OPTIONAL_FILES, REQUIRED_FILES, hub, models_dir};
 
 /// The hub: `$HF_ENDPOINT` (mirrors) or huggingface.co.
 pub fn endpoint() -> String {
@@ -43,6 +43,11 @@ fn agent() -> ureq::Agent {
 pub fn run(sources: &ModelSources, refresh: bool) -> Result<ExitCode> {
     let agent = agent();
     let sources = [&sources.embed, &sources.generate, &sources.rerank];
+    // An id that is not one is refused before any request or write.
+    let invalid: Vec<&str> = sources.iter().filter_map(|s| s.invalid.as_deref()).collect();
+    if !invalid.is_empty() {
+        bail!("{}", invalid.join("\n"));
+    }
     for source in sources {
         if source.endpoint.is_some() {
             println!("- {}: {} (on a server, not downloaded)", source.role.label(), escape_controls(&source.id));
@@ -97,7 +102,16 @@ enum Pulled {
 }
 
 /// Downloads `url` to `path` unless the cached file's ETag is current.
+/// `path` (and its sidecars beside it) must lie inside the model cache.
 fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Result<Pulled> {
+    let cache = models_dir();
+    if !hub::is_inside(&cache, path) {
+        bail!(
+            "refusing to write {}: it is not inside the model cache {}",
+            escape_controls(&path.to_string_lossy()),
+            escape_controls(&cache.to_string_lossy())
+        );
+    }
     let file = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let etag_path = sidecar(path, "etag");
     let head = agent.head(url).call().with_context(|| format!("cannot reach {url}"))?;

@@ -9,7 +9,10 @@
 //! be revalidated (`no-cache`).
 //!
 //! The command owns `<out>/qmd/` and nothing else: it refuses that folder
-//! when it is a link (or a file), and never follows a link inside it.
+//! when it is a link (or a file), and never follows a link inside it. It
+//! removes only files it wrote: named as it names them ([`ours`]) and
+//! listed in the folder's marker ([`OwnedDir`]). A bundle folder of an
+//! earlier version (no marker) is written into, and nothing in it removed.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -19,7 +22,7 @@ use anyhow::Result;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use crate::files::OwnedDir;
+use crate::files::{OwnedDir, Owner};
 use qmd_core::site::SiteFiles;
 use qmd_core::site::format::{file_id, id_hex};
 
@@ -46,8 +49,12 @@ fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
     Ok(encoder.finish()?)
 }
 
+/// Who owns the bundle folder.
+pub const OWNER: Owner = Owner { command: "qmd site build", adopt_unmarked: true };
+
 /// Whether `name` (relative to the bundle folder) is a file this command
-/// writes: only those are ever removed.
+/// writes: only those (and of them only what the marker lists) are ever
+/// removed.
 fn ours(name: &str) -> bool {
     let hashed = |prefix: &str, suffix: &str| name.strip_prefix(prefix).and_then(|r| r.strip_suffix(suffix)).is_some();
     hashed("t/", ".bin")
@@ -66,11 +73,13 @@ fn ours(name: &str) -> bool {
 pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
     // The bundle folder is the only one written: never a link, and nothing
     // in it followed (see `OwnedDir`).
-    let dir = OwnedDir::open(out, Path::new("qmd"))?;
+    let dir = OwnedDir::open(out, Path::new("qmd"), OWNER)?;
     let engine = format!("engine.{}.wasm", id_hex(&file_id(ENGINE)));
     let mut keep: HashSet<String> = HashSet::new();
     let mut bytes = 0u64;
     let all = site.files.iter().map(|f| (f.name.as_str(), f.bytes.as_slice())).chain([(engine.as_str(), ENGINE)]);
+    // Listed at once (one marker write, not one a file).
+    dir.claim(all.clone().map(|(name, _)| name).chain(["qmd-search.js", "entry.json"]))?;
     for (name, data) in all {
         let stored = gzip(data)?;
         bytes += stored.len() as u64;
@@ -93,17 +102,10 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
     dir.write("entry.json", &entry)?;
     bytes += (MODULE.len() + entry.len()) as u64;
 
-    // The new entry is in place: files only the old one named can go.
-    let mut removed = 0;
-    for name in dir.files()?.iter().filter(|n| ours(n) && !keep.contains(*n)) {
-        if dir.remove(name)? {
-            removed += 1;
-        }
-    }
-    // Fragment and row folders of earlier builds, now empty.
-    for sets in ["f", "r"] {
-        dir.remove_empty_dirs_in(sets);
-    }
+    // The new entry is in place: files only the old one named can go
+    // (with the fragment and row folders they empty).
+    let stale: Vec<String> = dir.listed().into_iter().filter(|n| ours(n) && !keep.contains(n)).collect();
+    let removed = dir.remove_all(stale.iter().map(String::as_str))?;
     Ok(Written { dir: dir.path().to_path_buf(), bytes, files: keep.len() + 2, removed })
 }
 

@@ -88,7 +88,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     }
     let out = Path::new(&args.out);
     // Refused before any work: `<out>/qmd` a link or a file (see `bundle`).
-    crate::files::OwnedDir::check(out, Path::new("qmd"))?;
+    crate::files::OwnedDir::check(out, Path::new("qmd"), bundle::OWNER)?;
     let input_abs = input.canonicalize().with_context(|| format!("cannot open {}", input.display()))?;
     // The bundle may live inside the site it indexes: never index it.
     let bundle_dir = resolve(out)?.join("qmd");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::files::OwnedDir;
+use crate::files::{OwnedDir, Owner, check_folders, real_folders};
 
 /// What an installed skill holds instead of the full text, so it never
 /// goes stale when qmd is upgraded.
@@ -48,30 +48,39 @@ fn base(global: bool) -> Result<PathBuf> {
     })
 }
 
+/// Who owns an installed skill's folder. One installed before markers (or
+/// a folder of the user's at that name) is written into on `--force`, and
+/// nothing in it removed.
+pub const OWNER: Owner = Owner { command: "qmd skill install", adopt_unmarked: true };
+
 /// The skill goes in `.agents/skills/qmd`, and nothing outside it is ever
 /// written or removed: in a project, `.agents` and `.agents/skills` must be
-/// real folders (a link there is refused, naming it), and `--force`
-/// removes a `qmd` link itself, never what it points to (see [`OwnedDir`]).
+/// real folders (a link there is refused, naming it). `--force` removes a
+/// `qmd` link itself, never what it points to, and of a `qmd` folder only
+/// the files an earlier install listed in its marker (see [`OwnedDir`]).
 pub fn install(global: bool, yes: bool, force: bool) -> Result<()> {
     let base = base(global)?;
     // A project's folders came with a checkout: they must be real folders.
     // Your home's are yours (dotfile managers link them): followed.
-    let skills = if global {
-        OwnedDir::open(&base.join(".agents/skills"), Path::new(""))?
-    } else {
-        OwnedDir::open(&base, Path::new(".agents/skills"))?
-    };
-    let dir = skills.path().join("qmd");
-    if dir.symlink_metadata().is_ok() {
+    let (skills_base, skills_rel) =
+        if global { (base.join(".agents/skills"), Path::new("")) } else { (base.clone(), Path::new(".agents/skills")) };
+    check_folders(&skills_base, skills_rel)?;
+    let dir = skills_base.join(skills_rel).join("qmd");
+    if let Ok(meta) = dir.symlink_metadata() {
         if !force {
             bail!("Skill already exists: {} (use --force to replace it)", dir.display());
         }
-        skills.remove("qmd")?;
+        if meta.file_type().is_symlink() {
+            std::fs::remove_file(&dir).with_context(|| format!("cannot remove the link {}", dir.display()))?;
+        }
     }
+    let owned = OwnedDir::open(&skills_base, &skills_rel.join("qmd"), OWNER)?;
+    let earlier = owned.listed();
+    owned.remove_all(earlier.iter().map(String::as_str))?;
     let skill = super::qmd_skill()?;
     let bootstrap = ("SKILL.md".to_string(), BOOTSTRAP.to_string());
     for (rel, text) in skill.files.iter().chain([&bootstrap]) {
-        skills.write(&format!("qmd/{rel}"), text.as_bytes())?;
+        owned.write(rel, text.as_bytes())?;
     }
     println!("✓ Installed QMD skill to {}", dir.display());
     let link = base.join(".claude/skills/qmd");
@@ -102,16 +111,17 @@ fn ask_for_link(link: &Path) -> Result<bool> {
 /// Links `base/.claude/skills/qmd` → `dir` (relative). `false` when
 /// `.claude/skills` already is `.agents/skills` (a link there would point
 /// at itself); otherwise `.claude` and `.claude/skills` must be real
-/// folders, as for the skill itself.
+/// folders, as for the skill itself. `--force` replaces a link or an empty
+/// folder there, never a folder with anything in it, nor a file.
 fn link_to(base: &Path, dir: &Path, force: bool) -> Result<bool> {
     let parent = base.join(".claude/skills");
     let skills = dir.parent().expect("has a parent");
     if parent.exists() && parent.canonicalize()? == skills.canonicalize()? {
         return Ok(false);
     }
-    let claude = OwnedDir::open(base, Path::new(".claude/skills"))?;
-    let link = claude.path().join("qmd");
-    let target = relative(claude.path(), dir);
+    let claude = real_folders(base, Path::new(".claude/skills"))?;
+    let link = claude.join("qmd");
+    let target = relative(&claude, dir);
     if let Ok(meta) = link.symlink_metadata() {
         if meta.file_type().is_symlink() && std::fs::read_link(&link)? == target {
             return Ok(true);
@@ -119,7 +129,13 @@ fn link_to(base: &Path, dir: &Path, force: bool) -> Result<bool> {
         if !force {
             bail!("Claude skill path already exists: {} (use --force to replace it)", link.display());
         }
-        claude.remove("qmd")?;
+        let removed = match meta.file_type().is_symlink() {
+            true => std::fs::remove_file(&link),
+            false => std::fs::remove_dir(&link),
+        };
+        removed.with_context(|| {
+            format!("cannot replace {}: only a link or an empty folder is replaced; move it away", link.display())
+        })?;
     }
     symlink(&target, &link).with_context(|| format!("cannot link {}", link.display()))?;
     Ok(true)
