@@ -48,13 +48,13 @@ pub fn targets() -> Vec<Target> {
         Target { name: "manifest", seeds: manifest_seeds, dictionary: MANIFEST_WORDS, run: manifest, cost: 1 },
         Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment, cost: 1 },
         Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor, cost: 1 },
-        Target { name: "gguf", seeds: crate::fuzz_models::files, dictionary: GGUF_WORDS, run: gguf, cost: 20 },
+        Target { name: "gguf", seeds: crate::fuzz_models::files, dictionary: GGUF_WORDS, run: gguf, cost: 10 },
         Target {
             name: "gguf-models",
             seeds: crate::fuzz_models::recipes,
             dictionary: &[],
             run: crate::fuzz_models::load_and_run,
-            cost: 50,
+            cost: 10,
         },
         Target {
             name: "expansion-cache",

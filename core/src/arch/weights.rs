@@ -31,7 +31,8 @@ pub struct Vector {
 }
 
 impl Vector {
-    /// A vector made from a tensor's values rather than read as one.
+    /// A vector made from values rather than read from a file (tests).
+    #[cfg(all(test, feature = "models-wgpu"))]
     pub(crate) fn new(name: &str, values: Vec<f32>) -> Vector {
         Vector { name: name.to_string(), values }
     }

@@ -181,7 +181,9 @@ impl<'a> GgufFile<'a> {
 
     /// The number of blocks (`<arch>.block_count`), checked against the
     /// tensor table before anything is sized by it: the file must hold
-    /// tensors for that many blocks (`blk.0.` to `blk.{n-1}.`).
+    /// tensors for that many blocks (`blk.0.` to `blk.{n-1}.`), and a
+    /// model of no blocks is none (a decoder's last-token rows are taken
+    /// in its last block).
     pub fn block_count(&self, key: &str) -> Result<usize> {
         let claimed = self.usize(key)?;
         let held = self
@@ -190,10 +192,11 @@ impl<'a> GgufFile<'a> {
             .filter_map(|t| t.name.strip_prefix("blk.")?.split('.').next()?.parse::<usize>().ok())
             .max()
             .map_or(0, |last| last + 1);
-        if claimed > held {
+        if claimed == 0 || claimed > held {
             return Err(Error::invalid(format!(
-                "{}: metadata {key} says {claimed} blocks, but the file holds tensors for {held}",
-                self.name
+                "{}: metadata {key} says {claimed} blocks, but the file holds tensors for {held}{}",
+                self.name,
+                if claimed == 0 { " (a model has at least one)" } else { "" }
             )));
         }
         Ok(claimed)
