@@ -46,6 +46,7 @@ pub mod inference;
 pub mod kernels;
 pub mod lookup;
 pub mod metadata;
+pub mod model_id;
 #[cfg(feature = "models")]
 pub mod model;
 pub mod query;

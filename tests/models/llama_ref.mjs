@@ -29,7 +29,19 @@
 // resolveBeginningTokenToPrepend/resolveEndTokenToAppend do. Embeddings are
 // the raw vectors llama.cpp returns (llama_get_embeddings_seq: the model's
 // pooling, no normalisation).
+//
+// Recorded references: llama.cpp's CPU kernels round differently on each
+// instruction set (AVX2, AVX-512, NEON), so a live answer depends on the
+// machine that runs the test. Every answer of `embed`, `rank`, `tokenize`
+// and `greedy` is recorded in tests/fixtures/llama-ref/, named by the
+// SHA-256 of the command, the model file's bytes and the input, with the
+// machine it was made on; a recording is answered from then on, on every
+// machine, and llama.cpp only runs for a model file or input never seen
+// (a fixture made differently elsewhere). LLAMA_REF_LIVE=1 ignores the
+// recordings; LLAMA_REF_RECORD=0 writes none. Benchmarks always run live.
+import crypto from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -72,6 +84,57 @@ try {
     input = JSON.parse(fs.readFileSync(0, "utf8"));
 } catch (e) {
     fail(`stdin is not valid JSON: ${e.message}`);
+}
+
+const RECORDED = ["embed", "rank", "tokenize", "greedy"];
+const recordings = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "fixtures", "llama-ref");
+
+function sha256File(file) {
+    const hash = crypto.createHash("sha256");
+    const fd = fs.openSync(file, "r");
+    const buffer = Buffer.alloc(1 << 22);
+    for (let n; (n = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0;)
+        hash.update(buffer.subarray(0, n));
+    fs.closeSync(fd);
+    return hash.digest("hex");
+}
+
+/** What the recording was made on: the instruction sets llama.cpp's kernels pick from. */
+function machine() {
+    let flags = [];
+    try {
+        const line = fs.readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => /^(flags|Features)\s*:/.test(l));
+        const all = new Set((line ?? "").split(":")[1]?.trim().split(/\s+/) ?? []);
+        flags = ["avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512bw", "asimddp", "sve"].filter((f) => all.has(f));
+    } catch {}
+    return { arch: process.arch, platform: process.platform, cpu: os.cpus()[0]?.model ?? "", flags };
+}
+
+/** Writes to stdout before any exit (a pipe may take it in pieces). */
+function writeAll(text) {
+    const bytes = Buffer.from(text);
+    for (let at = 0; at < bytes.length;) {
+        try {
+            at += fs.writeSync(1, bytes, at);
+        } catch (e) {
+            if (e.code !== "EAGAIN")
+                throw e;
+        }
+    }
+}
+
+let recording = null;
+if (RECORDED.includes(command)) {
+    const modelSha = sha256File(resolvedModel);
+    const key = crypto.createHash("sha256").update(JSON.stringify([command, modelSha, input])).digest("hex").slice(0, 32);
+    recording = { file: path.join(recordings, `${command}-${key}.json`), modelSha };
+    if (process.env.LLAMA_REF_LIVE !== "1" && fs.existsSync(recording.file)) {
+        const recorded = JSON.parse(fs.readFileSync(recording.file, "utf8"));
+        if (recorded.model_sha256 === modelSha && recorded.command === command) {
+            writeAll(JSON.stringify(recorded.output) + "\n");
+            process.exit(0);
+        }
+    }
 }
 if (command === "rank" || command === "bench-rank") {
     if (typeof input?.query !== "string" || !Array.isArray(input?.documents) ||
@@ -266,4 +329,16 @@ try {
 }
 await model.dispose();
 await llama.dispose();
+if (recording && process.env.LLAMA_REF_RECORD !== "0") {
+    const versionFile = path.join(path.resolve(refDir), "node_modules", "node-llama-cpp", "package.json");
+    const runtime = `node-llama-cpp ${JSON.parse(fs.readFileSync(versionFile, "utf8")).version}`;
+    const recorded = {
+        command, model: path.basename(resolvedModel), model_sha256: recording.modelSha, runtime,
+        recorded_on: machine(), output: result,
+    };
+    fs.mkdirSync(recordings, { recursive: true });
+    const partial = `${recording.file}.${process.pid}.partial`;
+    fs.writeFileSync(partial, JSON.stringify(recorded) + "\n");
+    fs.renameSync(partial, recording.file);
+}
 process.stdout.write(JSON.stringify(result) + "\n");

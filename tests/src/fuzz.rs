@@ -56,6 +56,7 @@ pub fn targets() -> Vec<Target> {
             run: crate::fuzz_models::load_and_run,
             cost: 10,
         },
+        Target { name: "model-id", seeds: model_id_seeds, dictionary: MODEL_ID_WORDS, run: model_id, cost: 1 },
         Target {
             name: "expansion-cache",
             seeds: expansion_seeds,
@@ -368,6 +369,33 @@ fn gguf(data: &[u8]) {
     }
     let _ = qmd_core::model::GgufRanker::load_on("fuzz.gguf", bytes.clone(), &cpu);
     let _ = qmd_core::generate::QueryExpander::load_on("fuzz.gguf", bytes, &cpu);
+}
+
+const MODEL_ID_WORDS: &[&str] =
+    &["hf:", "https://huggingface.co/", "/", "..", ".", "%2e", "\\", "resolve/main/", "blob/", ".gguf", "--", "\u{0}", "C:"];
+
+fn model_id_seeds() -> Vec<Vec<u8>> {
+    [
+        "hf:ggml-org/embeddinggemma-300M-GGUF/embeddinggemma-300M-Q8_0.gguf",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "https://huggingface.co/Qwen/Qwen3-Reranker-0.6B-GGUF/resolve/main/q/Qwen3-Q8_0.gguf",
+    ]
+    .map(|s| s.as_bytes().to_vec())
+    .to_vec()
+}
+
+/// A model id from outside: whatever it says, a parsed id's folder stays
+/// in the model cache and its download URL names no `..` or backslash.
+fn model_id(data: &[u8]) {
+    use qmd_core::model_id::{HubId, is_inside};
+    let Ok(spec) = std::str::from_utf8(data) else { return };
+    let Ok(id) = HubId::parse(spec) else { return };
+    let root = std::path::Path::new("/cache/models");
+    assert!(is_inside(root, &id.dir(root)), "{spec:?} leaves the cache: {:?}", id.dir(root));
+    let file = id.file.clone().unwrap_or_else(|| "config.json".into());
+    assert!(is_inside(root, &id.dir(root).join(&file)), "{spec:?}: {file:?} leaves the cache");
+    let url = id.url("https://hub", &file);
+    assert!(!url.split('/').any(|s| s == ".." || s == ".") && !url.contains('\\'), "{spec:?} -> {url}");
 }
 
 const EXPANSION_QUERY: &str = "raft consensus";

@@ -142,7 +142,7 @@ impl Engine {
             (Some(set), clear) => {
                 let cleared = |hash: &str| matches!(clear, Some(VectorChange::Remove(gone)) if gone.contains(hash));
                 let kept: HashSet<String> =
-                    set.hashes().into_iter().filter(|h| !cleared(*h)).map(str::to_string).collect();
+                    set.hashes().into_iter().filter(|h| !cleared(h)).map(str::to_string).collect();
                 if !kept.is_empty() {
                     set.manifest.check_model(&embedder.model, embedder.dimension, &fingerprint)?;
                 }

@@ -6,7 +6,8 @@
 //! loaded for the process (the MCP server keeps them warm).
 
 mod expansion_cache;
-pub mod hub;
+/// Model ids on the hub: one parser, in the engine so every build and the fuzzer share it.
+pub use qmd_core::model_id as hub;
 pub mod pull;
 mod slot;
 

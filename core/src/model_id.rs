@@ -9,7 +9,7 @@
 //! (a repository of safetensors files), and `owner/repo/file.gguf`,
 //! `hf:owner/repo/dir/file.gguf`, `https://huggingface.co/owner/repo/resolve/main/file.gguf`
 //! (`blob/main` too: one GGUF file in a repository). Local paths are told
-//! apart by [`super::ModelSource::resolve`] before an id is parsed.
+//! apart by the host (`ModelSource::resolve`) before an id is parsed.
 
 use std::path::{Component, Path, PathBuf};
 
