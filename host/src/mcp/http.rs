@@ -65,11 +65,15 @@ async fn engine_api(State(state): State<Arc<HttpState>>, request: Request) -> Re
     if !serve::serves(&path) {
         return not_found().await;
     }
-    let Ok(bytes) = axum::body::to_bytes(body, serve::MAX_BODY_BYTES).await else {
+    let too_large = || {
         let refused = serve::HttpResponse::too_large();
-        return (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONTENT_TYPE, refused.content_type)], refused.body)
-            .into_response();
+        (StatusCode::PAYLOAD_TOO_LARGE, [(header::CONTENT_TYPE, refused.content_type)], refused.body).into_response()
     };
+    // A body announced over the limit is refused before any of it is read.
+    if crate::openai::serve::declared_length(&parts.headers).is_some_and(|n| n > serve::MAX_BODY_BYTES as u64) {
+        return too_large();
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, serve::MAX_BODY_BYTES).await else { return too_large() };
     let method = parts.method.as_str().to_string();
     let answer = state
         .shared
@@ -87,7 +91,7 @@ async fn engine_api(State(state): State<Arc<HttpState>>, request: Request) -> Re
         }
         Err(e) => {
             eprintln!("HTTP handler error: {e:#}");
-            (StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error").into_response()
+            json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": "Internal Server Error"}))
         }
     }
 }
@@ -95,34 +99,74 @@ async fn engine_api(State(state): State<Arc<HttpState>>, request: Request) -> Re
 /// The most an MCP POST body may hold (rmcp's own default limit).
 const MAX_MCP_BODY: usize = 4 * 1024 * 1024;
 
-/// JSON-RPC's answers to a POST body that is not a message. rmcp answers
-/// a body it cannot deserialize with `415 fail to deserialize …` in plain
-/// text; this layer, in front of it, turns exactly that answer into HTTP
-/// 400 with a JSON-RPC error object, as the MCP TypeScript and Python SDKs'
-/// streamable HTTP servers do: `-32700` (Parse error, `id: null`) for bytes
-/// that are not JSON, `-32600` (Invalid Request) for JSON that is not a
-/// JSON-RPC message. Every other answer (rmcp's own 406 and 415 for a wrong
-/// Accept or Content-Type, which it checks first) passes through untouched.
+/// JSON-RPC's answers on `/mcp`, for every error, the transport's own
+/// included. A POST body over [`MAX_MCP_BODY`] is refused here (413).
+/// rmcp answers a body it cannot deserialize with `415 fail to deserialize
+/// …` in plain text; that answer becomes HTTP 400 with a JSON-RPC error
+/// object, as the MCP TypeScript and Python SDKs' streamable HTTP servers
+/// do: `-32700` (Parse error, `id: null`) for bytes that are not JSON,
+/// `-32600` (Invalid Request) for JSON that is not a JSON-RPC message.
+/// Every other answer of rmcp's that is an error and not JSON (its 406 and
+/// 415 for a wrong Accept or Content-Type, 405 for a method it does not
+/// serve) keeps its status and headers and gets a JSON-RPC error body,
+/// code `-32000` with rmcp's text, as the TypeScript SDK answers those.
 async fn json_rpc_errors(request: Request, next: Next) -> Response {
     if request.method() != axum::http::Method::POST {
-        return next.run(request).await;
+        return json_rpc_body(next.run(request).await).await;
+    }
+    let too_large = || {
+        let message = format!("Payload Too Large: request body exceeds {MAX_MCP_BODY} bytes");
+        json_response(StatusCode::PAYLOAD_TOO_LARGE, transport_error(&message))
+    };
+    // A body announced over the limit is refused before any of it is read.
+    if crate::openai::serve::declared_length(request.headers()).is_some_and(|n| n > MAX_MCP_BODY as u64) {
+        return too_large();
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_MCP_BODY).await else {
-        let message = format!("Payload Too Large: request body exceeds {MAX_MCP_BODY} bytes");
-        return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
-    };
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_MCP_BODY).await else { return too_large() };
     let response = next.run(Request::from_parts(parts, axum::body::Body::from(bytes.clone()))).await;
     if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        return response;
+        return json_rpc_body(response).await;
     }
     let (response_parts, response_body) = response.into_parts();
     let response_bytes = axum::body::to_bytes(response_body, 64 * 1024).await.unwrap_or_default();
     let undecodable = response_bytes.starts_with(b"fail to deserialize");
     match undecodable.then(|| super::invalid_message(&bytes)).flatten() {
         Some(error) => json_response(StatusCode::BAD_REQUEST, error),
-        None => Response::from_parts(response_parts, axum::body::Body::from(response_bytes)),
+        None => json_rpc_body(Response::from_parts(response_parts, axum::body::Body::from(response_bytes))).await,
     }
+}
+
+/// A JSON-RPC error object for a refusal of the transport's (no request
+/// id can be known).
+fn transport_error(message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": message}, "id": null})
+}
+
+/// `response` as it is when it is not an error or already JSON; else the
+/// same status and headers with its text in a JSON-RPC error object.
+async fn json_rpc_body(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    let reason = status.canonical_reason().unwrap_or("Error");
+    let message = match text.as_str() {
+        "" => reason.to_string(),
+        text if text.starts_with(reason) => text.to_string(),
+        text => format!("{reason}: {text}"),
+    };
+    parts.headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(transport_error(&message).to_string()))
 }
 
 async fn not_found() -> Response {

@@ -9,6 +9,7 @@ mod expansion_cache;
 /// Model ids on the hub: one parser, in the engine so every build and the fuzzer share it.
 pub use qmd_core::model_id as hub;
 pub mod pull;
+pub mod regular;
 mod slot;
 
 use std::path::PathBuf;
@@ -203,6 +204,11 @@ impl ModelSource {
             .model(role.config_key())
             .or_else(|| std::env::var(role.env_var()).ok().filter(|v| !v.trim().is_empty()));
         ModelSource::resolve(role, spec.as_deref().unwrap_or(role.default_model()))
+    }
+
+    /// Whether this is the role's default model (not one the user named).
+    pub fn is_default(&self) -> bool {
+        self.endpoint.is_none() && self.id == ModelSource::resolve(self.role, self.role.default_model()).id
     }
 
     /// Whether the model's files are all there.
@@ -405,6 +411,8 @@ pub struct Models {
     expansions: ExpansionCache,
     /// Whether the missing expansion model was reported (once a process).
     said_no_generator: AtomicBool,
+    /// Whether a configured reranker that is missing was reported.
+    said_no_reranker: AtomicBool,
 }
 
 impl Models {
@@ -416,6 +424,7 @@ impl Models {
             generate_id: sources.generate.id.clone(),
             expansions: ExpansionCache::new(paths::cache_dir().join("expansions")),
             said_no_generator: AtomicBool::new(false),
+            said_no_reranker: AtomicBool::new(false),
         }
     }
 
@@ -478,25 +487,36 @@ impl Models {
         }
     }
 
-    /// Why there is no reranker (for a caller that asked for one).
-    pub fn rerank_missing(&self) -> String {
+    /// The reranker's id, loaded (a server's is asked at the first
+    /// rerank), or why there is none: what `/v1/rerank` serves.
+    pub fn reranker_ready(&self) -> Result<String, String> {
         match &self.rerank {
-            Backend::Local(slot) => {
-                slot.with(|_, _| Ok(())).err().unwrap_or_else(|| "the rerank model is loaded".into())
-            }
-            Backend::Remote(_) => "the rerank model is on a server".into(),
-            Backend::Unusable(source) => source.missing_message(),
+            Backend::Local(slot) => slot.with(|_, source| Ok(source.id.clone())),
+            Backend::Remote(remote) => Ok(remote.id()),
+            Backend::Unusable(source) => Err(source.missing_message()),
         }
     }
 
-    /// The reranker's id if it is there and loads (a server's is asked at
-    /// the first rerank).
+    /// The reranker's id when its files are there (not loaded: a query
+    /// that does not rerank never loads it; one that does and finds it
+    /// damaged goes on as qmd does, "Reranker unavailable", every score
+    /// 0.5, and stderr names the file and the problem). A reranker the
+    /// user configured that is missing or unusable is named on stderr once;
+    /// the default not downloaded is qmd's quiet fallback (scores by
+    /// fusion).
     pub fn reranker(&self) -> Option<String> {
-        match &self.rerank {
-            Backend::Local(slot) => slot.with(|_, source| Ok(source.id.clone())).ok(),
-            Backend::Remote(remote) => Some(remote.id()),
-            Backend::Unusable(_) => None,
+        let missing = match &self.rerank {
+            Backend::Local(slot) if slot.source().is_present() => return Some(slot.source().id.clone()),
+            Backend::Remote(remote) => return Some(remote.id()),
+            Backend::Local(slot) if slot.source().is_default() => return None,
+            Backend::Local(slot) => slot.source().missing_message(),
+            Backend::Unusable(source) => source.missing_message(),
+        };
+        if !self.said_no_reranker.swap(true, Ordering::Relaxed) {
+            let line = format!("Warning: {} — results are ranked without a reranker.", missing.trim_end_matches('.'));
+            eprintln!("{}", qmd_core::display::escape_controls(&line));
         }
+        None
     }
 
     pub fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>, String> {
@@ -529,7 +549,7 @@ impl Models {
     }
 
     /// qmd's expansion of `query`: from the cache, else generated, read by
-    /// qmd's rules, and cached when anything is left.
+    /// qmd's rules within a query's bounds, and cached when anything is left.
     pub fn expand(&self, query: &str) -> Result<Vec<TypedSearch>, String> {
         let model = &self.generate_id;
         if let Some(cached) = self.expansions.get(query, model) {
@@ -543,7 +563,7 @@ impl Models {
             Backend::Remote(remote) => remote.expand(query)?,
             Backend::Unusable(source) => return Err(source.missing_message()),
         };
-        let searches = parse_expansion(&output, query, true);
+        let searches = expansion_cache::bounded(parse_expansion(&output, query, true));
         if !searches.is_empty() {
             self.expansions.put(query, model, &searches);
         }

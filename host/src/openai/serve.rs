@@ -1,38 +1,70 @@
 //! The endpoints on `qmd mcp --http`: the process's warm models (the ones
 //! `query` uses) behind the same Origin/Host guard as every route, and,
-//! when `QMD_API_KEY` is set, an `Authorization: Bearer` check.
+//! when `QMD_API_KEY` is set, an `Authorization: Bearer` check made before
+//! any of the request is read. Every answer under `/v1` is OpenAI's: a
+//! result, or an `{"error": …}` object (the framework's own refusals
+//! included). At most [`MAX_IN_FLIGHT`] model requests hold their bodies
+//! at once ([`MAX_BODY_BYTES_IN_FLIGHT`]); the others wait their turn.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 
 use super::wire::{self, ApiError, EmbeddingItem};
 use crate::models::Models;
 
 /// Largest request body: 2,048 inputs of several KB each.
-const MAX_BODY: usize = 16 << 20;
+pub const MAX_BODY: usize = 16 << 20;
+
+/// Model requests (`/v1/embeddings`, `/v1/rerank`) run at once. Each model
+/// runs one request at a time (it is loaded once, behind a lock), so two
+/// keep the embedding model and the reranker busy; more would only hold
+/// bodies in memory while they wait. A request's body is read only once it
+/// has its turn: one that waits holds its connection, not its body.
+pub const MAX_IN_FLIGHT: usize = 2;
+
+/// The most request body bytes the model endpoints hold at once
+/// ([`MAX_BODY`] × [`MAX_IN_FLIGHT`], 32 MiB): with the model's own working
+/// memory per request (text past a model's window is not tokenized), the
+/// bound on what concurrent requests cost.
+pub const MAX_BODY_BYTES_IN_FLIGHT: usize = MAX_BODY * MAX_IN_FLIGHT;
+// The README cites this bound: change both together.
+const _: () = assert!(MAX_BODY_BYTES_IN_FLIGHT == 32 << 20);
+
+/// How long a model request waits for its turn before it is refused with
+/// 503 and `Retry-After` (which OpenAI clients, qmd's included, retry).
+const QUEUE_WAIT: Duration = Duration::from_secs(30);
 
 struct ModelApi {
     models: Arc<Models>,
     /// `QMD_API_KEY`, when set: every request must bear it.
     api_key: Option<String>,
+    /// Turns of the model requests ([`MAX_IN_FLIGHT`]).
+    turns: Semaphore,
 }
 
-/// `/v1/embeddings`, `/v1/rerank` and `/v1/models`.
+/// `/v1/embeddings`, `/v1/rerank` and `/v1/models`; every other `/v1`
+/// path is a 404 in OpenAI's shape. In front of them all, [`protocol`]:
+/// the key first, and every answer an OpenAI error object.
 pub fn routes<S>(models: Arc<Models>) -> Router<S> {
     let api_key = std::env::var("QMD_API_KEY").ok().filter(|k| !k.is_empty());
+    let api = Arc::new(ModelApi { models, api_key, turns: Semaphore::new(MAX_IN_FLIGHT) });
     Router::new()
         .route("/v1/embeddings", post(embeddings))
         .route("/v1/rerank", post(rerank))
         .route("/v1/models", get(list_models))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(Arc::new(ModelApi { models, api_key }))
+        .route("/v1", any(unknown_path))
+        .route("/v1/{*rest}", any(unknown_path))
+        .layer(middleware::from_fn_with_state(api.clone(), protocol))
+        .with_state(api)
 }
 
 fn answer(result: Result<Value, ApiError>) -> Response {
@@ -45,6 +77,66 @@ fn answer(result: Result<Value, ApiError>) -> Response {
 
 fn unavailable(message: String) -> ApiError {
     ApiError { status: 503, message, kind: "server_error", param: None, code: Some("model_unavailable") }
+}
+
+fn request_error(status: u16, message: String, code: &'static str) -> ApiError {
+    ApiError { status, message, kind: "invalid_request_error", param: None, code: Some(code) }
+}
+
+/// The key, checked before anything of the request is read; then the
+/// route; then any answer that is not already JSON (the framework's own:
+/// 405 for a wrong method, a body it refused) made an OpenAI error object
+/// with the same status.
+async fn protocol(State(api): State<Arc<ModelApi>>, request: Request, next: Next) -> Response {
+    if let Err(e) = api.authorize(request.headers()) {
+        return answer(Err(e));
+    }
+    let (method, path) = (request.method().clone(), request.uri().path().to_string());
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let (_, body) = response.into_parts();
+    let said = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let said = String::from_utf8_lossy(&said).trim().to_string();
+    let error = match status {
+        StatusCode::METHOD_NOT_ALLOWED => {
+            let allowed = allow.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("another method");
+            request_error(405, format!("{method} is not allowed on {path}: use {allowed}"), "method_not_allowed")
+        }
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+        _ => {
+            let reason = status.canonical_reason().unwrap_or("Error");
+            let message = match said.as_str() {
+                "" => reason.to_string(),
+                said if said.starts_with(reason) => said.to_string(),
+                said => format!("{reason}: {said}"),
+            };
+            let kind = if status.is_server_error() { "server_error" } else { "invalid_request_error" };
+            ApiError { status: status.as_u16(), message, kind, param: None, code: None }
+        }
+    };
+    let mut response = answer(Err(error));
+    if let Some(allow) = allow {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
+    response
+}
+
+fn too_large() -> ApiError {
+    request_error(413, format!("The request body is over the limit of {MAX_BODY} bytes"), "request_too_large")
+}
+
+async fn unknown_path(method: Method, request: Request) -> Response {
+    let path = request.uri().path();
+    answer(Err(request_error(404, format!("Unknown request URL: {method} {path}"), "unknown_url")))
 }
 
 impl ModelApi {
@@ -65,27 +157,56 @@ impl ModelApi {
     }
 }
 
-/// Runs `work` on a blocking thread (the models run there), after the key check.
-async fn run(
+/// The `Content-Length` a request declares.
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.trim().parse().ok()
+}
+
+/// A model request: waits for its turn ([`MAX_IN_FLIGHT`]), then reads the
+/// body (at most [`MAX_BODY`]), parses it, and runs `work` on a blocking
+/// thread (the models run there). The turn is held until the answer is
+/// made.
+async fn model_request<R: Send + 'static>(
     api: Arc<ModelApi>,
-    headers: &HeaderMap,
-    work: impl FnOnce(&Models) -> Result<Value, ApiError> + Send + 'static,
+    request: Request,
+    parse: fn(&[u8]) -> Result<R, ApiError>,
+    work: impl FnOnce(&Models, R) -> Result<Value, ApiError> + Send + 'static,
 ) -> Response {
-    if let Err(e) = api.authorize(headers) {
-        return answer(Err(e));
+    // A body announced over the limit is refused before any of it is read.
+    if declared_length(request.headers()).is_some_and(|length| length > MAX_BODY as u64) {
+        return answer(Err(too_large()));
     }
-    let result = tokio::task::spawn_blocking(move || work(&api.models))
+    let Ok(Ok(_turn)) = tokio::time::timeout(QUEUE_WAIT, api.turns.acquire()).await else {
+        let busy = ApiError {
+            status: 503,
+            message: format!(
+                "The server is busy: {MAX_IN_FLIGHT} model requests are running and this one waited {}s; retry",
+                QUEUE_WAIT.as_secs()
+            ),
+            kind: "server_error",
+            param: None,
+            code: Some("server_busy"),
+        };
+        let mut response = answer(Err(busy));
+        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        return response;
+    };
+    // Any error here is the limit (or a client gone, which reads no answer).
+    let Ok(bytes) = axum::body::to_bytes(request.into_body(), MAX_BODY).await else { return answer(Err(too_large())) };
+    let parsed = match parse(&bytes) {
+        Ok(parsed) => parsed,
+        Err(e) => return answer(Err(e)),
+    };
+    drop(bytes);
+    let models = api.models.clone();
+    let result = tokio::task::spawn_blocking(move || work(&models, parsed))
         .await
         .unwrap_or_else(|e| Err(unavailable(format!("the model failed: {e}"))));
     answer(result)
 }
 
-async fn embeddings(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Bytes) -> Response {
-    let request = match wire::embeddings_request(&body) {
-        Ok(request) => request,
-        Err(e) => return answer(Err(e)),
-    };
-    run(api, &headers, move |models| {
+async fn embeddings(State(api): State<Arc<ModelApi>>, request: Request) -> Response {
+    model_request(api, request, wire::embeddings_request, |models, request| {
         let info = models.embedder().map_err(unavailable)?;
         wire::check_model(request.model.as_deref(), &info.model)?;
         if let Some(asked) = request.dimensions.filter(|&d| d != info.dimension as u64) {
@@ -115,13 +236,9 @@ async fn embeddings(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: 
     .await
 }
 
-async fn rerank(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Bytes) -> Response {
-    let request = match wire::rerank_request(&body) {
-        Ok(request) => request,
-        Err(e) => return answer(Err(e)),
-    };
-    run(api, &headers, move |models| {
-        let model = models.reranker().ok_or_else(|| unavailable(models.rerank_missing()))?;
+async fn rerank(State(api): State<Arc<ModelApi>>, request: Request) -> Response {
+    model_request(api, request, wire::rerank_request, |models, request| {
+        let model = models.reranker_ready().map_err(unavailable)?;
         wire::check_model(request.model.as_deref(), &model)?;
         let scores = if request.documents.is_empty() {
             Vec::new()
@@ -146,12 +263,14 @@ async fn rerank(State(api): State<Arc<ModelApi>>, headers: HeaderMap, body: Byte
     .await
 }
 
-async fn list_models(State(api): State<Arc<ModelApi>>, headers: HeaderMap) -> Response {
-    run(api, &headers, |models| {
-        let ids = [Some(models.embed_id()), models.reranker()];
+async fn list_models(State(api): State<Arc<ModelApi>>) -> Response {
+    let result = tokio::task::spawn_blocking(move || {
+        let ids = [Some(api.models.embed_id()), api.models.reranker_ready().ok()];
         let data: Vec<Value> =
             ids.into_iter().flatten().map(|id| json!({"id": id, "object": "model", "owned_by": "qmd"})).collect();
-        Ok(json!({"object": "list", "data": data}))
+        Ok::<_, ApiError>(json!({"object": "list", "data": data}))
     })
     .await
+    .unwrap_or_else(|e| Err(unavailable(format!("the model failed: {e}"))));
+    answer(result)
 }

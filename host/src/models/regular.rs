@@ -1,0 +1,79 @@
+//! Reading files that must be regular files (model files, cache entries):
+//! a FIFO, device or socket in a file's place is refused, never opened
+//! for a blocking read. `open(2)` of a FIFO with no writer blocks in the
+//! open itself, so the file is opened with `O_NONBLOCK` and the opened
+//! handle's metadata is checked (not the path's, which a rename could
+//! change between the check and the open).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// `path` opened for reading if it is (or links to) a regular file.
+pub fn open(path: &Path) -> io::Result<File> {
+    let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "not a file"
+    };
+    Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{what}, not a regular file")))
+}
+
+/// The bytes of the regular file `path`, if it holds at most `limit`
+/// bytes: no more than `limit + 1` are ever read (a file that grows while
+/// read cannot size the buffer either).
+pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("larger than {limit} bytes")));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
+        assert!(status.success());
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_only_up_to_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("entry.json");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read(&file, 10).unwrap(), b"0123456789");
+        assert_eq!(read(&file, 9).unwrap_err().kind(), io::ErrorKind::InvalidData);
+        // A link to a regular file is read; a FIFO (no writer: a blocking
+        // open would never return), a folder and a device are refused.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read(&link, 10).unwrap(), b"0123456789");
+        let fifo = dir.path().join("fifo.json");
+        mkfifo(&fifo);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let fifo_path = fifo.clone();
+        std::thread::spawn(move || tx.send(read(&fifo_path, 10).map_err(|e| e.to_string())));
+        let refused = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a FIFO must not block");
+        assert!(refused.unwrap_err().contains("a FIFO, not a regular file"));
+        assert!(read(dir.path(), 10).is_err());
+        assert!(read(Path::new("/dev/zero"), 10).unwrap_err().to_string().contains("a device"));
+        assert_eq!(read(&dir.path().join("missing"), 10).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+}
