@@ -212,6 +212,12 @@ impl ModelSource {
     }
 
     /// Whether the model's files are all there.
+    /// A model error as the user reads it: the role, the model, the problem
+    /// (a damaged model's NaN output names the file it came from).
+    pub fn failed(&self, error: &qmd_core::Error) -> String {
+        format!("{} model {}: {}", self.role.label(), self.id, error.message)
+    }
+
     pub fn is_present(&self) -> bool {
         if self.invalid.is_some() {
             return false;
@@ -439,7 +445,9 @@ impl Models {
     /// Unit vectors and untruncated token counts (0 from a remote server).
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>, String> {
         match &self.embed {
-            Backend::Local(slot) => slot.with(|encoder, _| encoder.embed_counted(texts).map_err(|e| e.message)),
+            Backend::Local(slot) => {
+                slot.with(|encoder, source| encoder.embed_counted(texts).map_err(|e| source.failed(&e)))
+            }
             Backend::Remote(remote) => remote.embed(texts),
             Backend::Unusable(source) => Err(source.missing_message()),
         }
@@ -521,9 +529,9 @@ impl Models {
 
     pub fn rerank(&self, query: &str, documents: &[String]) -> Result<Vec<f32>, String> {
         match &self.rerank {
-            Backend::Local(slot) => slot.with(|reranker, _| {
+            Backend::Local(slot) => slot.with(|reranker, source| {
                 let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
-                reranker.score(query, &refs).map_err(|e| e.message)
+                reranker.score(query, &refs).map_err(|e| source.failed(&e))
             }),
             Backend::Remote(remote) => remote.score(query, documents),
             Backend::Unusable(source) => Err(source.missing_message()),
