@@ -11,7 +11,7 @@ use std::fs;
 use std::path::Path;
 
 use common::{Env, Output};
-use qmd_core::gguf::Value;
+use qmd_core::gguf::{GgmlType, Value};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::gguf_file::GgufParts;
 use qmd_tests::models::test_model_dir;
@@ -80,11 +80,16 @@ fn damaged_gguf_models_are_refused_and_the_index_keeps_its_vectors() {
     assert_no_crash(&out);
     assert!(out.stderr.contains("blk.0.attn_output_norm.weight") && out.stderr.contains("NaN"), "{}", out.stderr);
 
-    // NaN in one Q8_0 block's scale: loading cannot see it; the vectors
-    // can, and none is stored; `-f` cleared nothing.
+    // NaN in the Q8_0 block scales of the token embeddings: loading does
+    // not scan a matrix; the vectors show it, and none is stored; `-f`
+    // cleared nothing.
+    let scaled = "token_embd.weight";
     damaged(&model, |p| {
-        let t = p.tensor_mut("blk.0.ffn_up.weight").unwrap();
-        t.data[0..2].copy_from_slice(&[0x00, 0x7e]); // f16 NaN
+        let t = p.tensor_mut(scaled).unwrap();
+        assert_eq!(t.kind, GgmlType::Q8_0);
+        for block in t.data.chunks_exact_mut(34) {
+            block[0..2].copy_from_slice(&[0x00, 0x7e]); // f16 NaN
+        }
     });
     let out = run(&["embed", "-f"]).failure();
     assert_no_crash(&out);
@@ -92,7 +97,7 @@ fn damaged_gguf_models_are_refused_and_the_index_keeps_its_vectors() {
     assert_eq!(env.vectors(&with_model), "2 embedded", "embed -f with a failing model changes nothing");
     let doctor = run(&["doctor"]).success();
     assert!(doctor.stdout.contains("⚠ embedding model weights"), "{}", doctor.stdout);
-    assert!(doctor.stdout.contains("blk.0.ffn_up.weight"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains(scaled), "{scaled}: {}", doctor.stdout);
 
     // The good model again: everything as before.
     fs::copy(fixtures().file("minilm-q8_0.gguf"), &model).unwrap();
