@@ -57,11 +57,19 @@ const MODELS = {
     maxGap: 0,
     maxFirstStep: 2e-3,
   },
+  // Held to the exact answer, its F32 original (tests/tests/gguf.rs,
+  // `anchored_to_f32`): the first step no further from F32's than
+  // llama.cpp's own Q4_K_M is, plus 3e-2. Compared token by token with
+  // llama.cpp's Q4_K_M run, it passed or failed by the CPU running the
+  // test (llama.cpp's 8-bit sums are ordered differently on AVX-512:
+  // issue 43); with random weights, 4-bit rounding changes most of F32's
+  // greedy choices anyway, so greedy runs of quantized weights are held
+  // on SmolLM2's real weights above.
   'qwen3-q4_k_m': {
     file: path.join(fixtures, 'qwen3-q4_k_m.gguf'),
     prompts: [CHAT('/no_think Expand this search query: rotate api keys')],
-    maxGap: 0.1,
-    maxFirstStep: 2e-2,
+    anchor: path.join(fixtures, 'qwen3-f32.gguf'),
+    maxFirstStepBeyondLlama: 3e-2,
   },
 };
 
@@ -107,7 +115,7 @@ const RUNS = [
 ];
 
 for (const [name, device] of RUNS) {
-  const { file, prompts, maxGap, maxFirstStep } = MODELS[name];
+  const { file, prompts, maxGap, maxFirstStep, anchor, maxFirstStepBeyondLlama } = MODELS[name];
   const where = device === 'gpu' ? ' on WebGPU' : '';
   test(`${name}${where}: the page's greedy choices and first-step probabilities match llama.cpp`, async () => {
     const loaded = await openWith(name, device);
@@ -126,6 +134,21 @@ for (const [name, device] of RUNS) {
       );
       assert.deepEqual(ours.prompt, theirs.prompt, `prompt tokens of ${JSON.stringify(prompt)}`);
       const probabilities = softmax(ours.firstLogits);
+      if (anchor) {
+        const exact = llamaGreedy(anchor, prompt);
+        const fromExact = (p) => Math.max(...exact.first.map(([id, q]) => Math.abs(p(id) - q)));
+        const firstOurs = fromExact((id) => probabilities[id]);
+        const firstLlama = fromExact((id) => theirs.first.find(([t]) => t === id)?.[1] ?? 0);
+        const agreed = ours.chosen.filter((t, i) => t === theirs.generated[i]).length;
+        console.log(
+          `${name}${where} in the page: first step ${firstOurs.toExponential(1)} from F32's (llama.cpp's ${name}: ${firstLlama.toExponential(1)}); ${agreed} of 32 greedy choices as llama.cpp's`,
+        );
+        assert.ok(
+          firstOurs <= firstLlama + maxFirstStepBeyondLlama,
+          `the first step is ${firstOurs} from F32's, llama.cpp's ${firstLlama}`,
+        );
+        continue;
+      }
       const firstStep = Math.max(...theirs.first.map(([id, p]) => Math.abs(probabilities[id] - p)));
       const agreed = ours.chosen.filter((t, i) => t === theirs.generated[i]).length;
       const worstGap = Math.max(...ours.gaps);
