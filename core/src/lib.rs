@@ -46,9 +46,9 @@ pub mod inference;
 pub mod kernels;
 pub mod lookup;
 pub mod metadata;
-pub mod model_id;
 #[cfg(feature = "models")]
 pub mod model;
+pub mod model_id;
 pub mod query;
 pub mod search;
 pub mod serve;

@@ -371,8 +371,21 @@ fn gguf(data: &[u8]) {
     let _ = qmd_core::generate::QueryExpander::load_on("fuzz.gguf", bytes, &cpu);
 }
 
-const MODEL_ID_WORDS: &[&str] =
-    &["hf:", "https://huggingface.co/", "/", "..", ".", "%2e", "\\", "resolve/main/", "blob/", ".gguf", "--", "\u{0}", "C:"];
+const MODEL_ID_WORDS: &[&str] = &[
+    "hf:",
+    "https://huggingface.co/",
+    "/",
+    "..",
+    ".",
+    "%2e",
+    "\\",
+    "resolve/main/",
+    "blob/",
+    ".gguf",
+    "--",
+    "\u{0}",
+    "C:",
+];
 
 fn model_id_seeds() -> Vec<Vec<u8>> {
     [
@@ -404,8 +417,8 @@ const EXPANSION_WORDS: &[&str] =
     &["\"lex\"", "\"vec\"", "\"hyde\"", "\"searches\":", "[", "]", "{", "}", "\"query\":", "\\u0000", "1e999"];
 
 fn expansion_seeds() -> Vec<Vec<u8>> {
-    use qmd_core::TypedSearch;
     use qmd_core::SearchType;
+    use qmd_core::TypedSearch;
     let searches = [
         TypedSearch { kind: SearchType::Lex, query: "raft leader".into() },
         TypedSearch { kind: SearchType::Vec, query: "how replicas agree".into() },
