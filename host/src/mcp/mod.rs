@@ -4,7 +4,7 @@
 mod daemon;
 mod format;
 pub mod guard;
-mod http;
+pub(crate) mod http;
 mod pool;
 mod server;
 mod stdio;

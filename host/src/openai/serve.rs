@@ -94,12 +94,7 @@ async fn protocol(State(api): State<Arc<ModelApi>>, request: Request, next: Next
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     let response = next.run(request).await;
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json || !(status.is_client_error() || status.is_server_error()) {
+    if !crate::mcp::http::is_plain_error(&response) {
         return response;
     }
     let allow = response.headers().get(header::ALLOW).cloned();
