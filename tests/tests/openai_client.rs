@@ -11,11 +11,10 @@ mod common;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::Env;
+use common::{Env, Server};
 
 /// A chat model's answer to an expansion request, thinking block and a
 /// line outside qmd's grammar included.
@@ -163,44 +162,8 @@ impl Proxy {
 }
 
 /// `qmd mcp --http` serving the test model, and the port it listens on.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn serve(env: &Env, model: &str, reranker: &str) -> (Server, u16) {
-    let envs = [("QMD_EMBED_MODEL", model), ("QMD_RERANK_MODEL", reranker), ("QMD_API_KEY", "sesame")];
-    let mut child = env
-        .command(env.root(), &["mcp", "--http", "--port", "0", "--host", "127.0.0.1"], &envs)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let server = Server(child);
-    // Read on for the server's whole life: a closed pipe would fail its
-    // request logs.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        let port = line
-            .strip_prefix("QMD MCP server listening on http://127.0.0.1:")
-            .and_then(|r| r.split('/').next()?.parse().ok());
-        if let Some(port) = port {
-            return (server, port);
-        }
-    }
-    panic!("the server did not start");
+    env.serve_http(&[("QMD_EMBED_MODEL", model), ("QMD_RERANK_MODEL", reranker), ("QMD_API_KEY", "sesame")])
 }
 
 const NOTES: [(&str, &str); 4] = [

@@ -11,22 +11,12 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{Env, Output};
+use common::{Env, Output, Server};
 use serde_json::{Value, json};
-
-/// A child process killed (and reaped) on drop.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 const NOTES: [(&str, &str); 3] = [
     ("tides.md", "# Tides\n\nThe moon's gravity pulls the oceans, raising high tides twice a day.\n"),
@@ -302,34 +292,11 @@ fn post(path: &str, headers: &str, length: usize) -> String {
     format!("POST {path} HTTP/1.1\r\n{headers}Content-Type: application/json\r\nContent-Length: {length}\r\n")
 }
 
-/// `qmd mcp --http` on a free port with `envs`.
+/// `qmd mcp --http` on a free port with `envs`, and its process id.
 fn serve(env: &Env, envs: &[(&str, &str)]) -> (Server, u16, u32) {
-    let mut child = env
-        .command(env.root(), &["mcp", "--http", "--port", "0", "--host", "127.0.0.1"], envs)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let server = Server(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        let port = line
-            .strip_prefix("QMD MCP server listening on http://127.0.0.1:")
-            .and_then(|r| r.split('/').next()?.parse().ok());
-        if let Some(port) = port {
-            return (server, port, pid);
-        }
-    }
-    panic!("the server did not start");
+    let (server, port) = env.serve_http(envs);
+    let pid = server.0.id();
+    (server, port, pid)
 }
 
 /// The `{"error": {"message", "type", …}}` of an OpenAI error answer.

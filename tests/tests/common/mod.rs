@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
@@ -429,6 +431,49 @@ pub fn multiset<T: Ord + Clone>(items: &[T]) -> BTreeMap<T, usize> {
         *counts.entry(item.clone()).or_insert(0) += 1;
     }
     counts
+}
+
+/// A child process killed (and reaped) when dropped: a test's server.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Env {
+    /// `qmd mcp --http` on a free loopback port with `envs`, and that port,
+    /// once the server says it listens. Its stderr is read for the
+    /// server's whole life: a closed pipe would fail its request logs.
+    pub fn serve_http(&self, envs: &[(&str, &str)]) -> (Server, u16) {
+        let mut child = self
+            .command(self.root(), &["mcp", "--http", "--port", "0", "--host", "127.0.0.1"], envs)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start qmd mcp --http");
+        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let server = Server(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            let port = line
+                .strip_prefix("QMD MCP server listening on http://127.0.0.1:")
+                .and_then(|r| r.split('/').next()?.parse().ok());
+            if let Some(port) = port {
+                return (server, port);
+            }
+        }
+        panic!("the server did not start");
+    }
 }
 
 #[cfg(test)]
