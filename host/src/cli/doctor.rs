@@ -193,17 +193,12 @@ fn weight_checks(session: &Session, report: &mut Report) {
     for source in [&models.embed, &models.rerank, &models.generate] {
         let Some(gguf) = source.gguf.as_ref().filter(|g| g.path.is_file()) else { continue };
         let label = format!("{} model weights", source.role.label());
-        let checked = std::fs::File::open(&gguf.path)
-            .and_then(|file| {
-                // SAFETY: read-only; see models::slot::map_file.
-                unsafe { memmap2::Mmap::map(&file) }
-            })
-            .map_err(|e| e.to_string())
-            .and_then(|map| {
-                let name = gguf.path.display().to_string();
-                let file = qmd_core::gguf::GgufFile::parse(&name, &map).map_err(|e| e.message)?;
-                Ok(file.non_finite_tensors())
-            });
+        // Mapped as the model slot maps it (regular files only: a FIFO never blocks).
+        let checked = crate::models::slot::map_file(&gguf.path).and_then(|map| {
+            let name = gguf.path.display().to_string();
+            let file = qmd_core::gguf::GgufFile::parse(&name, (*map).as_ref()).map_err(|e| e.message)?;
+            Ok(file.non_finite_tensors())
+        });
         match checked {
             Ok(bad) if bad.is_empty() => report.check(&label, true, &format!("{}: every value finite", source.id)),
             Ok(bad) => {

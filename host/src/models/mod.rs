@@ -10,7 +10,7 @@ mod expansion_cache;
 pub use qmd_core::model_id as hub;
 pub mod pull;
 pub mod regular;
-mod slot;
+pub mod slot;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -19,7 +19,7 @@ use super::{ModelSource, device, regular};
 /// The file mapped read-only: its pages are the page cache's, shared and
 /// never copied into the process's heap. Only a regular file (a FIFO in
 /// its place is refused, not opened for a blocking read).
-fn map_file(path: &Path) -> Result<qmd_core::arch::ModelBytes, String> {
+pub fn map_file(path: &Path) -> Result<qmd_core::arch::ModelBytes, String> {
     let file = regular::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // SAFETY: the map is read-only. A model file rewritten while mapped
     // (a concurrent 'qmd pull' renames a new file into place instead)
