@@ -44,7 +44,7 @@ report_steps() {
 trap report_steps EXIT
 step "build qmd" cargo build --release --locked -p qmd
 bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
-step "cargo test" cargo test --release --locked --workspace
+step "cargo test" cargo test --release --locked --workspace --no-fail-fast
 # The AArch64 kernels, cross-compiled and run under qemu-user.
 step "arm kernels (qemu)" bash scripts/test-arm.sh
 # Bounded fuzzing pass over the parsers and index readers (scripts/fuzz.sh).
