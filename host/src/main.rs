@@ -25,6 +25,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     quiet_gpu_drivers();
+    if let Err(error) = models::apply_kernel_cap() {
+        eprintln!("{}", qmd_core::display::escape_controls_in_text(&error));
+        return ExitCode::FAILURE;
+    }
     match cli::run() {
         Ok(code) => code,
         Err(error) => {

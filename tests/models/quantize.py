@@ -4,7 +4,7 @@ node-llama-cpp ships in qmd's peer install ($LLAMA_REF_DIR, made by
 scripts/llama-ref.sh): same type choices per tensor (Q4_K_M keeps attn_v and
 half the ffn_down as Q6_K, token embeddings as Q6_K), same block quantizers.
 
-    quantize.py IN.gguf OUT.gguf q4_k_m|q5_k_m|q6_k|q4_0|q8_0
+    quantize.py IN.gguf OUT.gguf q4_k_m|q5_k_m|q6_k|q4_0|q4_1|q8_0
 
 Exits non-zero, naming the problem, when the library is missing or
 llama.cpp refuses the file.
@@ -16,7 +16,7 @@ import os
 import sys
 
 # llama.h (b10361): enum llama_ftype.
-FTYPES = {"q8_0": 7, "q4_0": 2, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}
+FTYPES = {"q8_0": 7, "q4_0": 2, "q4_1": 3, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}
 
 
 class QuantizeParams(ctypes.Structure):

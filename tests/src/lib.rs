@@ -1,5 +1,6 @@
 //! Cross-crate tests and the retrieval evaluation of the qmd engine.
 
+pub mod anchor;
 pub mod bench;
 pub mod data;
 pub mod eval;

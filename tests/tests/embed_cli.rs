@@ -2,7 +2,7 @@
 //! all-MiniLM-L6-v2 weights (`scripts/test-weights.sh`) on the CPU, and a
 //! local server in the Hugging Face hub's URL layout for `pull`.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -437,6 +437,20 @@ fn gguf_embedding_models_from_paths_qmd_uris_and_pull() {
     let out = env.qmd_with(env.root(), &["vsearch", "--json", "baking bread at home"], &with_path).success();
     let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(hits[0]["file"], "qmd://notes/bread.md", "{}", out.stdout);
+    // QMD_KERNELS caps the kernels' instruction set: the portable loops
+    // embed the same; a level it does not know is an error naming it.
+    let portable = [("QMD_EMBED_MODEL", path.as_str()), ("QMD_KERNELS", "portable")];
+    let out = env.qmd_with(env.root(), &["embed", "-f"], &portable).success();
+    assert!(out.stdout.contains("Device: CPU (GGUF quantized kernels, portable code)"), "{}", out.stdout);
+    let out = env.qmd_with(env.root(), &["vsearch", "--json", "baking bread at home"], &with_path).success();
+    let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(hits[0]["file"], "qmd://notes/bread.md", "{}", out.stdout);
+    let out = env.qmd_with(env.root(), &["status"], &[("QMD_KERNELS", "sse9")]).failure();
+    assert!(
+        out.stderr.contains("QMD_KERNELS") && out.stderr.contains("\"sse9\"") && out.stderr.contains("avx512-vnni"),
+        "{}",
+        out.stderr
+    );
 
     // qmd's URI, its file already in the cache under qmd's name: no
     // download. Vectors are tied to the model's name: a new name needs -f.

@@ -113,11 +113,7 @@ mod x86 {
 
     /// Heads this path takes: a multiple of 8 values, at most 256.
     pub fn available(head_dim: usize) -> bool {
-        head_dim.is_multiple_of(8)
-            && head_dim <= 256
-            && is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c")
+        head_dim.is_multiple_of(8) && head_dim <= 256 && crate::kernels::dispatch::avx2()
     }
 
     /// One query's head over `keys`, into `out` (`head_dim` values).

@@ -67,7 +67,7 @@ struct Piece<'a> {
 
 fn quantize_blocks(x: &[f32], piece: &mut Piece) {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c") {
+    if super::dispatch::avx2() {
         // SAFETY: the CPU has the features.
         return unsafe { quantize_blocks_avx2(x, piece) };
     }

@@ -18,6 +18,7 @@
 mod activations;
 #[cfg(target_arch = "aarch64")]
 mod arm;
+pub mod dispatch;
 pub mod float;
 pub mod k_quants;
 mod scalar;

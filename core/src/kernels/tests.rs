@@ -99,8 +99,8 @@ fn q8_0_kernels_match_the_scalar_reference() {
         #[cfg(target_arch = "x86_64")]
         for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
             let runs = match name {
-                "vnni" => is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl"),
-                _ => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+                "vnni" => dispatch::Level::detected() >= dispatch::Level::Avx512Vnni,
+                _ => dispatch::Level::detected() >= dispatch::Level::Avx2,
             };
             if !runs {
                 continue;

@@ -19,7 +19,7 @@ macro_rules! multiversion {
             }
 
             #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            if $crate::kernels::dispatch::avx2() {
                 // SAFETY: the CPU has the features.
                 return unsafe { avx2($($arg),*) };
             }

@@ -9,7 +9,6 @@ mod expansion_cache;
 /// Model ids on the hub: one parser, in the engine so every build and the fuzzer share it.
 pub use qmd_core::model_id as hub;
 pub mod pull;
-pub mod regular;
 pub mod slot;
 
 use std::path::PathBuf;
@@ -265,6 +264,21 @@ impl ModelSource {
                 self.dir.display()
             )
         }
+    }
+}
+
+/// `QMD_KERNELS` (`portable`, `avx2`, `avx512-vnni`): caps the CPU kernels'
+/// instruction set below the widest the CPU has, to check or compare the
+/// paths narrower CPUs take. Applied once at start-up, before any model
+/// loads; a name it does not know is an error.
+pub fn apply_kernel_cap() -> Result<(), String> {
+    use qmd_core::kernels::dispatch::Level;
+    match std::env::var("QMD_KERNELS") {
+        Ok(name) if !name.trim().is_empty() => {
+            Level::parse(&name).map_err(|e| format!("QMD_KERNELS: {e}"))?.cap();
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

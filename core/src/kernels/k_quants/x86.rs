@@ -18,7 +18,7 @@ use crate::kernels::QMatrix;
 use crate::kernels::x86::{half_at, sum_lanes};
 
 pub fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+    crate::kernels::dispatch::avx2()
 }
 
 /// Activation rows multiplied per unpacked super-block.

@@ -23,22 +23,16 @@ mod q4;
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+use super::dispatch::{self, Level};
 use super::{Q8_0_BLOCK_BYTES, Q8Kernel, QMatrix, QuantizedRows};
 
 /// The widest kernel this CPU runs, and its instruction set's name.
 pub fn q8_0_kernel() -> Option<(Q8Kernel, &'static str)> {
-    if is_x86_feature_detected!("avx512vnni")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("fma")
-        && is_x86_feature_detected!("f16c")
-    {
-        return Some((vnni_matmul, "AVX-512 VNNI"));
+    match Level::current() {
+        Level::Avx512Vnni => Some((vnni_matmul, "AVX-512 VNNI")),
+        Level::Avx2 => Some((avx2_matmul, "AVX2")),
+        Level::Portable => None,
     }
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
-        return Some((avx2_matmul, "AVX2"));
-    }
-    None
 }
 
 /// Activation rows per tile.
@@ -71,7 +65,7 @@ pub struct PackedMatrix {
 /// `w` packed for [`vnni_matmul_packed`], the panels spread over the
 /// cores; `None` where the CPU lacks AVX-512 VNNI.
 pub fn pack_for_vnni(w: &QMatrix) -> Option<PackedMatrix> {
-    if q8_0_kernel()?.1 != "AVX-512 VNNI" {
+    if !dispatch::avx512_vnni() {
         return None;
     }
     let starts: Vec<usize> = (0..w.rows).step_by(PANEL).collect();

@@ -15,7 +15,7 @@ use crate::gguf::GgmlType;
 use crate::kernels::{QMatrix, QuantizedRows};
 
 pub fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+    crate::kernels::dispatch::avx2()
 }
 
 pub fn avx2_q4_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
