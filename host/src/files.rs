@@ -1,6 +1,8 @@
 //! Writing files safely: whole (a reader never sees half of one), and
 //! inside a folder a command owns without ever following a link there.
 
+pub mod regular;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{ErrorKind, Write};
@@ -21,7 +23,7 @@ pub fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
 /// [`write_atomically`] with the bytes of the file `from`, streamed (a
 /// model file need not fit in memory).
 pub fn copy_atomically(path: &Path, from: &Path) -> Result<()> {
-    let mut source = fs::File::open(from).with_context(|| format!("cannot read {}", shown(from)))?;
+    let mut source = regular::open(from).with_context(|| format!("cannot read {}", shown(from)))?;
     replace_with(path, |file| std::io::copy(&mut source, file).map(|_| ()))
 }
 

@@ -86,8 +86,11 @@ impl ConfigFile {
     /// error naming it.
     pub fn load(&self) -> anyhow::Result<qmd_core::collection::Config> {
         let path = self.path();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+        // A FIFO in its place is refused, not read (a read would block
+        // every command).
+        let text = match crate::files::regular::read(&path, MAX_CONFIG_BYTES) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map_err(|_| anyhow::anyhow!("cannot read {}: not UTF-8 text", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
         };
@@ -100,6 +103,10 @@ impl ConfigFile {
 
 /// A project-local index's folder.
 pub const LOCAL_DIR: &str = ".qmd";
+
+/// The largest `index.yml` or `trusted.json` read (hand-written files of a
+/// few KB; a larger one is refused rather than read whole).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
 /// Where a command's index lives: its name, config and index folder.
 #[derive(Clone, Debug)]

@@ -135,7 +135,8 @@ fn store_path() -> PathBuf {
 
 /// A missing or unreadable store trusts nothing.
 fn load() -> Store {
-    std::fs::read_to_string(store_path()).ok().and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default()
+    let bytes = crate::files::regular::read(&store_path(), crate::paths::MAX_CONFIG_BYTES).ok();
+    bytes.and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
 }
 
 fn save(store: &Store) -> Result<()> {

@@ -165,7 +165,10 @@ async fn static_file(State(state): State<Arc<WebState>>, uri: Uri) -> Response {
 /// A file, streamed (model files run to hundreds of MB) with its length,
 /// which the page checks a download against.
 async fn serve(path: &Path) -> Response {
-    let Ok(file) = tokio::fs::File::open(path).await else { return not_found() };
+    // Opened without blocking: a FIFO in the served folder is refused
+    // below (an open of it would wait for a writer, a thread per request).
+    let opened = tokio::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).await;
+    let Ok(file) = opened else { return not_found() };
     let Ok(metadata) = file.metadata().await else { return not_found() };
     if !metadata.is_file() {
         return not_found();

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
@@ -40,6 +41,25 @@ fn plugin_wasm(world: &str) -> PathBuf {
     let out = Command::new(repo.join("scripts/build-plugin.sh")).arg(world).output().expect("run build-plugin.sh");
     assert!(out.status.success(), "build-plugin.sh {world} failed: {}", String::from_utf8_lossy(&out.stderr));
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// One engine for every test: a component compiled once (cranelift takes
+/// most of this file's time) serves every store of that engine.
+fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| Engine::new(&Config::new()).unwrap())
+}
+
+/// The plugin build of `world`, built and compiled once per run.
+fn component(world: &str) -> &'static Component {
+    static TOOLS: OnceLock<Component> = OnceLock::new();
+    static MCP: OnceLock<Component> = OnceLock::new();
+    let cell = match world {
+        "tools" => &TOOLS,
+        "mcp" => &MCP,
+        other => panic!("no plugin world {other}"),
+    };
+    cell.get_or_init(|| Component::from_file(engine(), plugin_wasm(world)).unwrap())
 }
 
 struct Folders {
@@ -81,10 +101,9 @@ fn tools(engine: &Engine, component: &Component, f: &Folders, perms: FsPerms) ->
 }
 
 /// Notes indexed through the `tools` build.
-fn indexed(engine: &Engine) -> Folders {
+fn indexed() -> Folders {
     let f = folders();
-    let component = Component::from_file(engine, plugin_wasm("tools")).unwrap();
-    let (mut store, tools) = tools(engine, &component, &f, FsPerms::ReadWrite);
+    let (mut store, tools) = tools(engine(), component("tools"), &f, FsPerms::ReadWrite);
     let added = tools.call_collection_add(&mut store, f.notes.to_str().unwrap(), Some("notes"), None).unwrap().unwrap();
     assert_eq!(added.name, "notes");
     let report = tools.call_update(&mut store, &[]).unwrap().unwrap();
@@ -95,10 +114,9 @@ fn indexed(engine: &Engine) -> Folders {
 
 #[test]
 fn tools_component_runs_with_wasi_only() {
-    let engine = Engine::new(&Config::new()).unwrap();
-    let f = indexed(&engine);
-    let component = Component::from_file(&engine, plugin_wasm("tools")).unwrap();
-    let (mut store, tools) = tools(&engine, &component, &f, FsPerms::ReadWrite);
+    let (engine, component) = (engine(), component("tools"));
+    let f = indexed();
+    let (mut store, tools) = tools(engine, component, &f, FsPerms::ReadWrite);
     let status = tools.call_status(&mut store).unwrap().unwrap();
     assert_eq!(status.total_documents, 2);
     let request = GetRequest { file: "notes/cap.md".into(), from_line: None, max_lines: None, line_numbers: true };
@@ -110,13 +128,12 @@ fn tools_component_runs_with_wasi_only() {
 
 #[test]
 fn the_host_refuses_what_the_grants_leave_out() {
-    let engine = Engine::new(&Config::new()).unwrap();
-    let f = indexed(&engine);
+    let (engine, component) = (engine(), component("tools"));
+    let f = indexed();
     let manifest = std::fs::read(f.index.join("manifest.json")).unwrap();
-    let component = Component::from_file(&engine, plugin_wasm("tools")).unwrap();
     // A read-only grant: the engine tries to write, the host says no.
     std::fs::write(f.notes.join("new.md"), "# New\n").unwrap();
-    let (mut store, tools) = tools(&engine, &component, &f, FsPerms::ReadOnly);
+    let (mut store, tools) = tools(engine, component, &f, FsPerms::ReadOnly);
     let refused = tools.call_update(&mut store, &[]).unwrap().expect_err("a write through a read-only grant");
     assert!(
         refused.message.to_lowercase().contains("permission") || refused.message.contains("read-only"),
@@ -128,7 +145,7 @@ fn the_host_refuses_what_the_grants_leave_out() {
     // collection, it cannot be listed, and nothing of it is indexed.
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.md"), "# Secret\n").unwrap();
-    let (mut store, tools) = self::tools(&engine, &component, &f, FsPerms::ReadWrite);
+    let (mut store, tools) = self::tools(engine, component, &f, FsPerms::ReadWrite);
     let path = outside.path().to_str().unwrap();
     if tools.call_collection_add(&mut store, path, Some("outside"), None).unwrap().is_ok() {
         let report = tools.call_update(&mut store, &[]).unwrap().unwrap();
@@ -141,12 +158,11 @@ fn the_host_refuses_what_the_grants_leave_out() {
 
 #[test]
 fn mcp_component_exports_qmds_four_tools() {
-    let engine = Engine::new(&Config::new()).unwrap();
-    let f = indexed(&engine);
-    let component = Component::from_file(&engine, plugin_wasm("mcp")).unwrap();
+    let (engine, component) = (engine(), component("mcp"));
+    let f = indexed();
     let mut exports: Vec<String> = component
         .component_type()
-        .exports(&engine)
+        .exports(engine)
         .map(|(name, _)| name.to_string())
         .filter(|name| !name.starts_with("wasi:"))
         .collect();
@@ -154,8 +170,8 @@ fn mcp_component_exports_qmds_four_tools() {
     assert_eq!(exports, ["get", "multi-get", "query", "status"]);
 
     // Everything it needs granted read-only.
-    let (mut store, linker) = store(&engine, &f, FsPerms::ReadOnly);
-    let mcp = Mcp::instantiate(&mut store, &component, &linker).expect("instantiate with WASI only");
+    let (mut store, linker) = store(engine, &f, FsPerms::ReadOnly);
+    let mcp = Mcp::instantiate(&mut store, component, &linker).expect("instantiate with WASI only");
     let lex = mcp_world::qmd::engine::types::TypedSearch {
         kind: mcp_world::qmd::engine::types::SearchType::Lex,
         query: "consistency".into(),

@@ -48,15 +48,16 @@ async function loadOn(device) {
   return page.evaluate(() => window.qmd.loadModel());
 }
 
-/** Embeds `count` of the texts in calls of `perCall` and returns the worst cosine against native. */
-async function assertMatchesNative(device, { count = texts.length, perCall = texts.length } = {}) {
+/** Embeds the texts at indices `pick` (all by default) in calls of
+ * `perCall` and returns the worst cosine against native. */
+async function assertMatchesNative(device, { pick = [...texts.keys()], perCall = texts.length } = {}) {
   const vectors = [];
-  for (let i = 0; i < count; i += perCall) {
-    const group = texts.slice(i, Math.min(count, i + perCall));
+  for (let i = 0; i < pick.length; i += perCall) {
+    const group = pick.slice(i, i + perCall).map((j) => texts[j]);
     vectors.push(...(await browser.page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), group)));
   }
-  assert.equal(vectors.length, count);
-  const worst = Math.min(...vectors.map((v, i) => cosine(v, native[i])));
+  assert.equal(vectors.length, pick.length);
+  const worst = Math.min(...vectors.map((v, i) => cosine(v, native[pick[i]])));
   assert.ok(worst >= 0.9999, `worst cosine on ${device}: ${worst}`);
   return worst;
 }
@@ -66,11 +67,12 @@ test('WebGPU embeddings match the native ones (cosine >= 0.9999)', async () => {
   assert.equal(loaded.device, 'GPU: WebGPU');
   assert.equal(loaded.dimension, 384);
   assert.equal(loaded.cached, false, 'the first load downloads');
-  // SwiftShader is slow and a batch pads to its longest text: the queries
-  // go as one batch, then one 256-token passage alone.
-  const count = queries.length + 1;
-  const worst = await assertMatchesNative('WebGPU', { count, perCall: queries.length });
-  console.log(`WebGPU worst cosine ${worst.toFixed(7)} over ${count} texts`);
+  // SwiftShader (the GPU's work on these two cores) is slow and a batch
+  // pads to its longest text: 8 queries as one batch, then the first
+  // passage (cut at the 256-token window) alone.
+  const pick = [...Array(8).keys(), queries.length];
+  const worst = await assertMatchesNative('WebGPU', { pick, perCall: 8 });
+  console.log(`WebGPU worst cosine ${worst.toFixed(7)} over ${pick.length} texts`);
 });
 
 test('CPU-fallback embeddings match the native ones, from the OPFS model cache', async () => {

@@ -1349,7 +1349,14 @@ REPO = Path(__file__).resolve().parent.parent.parent
 @pytest.fixture(scope="module")
 def qwen3_reranker(tmp_path_factory) -> Path:
     """A Qwen3-Reranker-architecture GGUF with random weights, written by
-    tests/models/make_gguf.py with llama.cpp's gguf-py (scripts/llama-ref.sh)."""
+    tests/models/make_gguf.py with llama.cpp's gguf-py (scripts/llama-ref.sh).
+    The cargo tests keep the same file in the test-model cache, under that
+    script's hash (tests/src/gguf.rs): taken from there when it is made."""
+    script = REPO / "tests" / "models" / "make_gguf.py"
+    digest = hashlib.sha256(script.read_bytes()).hexdigest()[:12]
+    cached = Path(embedding_model_dir()).parent / f"gguf-{digest}" / "qwen3-reranker-f32.gguf"
+    if (cached.parent / "done").is_file() and cached.is_file():
+        return cached
     llama_ref = subprocess.run(
         ["bash", str(REPO / "scripts" / "llama-ref.sh")], capture_output=True, text=True, check=True
     ).stdout.strip()

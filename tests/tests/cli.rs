@@ -11,7 +11,7 @@
 //! - `collection remove` has no content-hash table to clean up;
 //! - command-line usage errors come from clap (same exit code, other text).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -3,7 +3,7 @@
 //! `qmd://` URIs, absolute paths, nor a sibling directory whose name shares
 //! the root's prefix.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 

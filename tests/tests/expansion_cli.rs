@@ -4,7 +4,7 @@
 //! per-query cache (used, and rebuilt when damaged), `--no-expand`, and
 //! the fallback when the model is missing.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

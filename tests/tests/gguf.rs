@@ -15,12 +15,9 @@ use qmd_core::arch::{Backend, Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::{BpeTokenizer, GgmlType, GgufFile, Value, dequantize};
 use qmd_core::model::{GgufDevice, GgufEncoder, GgufRanker, ModelDevice};
+use qmd_tests::anchor::{AnchoredRun, QWEN3_PROMPTS, anchored_to_f32, read, softmax, texts};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::{cosine, gpu_device};
-
-fn read(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 /// Every metadata value type reads back as gguf-py wrote it, and every
 /// tensor type dequantizes to gguf-py's values.
@@ -109,32 +106,6 @@ fn damaged_files_are_errors() {
 
 /// Texts for the embedding comparison: the qmd eval docs' paragraphs, cut
 /// to fit llama.cpp's 512-token context, and a few edge cases.
-fn texts() -> Vec<String> {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/qmd-eval/docs");
-    let mut paths: Vec<_> = std::fs::read_dir(docs).unwrap().map(|e| e.unwrap().path()).collect();
-    paths.sort();
-    let mut texts: Vec<String> = paths
-        .iter()
-        .flat_map(|p| std::fs::read_to_string(p).unwrap().split("\n\n").map(str::to_string).collect::<Vec<_>>())
-        .filter(|p| p.trim().len() > 20)
-        .map(|p| p.chars().take(1200).collect())
-        .take(60)
-        .collect();
-    texts.extend(
-        [
-            "a",
-            "Hello world, this is a TEST of café naïve 日本語",
-            "x".repeat(300).as_str(),
-            // user-defined pieces, runs of spaces and tabs, byte fallback
-            "  two leading spaces, <mark>marked</mark>\t\tand [[a link]] ",
-            "emoji 🦙 and 検索エンジンの文章, \n\nnew lines\n",
-            "task: search result | query: how do I rotate keys?",
-        ]
-        .map(String::from),
-    );
-    texts
-}
-
 /// Our tokens and vectors against llama.cpp's on the same GGUF file, on
 /// the CPU.
 fn compare_with_llama(file: &str, min_cosine: f64) {
@@ -312,12 +283,25 @@ fn rank_scores_on(file: &str, device: &ModelDevice, queries: usize) -> (Vec<f32>
     (ours, theirs)
 }
 
+/// llama.cpp's rank scores alone, for the first `queries` queries (the
+/// F32 answer a quantized file is held to).
+fn llama_rank_scores(file: &str, queries: usize) -> Vec<f32> {
+    let f = fixtures();
+    let path = f.file(file);
+    let mut scores = Vec::new();
+    for (query, documents) in rank_inputs().into_iter().take(queries) {
+        let reference = f.llama("rank", &path, &serde_json::json!({"query": query, "documents": documents}));
+        scores.extend(serde_json::from_value::<Vec<f32>>(reference["scores"].clone()).unwrap());
+    }
+    scores
+}
+
 /// Our rank scores on a quantized `file` against llama.cpp's on it:
 /// (worst, mean) difference, and the mean by which llama.cpp's own scores
 /// on it move from its F32 file's.
 fn quantized_rank_scores(file: &str) -> (f32, f32, f32) {
     let (ours, theirs) = rank_scores(file);
-    let (_, theirs_f32) = rank_scores("qwen3-reranker-f32.gguf");
+    let theirs_f32 = llama_rank_scores("qwen3-reranker-f32.gguf", usize::MAX);
     let (worst, mean) = differences(&ours, &theirs);
     let (_, shift) = differences(&theirs, &theirs_f32);
     eprintln!(
@@ -403,7 +387,7 @@ fn gguf_models_on_wgpu_match_llama_cpp() {
     eprintln!("Qwen3 reranker F32 on {device:?}: rank scores vs llama.cpp: worst {worst:.1e}, mean {mean:.1e}");
     assert!(worst <= 1e-3, "F32: worst difference {worst}");
     let (ours, theirs) = rank_scores_on("qwen3-reranker-q8_0.gguf", device, 1);
-    let (_, theirs_f32) = rank_scores_on("qwen3-reranker-f32.gguf", &ModelDevice::cpu(), 1);
+    let theirs_f32 = llama_rank_scores("qwen3-reranker-f32.gguf", 1);
     let (worst, mean) = differences(&ours, &theirs);
     let (_, shift) = differences(&theirs, &theirs_f32);
     eprintln!(
@@ -422,86 +406,12 @@ const SMOLLM2_PROMPTS: [&str; 3] = [
      system, and roughly how many times wider than the Earth is it?<|im_end|>\n<|im_start|>assistant\n",
 ];
 
-/// SmolLM2-135M-Instruct (real weights, Llama blocks with adjacent-pair
-/// rope, a 49,152-token byte-level BPE) against llama.cpp on each prompt:
-/// its tokens, the first step's 20 most probable tokens (largest
-/// probability difference returned) and 16 greedy tokens. The decoding
-/// loop here reads the whole sequence again each step (the KV cache is the
-/// generation issue's).
-fn compare_smollm2(path: &Path) -> f32 {
-    let f = fixtures();
-    let bytes: ModelBytes = Arc::new(read(path));
-    let file = GgufFile::parse("smollm2", (*bytes).as_ref()).unwrap();
-    let tokenizer = BpeTokenizer::from_gguf(&file).unwrap();
-    let model = Decoder::load(&file, bytes.clone()).unwrap();
-    let mut worst = 0f32;
-    for prompt in SMOLLM2_PROMPTS {
-        let reference = f.llama("greedy", path, &serde_json::json!({"prompt": prompt, "tokens": 16}));
-        let tokens = tokenizer.encode_prompt(prompt);
-        let theirs: Vec<u32> = serde_json::from_value(reference["prompt"].clone()).unwrap();
-        assert_eq!(tokens, theirs, "prompt tokens of {prompt:?}");
-        let first: Vec<(u32, f32)> = serde_json::from_value(reference["first"].clone()).unwrap();
-        let probabilities =
-            softmax(&model.logits(&model.last_states(&qmd_core::arch::Cpu, std::slice::from_ref(&tokens)).unwrap()));
-        for &(id, p) in &first {
-            worst = worst.max((probabilities[id as usize] - p).abs());
-        }
-        let generated: Vec<u32> = serde_json::from_value(reference["generated"].clone()).unwrap();
-        let mut sequence = tokens.clone();
-        for (step, &expected) in generated.iter().enumerate() {
-            let logits =
-                model.logits(&model.last_states(&qmd_core::arch::Cpu, std::slice::from_ref(&sequence)).unwrap());
-            let next = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap() as u32;
-            assert_eq!(
-                next,
-                expected,
-                "{}: greedy token {step} after {prompt:?}: logits {} (ours) vs {} (llama.cpp's)",
-                path.display(),
-                logits[next as usize],
-                logits[expected as usize]
-            );
-            sequence.push(next);
-        }
-    }
-    worst
-}
-
-/// The Q4_1 file dequantized to F32: no activation quantization on either
-/// side, so the forward pass itself is compared. Measured: the first
-/// step's probabilities within 4.4e-4 of llama.cpp's (4.3e-4 in another
-/// run: summation order moves the last digits).
-#[test]
-fn smollm2_f32_matches_llama_cpp() {
-    let worst = compare_smollm2(&fixtures().smollm2_f32());
-    eprintln!("smollm2 F32: worst first-step probability difference vs llama.cpp {worst:.1e}");
-    assert!(worst <= 1e-3, "first-step probabilities differ by {worst}");
-}
-
-/// Q4_1 blocks multiplied in integers against Q8_1 activations, as
-/// llama.cpp does (the float path of dequantized weights lost a near tie
-/// at the ninth greedy token of the second prompt). The same greedy
-/// tokens; first-step probabilities measured within 3.7e-2 to 4.3e-2
-/// across runs of different summation orders: both sides round every
-/// product's inputs to 8 bits, and on this model that rounding alone moves
-/// the top probability by 0.05 (the float path's 0.573 against the integer
-/// path's 0.621 on the first prompt), so last-bit differences that flip
-/// single roundings move it by that order. The strict check of the forward
-/// pass is the F32 twin's above.
-#[test]
-fn smollm2_q4_1_matches_llama_cpp() {
-    let worst = compare_smollm2(&fixtures().smollm2());
-    eprintln!("smollm2 Q4_1: worst first-step probability difference vs llama.cpp {worst:.1e}");
-    assert!(worst <= 8e-2, "first-step probabilities differ by {worst}");
-}
-
 /// The generation loop over the blocks' key/value caches (the prompt in
 /// one pass, then a token at a time) against llama.cpp's 32 greedy tokens
 /// on each prompt; its first logits must be the whole-sequence pass's.
-/// Returns, per prompt, how many tokens agree and, where the two parted,
-/// how far llama.cpp's token was below ours in our logits.
-fn greedy_with_the_kv_cache(path: &Path) -> Vec<(usize, f32)> {
-    let cpu = GgufDevice::Cpu;
-    greedy_with_the_kv_cache_on(path, &SMOLLM2_PROMPTS, &cpu).into_iter().map(|run| (run.agreed, run.gap)).collect()
+/// SmolLM2's prompts on the CPU.
+fn greedy_with_the_kv_cache(path: &Path) -> Vec<GreedyRun> {
+    greedy_with_the_kv_cache_on(path, &SMOLLM2_PROMPTS, &GgufDevice::Cpu)
 }
 
 /// One prompt's greedy run against llama.cpp's.
@@ -567,91 +477,42 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &GgufDevic
     out
 }
 
-/// A quantized model held to the exact answer: its F32 original's greedy
-/// run (llama.cpp's; ours gives the same 32 tokens), fed token by token
-/// (teacher-forced), with our quantized model's logits at each step, and
-/// the first step's probabilities of ours and of llama.cpp's quantized
-/// run, each against the F32 run's (a token missing from llama.cpp's
-/// quantized top 20 counts as probability 0 there). Both quantized runtimes round every
-/// product's activations to 8 bits in their own order, and llama.cpp's
-/// order differs by instruction set (AVX2, AVX-512): comparing the two
-/// quantized runs token by token made the test pass or fail by the CPU
-/// (issue 43). Against the F32 answer, ours is the same on every machine.
-struct AnchoredRun {
-    /// The first step's largest probability difference from the F32 run
-    /// (over its 20 most probable tokens): ours, and llama.cpp's quantized.
-    first_ours: f32,
-    first_llama: f32,
-}
-
-fn anchored_to_f32(quantized: &Path, original: &Path, prompts: &[&str], device: &GgufDevice) -> Vec<AnchoredRun> {
-    let f = fixtures();
-    let bytes: ModelBytes = Arc::new(read(quantized));
-    let file = GgufFile::parse("decoder", (*bytes).as_ref()).unwrap();
-    let model = Decoder::load(&file, bytes.clone()).unwrap();
-    let probability_gap = |first: &serde_json::Value, of: &dyn Fn(u32) -> f32| -> f32 {
-        let first: Vec<(u32, f32)> = serde_json::from_value(first.clone()).unwrap();
-        first.iter().fold(0f32, |m, &(id, p)| m.max((of(id) - p).abs()))
-    };
-    let mut out = Vec::new();
-    for prompt in prompts {
-        let exact = f.llama("greedy", original, &serde_json::json!({"prompt": prompt, "tokens": 32}));
-        let theirs = f.llama("greedy", quantized, &serde_json::json!({"prompt": prompt, "tokens": 32}));
-        let tokens: Vec<u32> = serde_json::from_value(exact["prompt"].clone()).unwrap();
-        let path: Vec<u32> = serde_json::from_value(exact["generated"].clone()).unwrap();
-        let mut session = Session::on(&model, device);
-        let mut logits = session.feed(&tokens).unwrap();
-        let ours_first = softmax(&logits);
-        let first_ours = probability_gap(&exact["first"], &|id| ours_first[id as usize]);
-        let theirs_first: Vec<(u32, f32)> = serde_json::from_value(theirs["first"].clone()).unwrap();
-        let llama_q = |id: u32| theirs_first.iter().find(|(t, _)| *t == id).map_or(0.0, |(_, p)| *p);
-        let first_llama = probability_gap(&exact["first"], &llama_q);
-        let mut gaps = Vec::with_capacity(path.len());
-        for (step, &token) in path.iter().enumerate() {
-            let top = logits.iter().fold(f32::NEG_INFINITY, |m, &l| m.max(l));
-            gaps.push(top - logits[token as usize]);
-            if step + 1 < path.len() {
-                logits = session.feed(&[token]).unwrap();
-            }
-        }
-        let worst = gaps.iter().fold(0f32, |m, &g| m.max(g));
-        let parted = gaps.iter().filter(|&&g| g > 0.0).count();
-        eprintln!(
-            "{} along its F32 original's greedy run: ours parts at {parted} of 32 steps, by {worst:.3} at most; \
-             first step {first_ours:.1e} from F32 (llama.cpp's quantized run: {first_llama:.1e})",
-            quantized.display()
-        );
-        out.push(AnchoredRun { first_ours, first_llama });
-    }
-    out
-}
-
-/// F32 (no activation rounding on either side): all 32 tokens, every prompt.
+/// SmolLM2-135M-Instruct (real weights, Llama blocks with adjacent-pair
+/// rope, a 49,152-token byte-level BPE) dequantized to F32: no activation
+/// rounding on either side, so the forward pass itself is compared: each
+/// prompt's tokens, the first step's 20 most probable tokens and all 32
+/// greedy tokens, through the key/value caches (whose first logits are
+/// the whole-sequence pass's). Measured: the first step within 4.4e-4 of
+/// llama.cpp's (summation order moves the last digits).
 #[test]
-fn smollm2_f32_greedy_with_the_kv_cache_matches_llama_cpp() {
-    for (agreed, _) in greedy_with_the_kv_cache(&fixtures().smollm2_f32()) {
-        assert_eq!(agreed, 32);
+fn smollm2_f32_matches_llama_cpp() {
+    for run in greedy_with_the_kv_cache(&fixtures().smollm2_f32()) {
+        assert_eq!(run.agreed, 32);
+        assert!(run.first_step <= 1e-3, "first-step probabilities differ by {}", run.first_step);
     }
 }
 
-/// Q4_1 (both sides round each product's inputs to 8 bits, so last-bit
-/// differences can flip a near tie): token for token as llama.cpp until,
-/// at most, a step where its token and ours are tied to within 0.1 in our
-/// logits. Measured: the first and third prompts part at their 31st and
-/// 22nd tokens, past the end of the answers; the second agrees throughout.
+/// Q4_1 blocks multiplied in integers against Q8_1 activations, as
+/// llama.cpp does (the float path of dequantized weights lost a near tie
+/// at the ninth greedy token of the second prompt). Both sides round every
+/// product's inputs to 8 bits, and on this model that rounding alone moves
+/// the top probability by 0.05 (the float path's 0.573 against the integer
+/// path's 0.621 on the first prompt), so last-bit differences that flip
+/// single roundings move the first step by that order (measured: 3.7e-2
+/// to 4.3e-2 across summation orders), and greedy runs agree token for
+/// token until, at most, a step where llama.cpp's token and ours are tied
+/// to within 0.1 in our logits (measured: the first and third prompts part
+/// at their 31st and 22nd tokens, past the end of the answers; the second
+/// agrees throughout). The strict check of the forward pass is the F32
+/// twin's above.
 #[test]
-fn smollm2_q4_1_greedy_with_the_kv_cache_matches_llama_cpp() {
-    for (agreed, gap) in greedy_with_the_kv_cache(&fixtures().smollm2()) {
-        assert!(agreed == 32 || gap <= 0.1, "parted at token {agreed} by {gap}");
-        assert!(agreed >= 16, "only {agreed} tokens agree");
+fn smollm2_q4_1_matches_llama_cpp() {
+    for run in greedy_with_the_kv_cache(&fixtures().smollm2()) {
+        assert!(run.first_step <= 8e-2, "first-step probabilities differ by {}", run.first_step);
+        assert!(run.agreed == 32 || run.gap <= 0.1, "parted at token {} by {}", run.agreed, run.gap);
+        assert!(run.agreed >= 16, "only {} tokens agree", run.agreed);
     }
 }
-
-/// qmd's expansion prompt in Qwen3's chat form, as the expansion model sees it.
-const QWEN3_PROMPTS: [&str; 2] = [
-    "<|im_start|>user\n/no_think Expand this search query: rotate api keys<|im_end|>\n<|im_start|>assistant\n",
-    "<|im_start|>user\n/no_think Expand this search query: CAP theorem tradeoffs<|im_end|>\n<|im_start|>assistant\n",
-];
 
 /// A random Qwen3-1.7B-architecture causal LM (qmd's expansion model's
 /// shape): F32 gives llama.cpp's prompt tokens, its first-step
@@ -782,11 +643,4 @@ fn smollm2_sampling_under_qmds_grammar() {
         logits = session.feed(&stepped[stepped.len() - 1..]).unwrap();
     }
     assert_eq!(Session::new(&model).greedy(&prompt, 16).unwrap(), stepped);
-}
-
-fn softmax(logits: &[f32]) -> Vec<f32> {
-    let max = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let exps: Vec<f32> = logits.iter().map(|v| (v - max).exp()).collect();
-    let sum: f32 = exps.iter().sum();
-    exps.iter().map(|e| e / sum).collect()
 }

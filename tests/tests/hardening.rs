@@ -7,7 +7,7 @@
 //! rest indexes, damage is reported as damage with the recovery named, and
 //! `qmd update --rebuild` recovers.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};

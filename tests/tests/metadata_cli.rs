@@ -3,7 +3,7 @@
 //! passes (through the WASI component), JSON results carry the metadata,
 //! and bad filters are refused with qmd's messages (exit 1).
 
-mod common;
+use crate::common;
 
 use common::Env;
 

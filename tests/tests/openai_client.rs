@@ -6,7 +6,7 @@
 //! same count, same search scores); a wrong answer fails the run with a
 //! clear error and stores nothing.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -5,7 +5,7 @@
 //! (never scored zero) and a fixture is read to a limit, and XML output
 //! escapes every field so a document cannot forge elements.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

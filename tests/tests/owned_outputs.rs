@@ -5,7 +5,7 @@
 //! (`qmd edge build`, `qmd site build`, `qmd skill install`); and what
 //! `qmd edge build` reports is the generation it copied.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

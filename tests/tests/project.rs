@@ -3,7 +3,7 @@
 //! hooks, collection paths outside the project and custom models are used
 //! only once approved. Expected texts are qmd 2.8.3's, run side by side.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

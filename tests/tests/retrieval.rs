@@ -3,7 +3,7 @@
 //! qmd's eval set ships with the repository. The BEIR tests need the data
 //! sets of `scripts/data.sh` (or `$QMD_DATA_DIR`); without them they are
 //! reported as ignored, and under `CI=true` they fail (see `tests/build.rs`).
-//! Run with `cargo test --release -p qmd-tests --test retrieval -- --nocapture`
+//! Run with `cargo test --release -p qmd-tests --test engine retrieval:: -- --nocapture`
 //! to see the tables; `qmd-eval` (the binary) prints the same numbers.
 
 use qmd_tests::data::{DATA_HINT, beir_dir, beir_present};

@@ -3,7 +3,7 @@
 //! rebinding), and `qmd mcp --http --daemon` reporting whether its server
 //! really listens. Every server binds 127.0.0.1 and is killed at the end.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,7 +17,7 @@ use common::*;
 const STARTUP: Duration = Duration::from_secs(120);
 
 /// A child process killed (and reaped) on drop.
-struct Server(Child);
+pub(crate) struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -70,7 +70,7 @@ fn lines_of(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String>
 }
 
 /// `qmd web --port 0` on a folder with a tiny app; its port, once it prints it.
-fn start_web(env: &Env, envs: &[(&str, &str)]) -> (Server, u16) {
+pub(crate) fn start_web(env: &Env, envs: &[(&str, &str)]) -> (Server, u16) {
     let www = env.write("www/index.html", "<!doctype html><title>qmd test app</title>\n");
     let www = www.parent().unwrap().to_string_lossy().into_owned();
     let mut child = env

@@ -2,7 +2,7 @@
 //! replaces the entry last and removes only its own old files, and the
 //! semantic tier's tokenizer against the model's own.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

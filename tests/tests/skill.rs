@@ -2,7 +2,7 @@
 //! its own (a bootstrap SKILL.md, the references beside it, an optional
 //! relative `.claude/skills/qmd` link).
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -6,7 +6,7 @@
 //! and check the key before reading the body; the model endpoints hold a
 //! bounded number of request bodies however many requests come at once.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -472,4 +472,51 @@ fn concurrent_large_model_requests_hold_a_bounded_number_of_bodies() {
     // Still up.
     let (status, _, body) = exchange(port, &post("/v1/embeddings", "", small.len()), Some(small), limit);
     assert_eq!(status, 200, "{body}");
+}
+
+fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// A FIFO where a command reads a file (robustness class: a read that
+/// blocks forever): the MCP server's PID file, a skill's files, a file
+/// `qmd web` serves, the index config every command reads. Each is refused
+/// or skipped, never opened for a blocking read: the command answers, and
+/// an error names the file.
+#[test]
+fn a_fifo_in_place_of_a_file_never_hangs_a_command() {
+    let env = notes();
+    let quick = Duration::from_secs(20);
+
+    mkfifo(&env.cache_home().join("qmd/mcp.pid"));
+    let out = qmd_within(&env, &["mcp", "stop"], &[], quick);
+    // Not a PID: the server is not running (and the stray entry in qmd's
+    // own PID file's place is cleaned up).
+    assert!(out.code == 0 && out.stdout.to_lowercase().contains("not running"), "{out:?}");
+
+    env.write("skills/good/SKILL.md", "---\nname: good\ndescription: A good skill\n---\n# Good\n");
+    mkfifo(&env.path("skills/good/notes/pipe.md"));
+    mkfifo(&env.path("skills/piped/SKILL.md"));
+    let dir = env.arg("skills");
+    let vars = [("QMD_SKILLS_DIR", dir.as_str())];
+    let out = qmd_within(&env, &["skills"], &vars, quick);
+    assert_eq!(out.stdout, "  good  A good skill\n", "{out:?}");
+    let out = qmd_within(&env, &["skills", "get", "good", "--full"], &vars, quick);
+    assert!(out.stdout.contains("# Good") && !out.stdout.contains("pipe.md"), "{out:?}");
+
+    let (_web, port) = crate::servers::start_web(&env, &[]);
+    mkfifo(&env.path("www/pipe.js"));
+    let (status, _, _) = exchange(port, "GET /pipe.js HTTP/1.1\r\n", None, quick);
+    assert_eq!(status, 404, "a FIFO is not served");
+    let (status, _, body) = exchange(port, "GET /index.html HTTP/1.1\r\n", None, quick);
+    assert!(status == 200 && body.contains("qmd test app"), "the server still answers: {status} {body}");
+
+    let config = env.config_home().join("qmd/index.yml");
+    std::fs::remove_file(&config).unwrap();
+    mkfifo(&config);
+    let out = qmd_within(&env, &["status"], &[], quick);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("index.yml") && out.stderr.contains("FIFO"), "{}", out.stderr);
 }

@@ -5,7 +5,7 @@
 //! `doctor`. Each is refused with its file and problem named, nothing in
 //! the index changes, and no NaN is ever stored.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

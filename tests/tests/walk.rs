@@ -5,7 +5,7 @@
 //! its documents: the engine's rule is tested in core, `update.rs`, since
 //! these tests run as root, whom no folder mode stops.)
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;

@@ -6,7 +6,7 @@
 //! that only what changed was indexed. Idle, the watcher uses ~no CPU; it
 //! stops cleanly on SIGTERM.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

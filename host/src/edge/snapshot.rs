@@ -92,7 +92,8 @@ fn check(session: &Session, status: &IndexStatus, args: &EdgeBuildArgs) -> Resul
 /// holds the index's write lock).
 fn copy_index(index_dir: &Path, out: &OwnedDir) -> Result<()> {
     let manifest_path = index_dir.join("manifest.json");
-    let bytes = std::fs::read(&manifest_path).with_context(|| format!("cannot read {}", manifest_path.display()))?;
+    let bytes = crate::files::regular::read(&manifest_path, u64::MAX)
+        .with_context(|| format!("cannot read {}", manifest_path.display()))?;
     // Checked as the engine checks it before anything is copied.
     let checked = RamDirectory::new();
     checked.atomic_write("manifest.json", &bytes).map_err(|e| anyhow::anyhow!(e.message))?;

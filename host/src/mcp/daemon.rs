@@ -33,7 +33,8 @@ impl DaemonFiles {
     }
 
     fn recorded_pid(&self) -> Option<i32> {
-        std::fs::read_to_string(&self.pid).ok()?.trim().parse().ok()
+        let bytes = crate::files::regular::read(&self.pid, 64).ok()?;
+        std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
     }
 
     /// Removes the PID file if it names this process (a foreground server

@@ -21,7 +21,7 @@ use qmd_core::query::document::type_name;
 use qmd_core::query::expansion::{cache_key, decode_cached, encode_cached, parse_expansion};
 use qmd_core::serve::MAX_SEARCHES;
 
-use super::regular;
+use crate::files::regular;
 
 /// Entries kept: past this, the oldest go (qmd prunes to its newest 1,000).
 const MAX_ENTRIES: usize = 1000;

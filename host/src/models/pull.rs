@@ -8,7 +8,7 @@
 //! renamed into place. A model is never half-replaced: readers see the old
 //! file or the new one.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -122,7 +122,7 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
         code => bail!("{url}: HTTP {code}"),
     }
     let etag = etag_of(head.headers());
-    let cached = fs::read_to_string(&etag_path).ok();
+    let cached = read_etag(&etag_path);
     if !refresh && path.is_file() && etag.is_some() && cached.as_deref() == etag.as_deref() {
         return Ok(Pulled::File { size: fs::metadata(path)?.len(), fresh: false });
     }
@@ -130,7 +130,7 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
     let part = sidecar(path, "part");
     // A partial download of another version must not be resumed.
     let part_etag = sidecar(path, "part.etag");
-    if refresh || fs::read_to_string(&part_etag).ok() != etag {
+    if refresh || read_etag(&part_etag) != etag {
         let _ = fs::remove_file(&part);
     }
     if let Some(etag) = &etag {
@@ -219,6 +219,11 @@ fn progress(label: &str, total: Option<u64>, start: u64) -> Option<ProgressBar> 
     Some(bar)
 }
 
+/// A sidecar's ETag: a regular file of a few bytes, or none.
+fn read_etag(path: &Path) -> Option<String> {
+    String::from_utf8(crate::files::regular::read(path, 1024).ok()?).ok()
+}
+
 fn sidecar(path: &Path, ext: &str) -> PathBuf {
     let mut name = path.file_name().expect("file name").to_os_string();
     name.push(format!(".{ext}"));
@@ -238,7 +243,7 @@ fn is_sha256(s: &str) -> bool {
 
 /// The file's sha256, in hex.
 pub(crate) fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = File::open(path)?;
+    let mut file = crate::files::regular::open(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
@@ -254,7 +259,7 @@ pub(crate) fn sha256_file(path: &Path) -> Result<String> {
 /// A captive portal or a mirror's error page is not a model.
 fn check_not_html(path: &Path, url: &str) -> Result<()> {
     let mut head = [0u8; 64];
-    let n = File::open(path)?.read(&mut head)?;
+    let n = crate::files::regular::open(path)?.read(&mut head)?;
     let start = String::from_utf8_lossy(&head[..n]).trim_start().to_lowercase();
     if start.starts_with("<!doctype html") || start.starts_with("<html") {
         let _ = fs::remove_file(path);

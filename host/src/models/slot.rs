@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use qmd_core::model::{Loadable, ModelFiles};
 
-use super::{ModelSource, device, regular};
+use super::{ModelSource, device};
+use crate::files::regular;
 
 /// The file mapped read-only: its pages are the page cache's, shared and
 /// never copied into the process's heap. Only a regular file (a FIFO in

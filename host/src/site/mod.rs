@@ -68,7 +68,9 @@ fn resolve(path: &Path) -> Result<std::path::PathBuf> {
 }
 
 fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A FIFO named like a page is refused, not read (a read would block).
+    let bytes =
+        crate::files::regular::read(path, u64::MAX).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 

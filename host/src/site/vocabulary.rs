@@ -67,7 +67,7 @@ fn write(path: &Path, (vocab, vectors): &Embedded) -> Result<()> {
 }
 
 fn read(path: &Path) -> Option<Embedded> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::files::regular::read(path, u64::MAX).ok()?;
     let mut at = MAGIC.len();
     if !bytes.starts_with(MAGIC) {
         return None;

@@ -50,7 +50,7 @@ pub fn all() -> Result<Vec<Skill>> {
     let entries = std::fs::read_dir(&dir).with_context(|| format!("cannot read QMD_SKILLS_DIR {}", dir.display()))?;
     for entry in entries.flatten() {
         let folder = entry.path();
-        let Ok(content) = std::fs::read_to_string(folder.join("SKILL.md")) else { continue };
+        let Some(content) = read_text(&folder.join("SKILL.md")) else { continue };
         let mut files = Vec::new();
         collect(&folder, &folder, &mut files)?;
         skills.push(Skill {
@@ -79,12 +79,18 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<(
             collect(root, &path, out)?;
         } else if let Ok(rel) = path.strip_prefix(root)
             && rel != Path::new("SKILL.md")
-            && let Ok(text) = std::fs::read_to_string(&path)
+            && let Some(text) = read_text(&path)
         {
             out.push((rel.to_string_lossy().replace('\\', "/"), text));
         }
     }
     Ok(())
+}
+
+/// A skill file's text: a regular file of at most 1 MiB in UTF-8 (a FIFO
+/// in a skill folder is skipped, never read).
+fn read_text(path: &Path) -> Option<String> {
+    String::from_utf8(crate::files::regular::read(path, 1 << 20).ok()?).ok()
 }
 
 /// A `key: value` line of the `---` front matter (quotes removed).
