@@ -145,7 +145,14 @@ async fn model_file(State(state): State<Arc<WebState>>, UrlPath((role, file)): U
     match &model.gguf {
         Some(gguf) if file == GGUF_FILE => serve(&gguf.path).await,
         Some(_) => not_found(),
-        None if REQUIRED_FILES.contains(&file.as_str()) || OPTIONAL_FILES.contains(&file.as_str()) => {
+        // Only a local folder's files: a model without one (an endpoint, a
+        // spec naming no model) has an empty `dir`, which would serve the
+        // working folder's.
+        None if model.endpoint.is_none()
+            && model.invalid.is_none()
+            && !model.dir.as_os_str().is_empty()
+            && (REQUIRED_FILES.contains(&file.as_str()) || OPTIONAL_FILES.contains(&file.as_str())) =>
+        {
             serve(&model.dir.join(&file)).await
         }
         None => not_found(),

@@ -96,6 +96,10 @@ fn pull_refuses_a_model_id_that_leaves_the_model_cache() {
         // Every use of the model says the same, and none reads a path.
         let out = env.qmd_with(env.root(), &["embed"], &envs).failure();
         assert!(out.stderr.contains("not a Hugging Face model id"), "{id}: {}", out.stderr);
+        // `status` says so too, rather than "not downloaded".
+        let out = env.qmd_with(env.root(), &["status"], &envs).success();
+        let line = out.stdout.lines().find(|l| l.trim_start().starts_with("Embedding:")).unwrap_or_default();
+        assert!(line.contains("not usable") && line.contains("not a Hugging Face model id"), "{id}: {line}");
     }
     // From the user's config too (`models:` in index.yml).
     let config = env.config_home().join("qmd/index.yml");

@@ -202,6 +202,17 @@ fn web_serves_the_configured_models_and_nothing_else() {
     let (_server, port) = start_web(&env, &[("QMD_RERANK_MODEL", "./missing.gguf")]);
     let config: serde_json::Value = serde_json::from_str(&http(port, "GET", "/config.json", &[]).1).unwrap();
     assert_eq!(config["rerankModel"], serde_json::Value::Null);
+    // A model with no folder (an OpenAI endpoint, a spec that names no
+    // model) serves no files: not the model files of the server's own
+    // working folder either.
+    env.write("config.json", "{\"cwd\": \"not a model\"}");
+    env.write("tokenizer.json", "{}");
+    env.write("model.safetensors", "cwd weights");
+    let folderless = [("QMD_EMBED_MODEL", "openai:m@http://127.0.0.1:9"), ("QMD_RERANK_MODEL", "hf:a/b/../c")];
+    let (_server, port) = start_web(&env, &folderless);
+    for path in ["/models/embed/config.json", "/models/embed/model.safetensors", "/models/rerank/config.json"] {
+        assert_eq!(http(port, "GET", path, &[]).0, 404, "GET {path}");
+    }
 }
 
 #[test]

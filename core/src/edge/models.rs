@@ -30,7 +30,7 @@ impl<T> Slot<T> {
         let loaded = self.loaded.get_or_init(|| {
             let entry =
                 self.entry.as_ref().ok_or_else(|| format!("this deployment has no {role} model (qmd edge build)"))?;
-            let dir = models_dir().join(&entry.dir);
+            let dir = models_dir().join(entry.folder().map_err(|e| format!("{role} model {}: {e}", entry.id))?);
             load(entry, &dir).map_err(|e| format!("{role} model {}: {}", entry.id, e.message))
         });
         loaded.as_ref().map_err(Clone::clone)

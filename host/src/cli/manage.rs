@@ -551,7 +551,13 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     println!("\nModels");
     let (embed, rerank, generate) = (&session.models.embed, &session.models.rerank, &session.models.generate);
     for (role, source) in [("Embedding", embed), ("Reranking", rerank), ("Generation", generate)] {
-        let state = if source.is_present() { "" } else { " (not downloaded: run 'qmd pull')" };
+        // A spec that names no model, or an endpoint that cannot be read,
+        // is not something `pull` can fix: say what is wrong.
+        let state = match (&source.invalid, &source.endpoint) {
+            (Some(why), _) | (_, Some(Err(why))) => format!(" (not usable: {})", shown(why)),
+            _ if source.is_present() => String::new(),
+            _ => " (not downloaded: run 'qmd pull')".to_string(),
+        };
         let link = match &source.gguf {
             Some(gguf) if source.remote => format!("{} ({})", source.id, gguf.path.display()),
             _ if source.remote => format!("https://huggingface.co/{}", source.id),
