@@ -172,14 +172,13 @@ async fn static_file(State(state): State<Arc<WebState>>, uri: Uri) -> Response {
 /// A file, streamed (model files run to hundreds of MB) with its length,
 /// which the page checks a download against.
 async fn serve(path: &Path) -> Response {
-    // Opened without blocking: a FIFO in the served folder is refused
-    // below (an open of it would wait for a writer, a thread per request).
-    let opened = tokio::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).await;
-    let Ok(file) = opened else { return not_found() };
+    // Only a regular file (`files::regular`): a FIFO in the served folder
+    // is refused, never opened for a blocking read (a thread per request).
+    let owned = path.to_path_buf();
+    let opened = tokio::task::spawn_blocking(move || crate::files::regular::open(&owned)).await;
+    let Ok(Ok(file)) = opened else { return not_found() };
+    let file = tokio::fs::File::from_std(file);
     let Ok(metadata) = file.metadata().await else { return not_found() };
-    if !metadata.is_file() {
-        return not_found();
-    }
     let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::new(file));
     let mut response = with_type(body, content_type(path));
     response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(metadata.len()));

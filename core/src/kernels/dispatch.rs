@@ -45,7 +45,8 @@ impl Level {
 
     /// The level named `name` (as [`Level::name`] writes it).
     pub fn parse(name: &str) -> Result<Level, String> {
-        Level::ALL.into_iter().find(|l| l.name() == name.trim().to_ascii_lowercase()).ok_or_else(|| {
+        let wanted = name.trim().to_ascii_lowercase();
+        Level::ALL.into_iter().find(|l| l.name() == wanted).ok_or_else(|| {
             let names: Vec<&str> = Level::ALL.iter().map(|l| l.name()).collect();
             format!("unknown kernel level {name:?} (one of: {})", names.join(", "))
         })
