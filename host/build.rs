@@ -1,6 +1,6 @@
 //! Builds what the binary embeds: the engine component and the edge
 //! component (`qmd-core` for `wasm32-wasip2`) and the static-site keyword
-//! engine (`qmd-site-engine` for `wasm32-unknown-unknown`). A nested cargo
+//! engine and filter module (`web/site` for `wasm32-unknown-unknown`). A nested cargo
 //! with its own target directory: the outer build holds the lock on ours.
 
 use std::env;
@@ -13,13 +13,30 @@ fn main() {
     for watched in ["core/src", "core/Cargo.toml", "wit", "Cargo.lock", "web/site"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
-    // The site engine ships inside every `qmd site build` bundle, so bundle
-    // and reader always match (as Pagefind's binary embeds its wasm).
-    embedded("QMD_SITE_ENGINE_WASM", "QMD_SITE_ENGINE_PATH", || {
-        let args = ["--package", "qmd-site-engine", "--target", "wasm32-unknown-unknown", "--profile", "site"];
-        let target = nested_build(&workspace, &args, "the site engine (qmd-site-engine for wasm32-unknown-unknown)");
-        target.join("wasm32-unknown-unknown/site/qmd_site_engine.wasm")
-    });
+    // The site engine and its filter module ship inside every `qmd site
+    // build` bundle, so bundle and reader always match (as Pagefind's
+    // binary embeds its wasm). One nested build makes both.
+    let site_modules = std::cell::OnceCell::new();
+    let site_target = || {
+        site_modules
+            .get_or_init(|| {
+                let args = [
+                    "--package",
+                    "qmd-site-engine",
+                    "--package",
+                    "qmd-site-filter",
+                    "--target",
+                    "wasm32-unknown-unknown",
+                    "--profile",
+                    "site",
+                ];
+                let what = "the site engine and filter module (web/site for wasm32-unknown-unknown)";
+                nested_build(&workspace, &args, what).join("wasm32-unknown-unknown/site")
+            })
+            .clone()
+    };
+    embedded("QMD_SITE_ENGINE_WASM", "QMD_SITE_ENGINE_PATH", || site_target().join("qmd_site_engine.wasm"));
+    embedded("QMD_SITE_FILTER_WASM", "QMD_SITE_FILTER_PATH", || site_target().join("qmd_site_filter.wasm"));
     // `qmd edge build` writes it out: qmd's HTTP API as a `wasi:http`
     // proxy, with the models inside it.
     embedded("QMD_EDGE_WASM", "QMD_EDGE_PATH", || {

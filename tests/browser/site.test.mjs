@@ -177,7 +177,7 @@ test('metadata filters keep the pages `qmd search --filter` keeps; the metadata 
   browser.requests.length = 0;
   const run = (query, options) => urls(page, '/meta/qmd/', query, options);
   assert.equal((await run('sourdough')).length, 5);
-  assert.ok(!bundleRequests().some((p) => p.startsWith('/meta/qmd/m/')), 'an unfiltered search does not load metadata');
+  assert.ok(!bundleRequests().some((p) => /^\/meta\/qmd\/(m\/|filter\.)/.test(p)), 'an unfiltered search loads no filter code or metadata');
   const filters = [
     { key: 'status', operator: 'eq', value: 'published' },
     { and: [{ key: 'priority', operator: 'gt', value: 5 }, { not: { key: 'status', operator: 'eq', value: 'draft' } }] },
@@ -190,6 +190,7 @@ test('metadata filters keep the pages `qmd search --filter` keeps; the metadata 
     assert.deepEqual((await run('sourdough', { filter })).sort(), expected, JSON.stringify(filter));
   }
   assert.equal(bundleRequests().filter((p) => p.startsWith('/meta/qmd/m/')).length, 1, 'the metadata file is fetched once');
+  assert.equal(bundleRequests().filter((p) => p.startsWith('/meta/qmd/filter.')).length, 1, 'the filter module is fetched once');
   const data = await page.evaluate(async () => {
     const { results } = await window.apis['/meta/qmd/'].search('sourdough', { filter: { key: 'priority', operator: 'gte', value: 8 } });
     return Promise.all(results.map((r) => r.data()));
@@ -202,6 +203,15 @@ test('metadata filters keep the pages `qmd search --filter` keeps; the metadata 
     run('sourdough', { filter: { key: 'status', operator: 'near', value: 1 } }),
     /Invalid metadata filter at \$[^:]*: unknown operator 'near'/,
   );
+  await assert.rejects(run('sourdough', { filter: '{"key":' }), /Invalid metadata filter/);
+  assert.equal((await run('sourdough')).length, 5, 'a refused filter leaves the next search whole');
+  // No page of the first site has frontmatter, so its bundle has no
+  // metadata file: each page is tested as having no keys.
+  const plain = (options) => urls(page, '/qmd/', 'packrat', options);
+  const all = (await plain()).sort();
+  assert.ok(all.length > 0);
+  assert.deepEqual((await plain({ filter: { key: 'status', operator: 'exists', value: false } })).sort(), all);
+  assert.deepEqual(await plain({ filter: { key: 'status', operator: 'exists', value: true } }), []);
   assert.deepEqual(browser.errors, []);
 });
 

@@ -48,11 +48,17 @@ class Engine {
     return this.put(encoder.encode(value));
   }
 
-  call(name, ...args) {
+  /** Calls an export; returns its output bytes (a copy). */
+  bytes(name, ...args) {
     const code = this.x[name](...args);
-    const out = decoder.decode(new Uint8Array(this.x.memory.buffer, this.x.qmd_out_ptr(), this.x.qmd_out_len()));
-    if (code !== 0) throw new Error(out);
+    const out = new Uint8Array(this.x.memory.buffer, this.x.qmd_out_ptr(), this.x.qmd_out_len()).slice();
+    if (code !== 0) throw new Error(decoder.decode(out));
     return out;
+  }
+
+  /** Calls an export; returns its output text. */
+  call(name, ...args) {
+    return decoder.decode(this.bytes(name, ...args));
   }
 }
 
@@ -94,6 +100,7 @@ export class QmdSearch {
       engine.call('qmd_open', ...engine.put(meta));
       if (semantic) engine.call('qmd_semantic_open', ...engine.put(semantic));
       this.semantic = Boolean(semantic);
+      this.entry = entry;
       this.engine = engine;
       this.docs = entry.docs;
     })();
@@ -116,6 +123,30 @@ export class QmdSearch {
   }
 
   /**
+   * The pages a metadata filter passes, as the keyword engine takes them
+   * (little-endian u32s). The filter module and the metadata file are
+   * fetched the first time: searches without a filter never load them.
+   */
+  async passing(filter) {
+    this.filtering ??= (async () => {
+      const metadata = this.engine.call('qmd_metadata_file');
+      const [wasm, bytes] = await Promise.all([
+        this.get(this.entry.filter),
+        metadata ? this.get(metadata) : new Uint8Array(),
+      ]);
+      const { instance } = await WebAssembly.instantiate(wasm, {});
+      const module = new Engine(instance);
+      module.call('qmd_metadata_open', ...module.text(metadata), ...module.put(bytes), this.docs);
+      return module;
+    })();
+    this.filtering.catch(() => {
+      this.filtering = null; // tried again on the next filtered search
+    });
+    const module = await this.filtering;
+    return module.bytes('qmd_metadata_passing', ...module.text(JSON.stringify(filter)));
+  }
+
+  /**
    * Searches (qmd's keyword syntax: words, "phrases", -negation).
    * @param {string} query
    * With a semantic tier in the bundle, keyword and semantic results are
@@ -129,9 +160,7 @@ export class QmdSearch {
   async search(query, { limit = 10, filters = {}, filter = null, semantic = true } = {}) {
     await this.init();
     const e = this.engine;
-    const tree = filter ? JSON.stringify(filter) : '';
-    const metadata = filter ? e.call('qmd_metadata_needs') : '';
-    if (metadata) await this.load(metadata);
+    const allowed = filter ? await this.passing(filter) : null;
     await Promise.all(lines(e.call('qmd_needs', ...e.text(query))).map((name) => this.load(name)));
     const hybrid = semantic && this.semantic;
     // The vocabulary, then the query's token rows, then its clusters.
@@ -143,7 +172,8 @@ export class QmdSearch {
     const filterLines = Object.entries(filters)
       .flatMap(([key, values]) => [values].flat().map((value) => `${key}=${value}`))
       .join('\n');
-    const out = e.call('qmd_search', ...e.text(query), limit, ...e.text(filterLines), ...e.text(tree), hybrid ? 1 : 0);
+    const restricted = allowed ? 1 : 0;
+    const out = e.call('qmd_search', ...e.text(query), limit, ...e.text(filterLines), ...e.put(allowed ?? new Uint8Array()), restricted, hybrid ? 1 : 0);
     const results = lines(out).map((line) => {
       const [fragment, score, doc] = line.split('\t');
       let data;

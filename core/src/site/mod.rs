@@ -6,15 +6,18 @@
 //! - [`search`]: the page's side: which shards a query needs, then BM25 with
 //!   the CLI's scoring code.
 //! - [`excerpt`]: highlighted excerpts and per-heading sub-results.
+//! - [`SiteMetadata`]: the pages' frontmatter, for metadata filters.
 
 pub mod builder;
 pub mod excerpt;
 pub mod format;
+mod page_metadata;
 pub mod search;
 pub mod semantic;
 
 pub use builder::{Anchor, SiteBuilder, SiteFile, SiteFiles, SiteOptions, SitePage};
 pub use excerpt::{Excerpt, excerpts};
+pub use page_metadata::SiteMetadata;
 pub use search::{SiteHit, SiteIndex, fuse};
 pub use semantic::SemanticIndex;
 
@@ -154,13 +157,13 @@ mod tests {
         let meta = files.files.iter().find(|f| f.name == files.meta).unwrap();
         let mut index = SiteIndex::open(&meta.bytes).unwrap();
         load(&mut index, &files.files, "leader");
-        let filter =
-            crate::metadata::Filter::parse_json(r#"{"key":"status","operator":"exists","value":true}"#).unwrap();
-        let err = index.search("leader", 10, &[], Some(&filter)).unwrap_err();
-        assert!(err.message.contains("metadata file was not loaded"), "{}", err.message);
-        let name = index.metadata_needed().unwrap();
-        index.add_file(&name, files.files.iter().find(|f| f.name == name).unwrap().bytes.clone()).unwrap();
-        assert_eq!(index.metadata_needed(), None);
+        let name = index.metadata_file().unwrap();
+        let bytes = &files.files.iter().find(|f| f.name == name).unwrap().bytes;
+        let mut forged = bytes.clone();
+        forged.push(b' ');
+        let err = SiteMetadata::open(&name, &forged, index.docs()).map(|_| ()).unwrap_err();
+        assert!(err.message.contains("does not match its name"), "{}", err.message);
+        let metadata = SiteMetadata::open(&name, bytes, index.docs()).unwrap();
         for tree in [
             r#"{"key":"status","operator":"eq","value":"published"}"#,
             r#"{"and":[{"key":"priority","operator":"gt","value":5},{"not":{"key":"status","operator":"eq","value":"draft"}}]}"#,
@@ -168,8 +171,9 @@ mod tests {
             r#"{"or":[{"key":"priority","operator":"in","value":[3,9]},{"key":"status","operator":"exists","value":false}]}"#,
         ] {
             let filter = crate::metadata::Filter::parse_json(tree).unwrap();
+            let passing = metadata.passing(&filter);
             let mut site: Vec<&str> = index
-                .search("leader", 10, &[], Some(&filter))
+                .search("leader", 10, &[], Some(&passing))
                 .unwrap()
                 .iter()
                 .map(|h| docs[h.doc as usize].0)
@@ -182,6 +186,10 @@ mod tests {
             assert!(!site.is_empty(), "{tree}");
             assert_eq!(site, cli, "{tree}");
         }
+        // A bundle without a metadata file: every page is tested as having no keys.
+        let absent =
+            crate::metadata::Filter::parse_json(r#"{"key":"status","operator":"exists","value":false}"#).unwrap();
+        assert_eq!(SiteMetadata::without_file(3).passing(&absent), [0, 1, 2]);
     }
 
     #[test]

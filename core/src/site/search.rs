@@ -5,12 +5,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::builder::{MetadataFile, fragment_name};
+use super::builder::fragment_name;
 use super::format::{FormatError, Meta, PositionsShard, TermShard, metadata_name};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::postings::{decode_positions, decode_postings};
 use crate::index::segment::{FieldPositions, Posting};
-use crate::metadata::{Filter, Metadata};
 use crate::query::lex::parse_lex;
 use crate::search::lex::{Bm25Params, Bm25Stats, LexPlan, TermSource, normalize_score};
 
@@ -30,14 +29,6 @@ pub struct SiteIndex {
     /// File name → (shard, is a positions file), for `add_file`.
     files: HashMap<String, (usize, bool)>,
     params: Bm25Params,
-    /// The pages' metadata, once its file is loaded.
-    metadata: Option<PageMetadata>,
-}
-
-/// The bundle's metadata file, decoded.
-struct PageMetadata {
-    docs: HashMap<u32, Metadata>,
-    invalid: HashSet<u32>,
 }
 
 fn damaged(e: FormatError) -> Error {
@@ -53,14 +44,7 @@ impl SiteIndex {
             files.insert(shard.terms_name(), (i, false));
             files.insert(shard.positions_name(), (i, true));
         }
-        Ok(SiteIndex {
-            meta,
-            terms: HashMap::new(),
-            positions: HashMap::new(),
-            files,
-            params: Bm25Params::default(),
-            metadata: None,
-        })
+        Ok(SiteIndex { meta, terms: HashMap::new(), positions: HashMap::new(), files, params: Bm25Params::default() })
     }
 
     /// The fragment set's id (fragment names are derived from it).
@@ -104,29 +88,15 @@ impl SiteIndex {
         out
     }
 
-    /// The metadata file a metadata filter needs, when the bundle has one
-    /// and it is not loaded yet.
-    pub fn metadata_needed(&self) -> Option<String> {
-        self.meta.metadata.filter(|_| self.metadata.is_none()).map(|id| metadata_name(&id))
+    /// The bundle's metadata file, for metadata filters
+    /// ([`super::SiteMetadata`]); none when no page has frontmatter.
+    pub fn metadata_file(&self) -> Option<String> {
+        self.meta.metadata.map(|id| metadata_name(&id))
     }
 
-    /// Adds a fetched shard or metadata file (decompressed). Unknown names
+    /// Adds a fetched shard (decompressed). Unknown names
     /// are errors: a page that mixes two builds must not search half of each.
     pub fn add_file(&mut self, name: &str, bytes: Vec<u8>) -> Result<()> {
-        if let Some(id) = self.meta.metadata.filter(|id| metadata_name(id) == name) {
-            if super::format::file_id(&bytes) != id {
-                return Err(damaged(FormatError("file content does not match its name")));
-            }
-            let file: MetadataFile = serde_json::from_slice(&bytes).map_err(|_| damaged(FormatError("metadata")))?;
-            let docs = file
-                .docs
-                .into_iter()
-                .map(|(doc, json)| Some((doc, crate::metadata::from_json(json)?)).filter(|_| doc < self.meta.docs))
-                .collect::<Option<HashMap<u32, Metadata>>>()
-                .ok_or_else(|| damaged(FormatError("metadata")))?;
-            self.metadata = Some(PageMetadata { docs, invalid: file.invalid.into_iter().collect() });
-            return Ok(());
-        }
         let &(shard, positions) = self
             .files
             .get(name)
@@ -144,14 +114,11 @@ impl SiteIndex {
     }
 
     /// Documents allowed by `filters` (`key → values`: any value of a key,
-    /// every key) and by the metadata filter `filter`; `None` when there
-    /// are neither. A metadata filter needs the metadata file loaded
-    /// ([`Self::metadata_needed`]).
-    pub fn allowed(&self, filters: &[(String, String)], filter: Option<&Filter>) -> Result<Option<HashSet<u32>>> {
-        let mut allowed: Option<HashSet<u32>> = match filter {
-            None => None,
-            Some(filter) => Some(self.passing(filter)?),
-        };
+    /// every key) and among `passing` (the pages a metadata filter keeps,
+    /// from [`super::SiteMetadata::passing`]); `None` when there are
+    /// neither.
+    pub fn allowed(&self, filters: &[(String, String)], passing: Option<&[u32]>) -> Option<HashSet<u32>> {
+        let mut allowed: Option<HashSet<u32>> = passing.map(|docs| docs.iter().copied().collect());
         let mut keys: Vec<&str> = filters.iter().map(|(k, _)| k.as_str()).collect();
         keys.dedup();
         for key in keys {
@@ -168,28 +135,7 @@ impl SiteIndex {
                 Some(prev) => prev.intersection(&docs).copied().collect(),
             });
         }
-        Ok(allowed)
-    }
-
-    /// Pages passing a metadata filter: as in the CLI, a page whose
-    /// frontmatter was invalid passes none, one without metadata is tested
-    /// as having no keys.
-    fn passing(&self, filter: &Filter) -> Result<HashSet<u32>> {
-        let none = Metadata::new();
-        let (docs, invalid) = match (&self.metadata, self.meta.metadata) {
-            (Some(m), _) => (Some(&m.docs), Some(&m.invalid)),
-            (None, None) => (None, None),
-            (None, Some(_)) => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "the metadata file was not loaded before searching",
-                ));
-            }
-        };
-        Ok((0..self.meta.docs)
-            .filter(|doc| invalid.is_none_or(|set| !set.contains(doc)))
-            .filter(|doc| filter.matches(docs.and_then(|d| d.get(doc)).unwrap_or(&none)))
-            .collect())
+        allowed
     }
 
     /// The filter keys and their values, with document counts.
@@ -202,13 +148,14 @@ impl SiteIndex {
     }
 
     /// Scores `query` (qmd's lex syntax) over the whole site, best first,
-    /// at most `limit`. Every shard [`Self::needs`] named must be loaded.
+    /// at most `limit`, among the pages [`Self::allowed`] keeps. Every
+    /// shard [`Self::needs`] named must be loaded.
     pub fn search(
         &self,
         query: &str,
         limit: usize,
         filters: &[(String, String)],
-        filter: Option<&Filter>,
+        passing: Option<&[u32]>,
     ) -> Result<Vec<SiteHit>> {
         let plan = LexPlan::new(&parse_lex(query));
         if !plan.has_positive() || limit == 0 {
@@ -217,7 +164,7 @@ impl SiteIndex {
         let (lists, excluded) = plan.matches(self, &self.params)?;
         let df: Vec<u64> = lists.iter().map(|l| l.len() as u64).collect();
         let stats = Bm25Stats::new(&df, u64::from(self.meta.docs), self.meta.tokens);
-        let allowed = self.allowed(filters, filter)?;
+        let allowed = self.allowed(filters, passing);
         let candidates: HashSet<u32> = lists.iter().flat_map(|l| l.keys().copied()).collect();
         let mut hits: Vec<(f32, u32)> = candidates
             .into_iter()

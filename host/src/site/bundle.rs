@@ -28,6 +28,9 @@ use qmd_core::site::format::{file_id, id_hex};
 
 /// The keyword engine, built from `web/site` by build.rs.
 static ENGINE: &[u8] = include_bytes!(env!("QMD_SITE_ENGINE_PATH"));
+/// The metadata-filter module (`web/site/filter`), fetched only by a
+/// search with a filter.
+static FILTER: &[u8] = include_bytes!(env!("QMD_SITE_FILTER_PATH"));
 /// The page's ES module: API and `<qmd-search>` element.
 pub static MODULE: &str = include_str!("../../../www/site/qmd-search.js");
 
@@ -62,6 +65,7 @@ fn ours(name: &str) -> bool {
         || hashed("f/", ".json")
         || hashed("meta.", ".bin")
         || hashed("engine.", ".wasm")
+        || hashed("filter.", ".wasm")
         || hashed("sem.", ".bin")
         || hashed("w/", ".bin")
         || hashed("vocab.", ".txt") // an earlier version's single vocabulary file
@@ -75,9 +79,14 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
     // in it followed (see `OwnedDir`).
     let dir = OwnedDir::open(out, Path::new("qmd"), OWNER)?;
     let engine = format!("engine.{}.wasm", id_hex(&file_id(ENGINE)));
+    let filter = format!("filter.{}.wasm", id_hex(&file_id(FILTER)));
     let mut keep: HashSet<String> = HashSet::new();
     let mut bytes = 0u64;
-    let all = site.files.iter().map(|f| (f.name.as_str(), f.bytes.as_slice())).chain([(engine.as_str(), ENGINE)]);
+    let all = site
+        .files
+        .iter()
+        .map(|f| (f.name.as_str(), f.bytes.as_slice()))
+        .chain([(engine.as_str(), ENGINE), (filter.as_str(), FILTER)]);
     // Listed at once (one marker write, not one a file).
     dir.claim(all.clone().map(|(name, _)| name).chain(["qmd-search.js", "entry.json"]))?;
     for (name, data) in all {
@@ -94,6 +103,7 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
         "format": FORMAT,
         "generator": concat!("qmd ", env!("CARGO_PKG_VERSION")),
         "engine": engine,
+        "filter": filter,
         "meta": site.meta,
         "semantic": site.semantic,
         "docs": site.docs,
@@ -115,11 +125,25 @@ mod tests {
 
     #[test]
     fn only_bundle_files_are_ever_removed() {
-        for name in ["t/ab.bin", "p/ab.bin", "f/0011/3.json", "meta.12.bin", "engine.34.wasm", "t/x.partial"] {
+        for name in
+            ["t/ab.bin", "p/ab.bin", "f/0011/3.json", "meta.12.bin", "engine.34.wasm", "filter.5.wasm", "t/x.partial"]
+        {
             assert!(ours(name), "{name}");
         }
         for name in ["index.html", "entry.json", "qmd-search.js", "t/notes.txt", "my.bin", "custom.css"] {
             assert!(!ours(name), "{name}");
         }
+    }
+
+    /// Every visitor who searches downloads the keyword engine: its budget
+    /// is 150 KB gzipped. Metadata filters (JSON, the filter tree) are in
+    /// the filter module, fetched only by a search with a filter.
+    #[test]
+    fn the_keyword_engine_stays_within_its_download_budget() {
+        let exports = |wasm: &[u8], name: &str| wasm.windows(name.len()).any(|w| w == name.as_bytes());
+        let gzipped = gzip(ENGINE).unwrap().len();
+        assert!(gzipped <= 150 * 1024, "the keyword engine is {gzipped} bytes gzipped, over its 150 KB budget");
+        assert!(exports(ENGINE, "qmd_search") && !exports(ENGINE, "qmd_metadata_passing"));
+        assert!(exports(FILTER, "qmd_metadata_passing") && !exports(FILTER, "qmd_search"));
     }
 }

@@ -1,58 +1,28 @@
 /*!
 The keyword engine of a static site's search box, built for
 `wasm32-unknown-unknown` with no bindings generator: a handful of C-ABI
-exports that `www/site/qmd-search.js` calls. The page does all I/O (it
-fetches what [`needs`] names); this module decides and scores.
+exports that `www/site/qmd-search.js` calls ([`abi`] is the calling
+convention). The page does all I/O (it fetches what [`qmd_needs`] names);
+this module decides and scores.
 
-Calling convention: the page copies each input into a buffer from
-[`qmd_alloc`] and passes `(pointer, length)`; the export takes the buffer
-back and frees it. Every call returns 0 on success or 1 on error, and leaves
-its text result (or the error message) in the output buffer, read with
-[`qmd_out_ptr`] / [`qmd_out_len`].
+Metadata filters are not here: their JSON parsing and matching live in the
+filter module (`web/site/filter`), which the page loads only for a search
+with a filter; it hands this module the passing pages. That keeps every
+keyword search's download small.
 */
 
 use std::cell::RefCell;
 
 use qmd_core::site::{SemanticIndex, SiteIndex, excerpts, fuse};
 
+pub mod abi;
 mod wire;
+
+use abi::{finish, take, take_text};
 
 thread_local! {
     static INDEX: RefCell<Option<SiteIndex>> = const { RefCell::new(None) };
     static SEMANTIC: RefCell<Option<SemanticIndex>> = const { RefCell::new(None) };
-    static OUT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Takes back a buffer from [`qmd_alloc`].
-///
-/// # Safety
-/// `ptr`/`len` must come from one `qmd_alloc(len)` call, not yet passed back.
-unsafe fn take(ptr: *mut u8, len: usize) -> Vec<u8> {
-    if len == 0 {
-        return Vec::new();
-    }
-    // SAFETY: the caller passes a box of exactly `len` bytes that qmd_alloc leaked.
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) }.into_vec()
-}
-
-/// Takes back a buffer holding text; invalid UTF-8 is replaced, not trusted.
-///
-/// # Safety
-/// As [`take`].
-unsafe fn take_text(ptr: *mut u8, len: usize) -> String {
-    // SAFETY: forwarded from the caller.
-    let bytes = unsafe { take(ptr, len) };
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Stores a call's outcome in the output buffer; returns the status code.
-fn finish(result: Result<String, String>) -> u32 {
-    let (code, text) = match result {
-        Ok(text) => (0, text),
-        Err(message) => (1, message),
-    };
-    OUT.with(|out| *out.borrow_mut() = text.into_bytes());
-    code
 }
 
 fn with_index<T>(f: impl FnOnce(&mut SiteIndex) -> Result<T, String>) -> Result<T, String> {
@@ -62,29 +32,10 @@ fn with_index<T>(f: impl FnOnce(&mut SiteIndex) -> Result<T, String>) -> Result<
     })
 }
 
-/// A zeroed buffer of `len` bytes for the page to fill.
-#[unsafe(no_mangle)]
-pub extern "C" fn qmd_alloc(len: usize) -> *mut u8 {
-    if len == 0 {
-        return std::ptr::NonNull::dangling().as_ptr();
-    }
-    Box::into_raw(vec![0u8; len].into_boxed_slice()).cast()
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn qmd_out_ptr() -> *const u8 {
-    OUT.with(|out| out.borrow().as_ptr())
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn qmd_out_len() -> usize {
-    OUT.with(|out| out.borrow().len())
-}
-
 /// Opens the meta file (decompressed). Output: the document count.
 ///
 /// # Safety
-/// `(ptr, len)` from [`qmd_alloc`].
+/// `(ptr, len)` from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_open(ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
@@ -99,7 +50,7 @@ pub unsafe extern "C" fn qmd_open(ptr: *mut u8, len: usize) -> u32 {
 /// Files the query needs that are not loaded. Output: one name per line.
 ///
 /// # Safety
-/// `(ptr, len)` from [`qmd_alloc`].
+/// `(ptr, len)` from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
@@ -110,7 +61,7 @@ pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
 /// Adds a fetched file (decompressed) under the name a `needs` call gave.
 ///
 /// # Safety
-/// Both pairs from [`qmd_alloc`].
+/// Both pairs from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_add_file(name_ptr: *mut u8, name_len: usize, ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
@@ -128,7 +79,7 @@ pub unsafe extern "C" fn qmd_add_file(name_ptr: *mut u8, name_len: usize, ptr: *
 /// Opens the semantic tier's meta file (decompressed).
 ///
 /// # Safety
-/// `(ptr, len)` from [`qmd_alloc`].
+/// `(ptr, len)` from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_semantic_open(ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
@@ -143,7 +94,7 @@ pub unsafe extern "C" fn qmd_semantic_open(ptr: *mut u8, len: usize) -> u32 {
 /// call again after adding them until it names none.
 ///
 /// # Safety
-/// `(ptr, len)` from [`qmd_alloc`].
+/// `(ptr, len)` from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_semantic_needs(ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
@@ -157,7 +108,7 @@ pub unsafe extern "C" fn qmd_semantic_needs(ptr: *mut u8, len: usize) -> u32 {
 /// Semantic results alone. Output: `doc<TAB>cosine` lines, best first.
 ///
 /// # Safety
-/// `(ptr, len)` from [`qmd_alloc`].
+/// `(ptr, len)` from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u32) -> u32 {
     // SAFETY: forwarded from the caller.
@@ -170,13 +121,14 @@ pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u3
     }))
 }
 
-/// Searches. `filters` is `key=value` lines; `tree` a metadata filter as
-/// JSON (empty for none); `semantic` 1 fuses the semantic tier's results
+/// Searches. `filters` is `key=value` lines; when `restricted` is 1,
+/// `allowed` holds the pages a metadata filter passes (little-endian u32s,
+/// from the filter module); `semantic` 1 fuses the semantic tier's results
 /// with the keyword ones (RRF). Output: one hit per line,
 /// `fragment<TAB>score<TAB>doc`.
 ///
 /// # Safety
-/// Every pair from [`qmd_alloc`].
+/// Every pair from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)] // the C ABI passes each buffer as two numbers
 pub unsafe extern "C" fn qmd_search(
@@ -185,39 +137,40 @@ pub unsafe extern "C" fn qmd_search(
     limit: u32,
     fptr: *mut u8,
     flen: usize,
-    mptr: *mut u8,
-    mlen: usize,
+    aptr: *mut u8,
+    alen: usize,
+    restricted: u32,
     semantic: u32,
 ) -> u32 {
     // SAFETY: forwarded from the caller.
-    let (query, filters, tree) = unsafe { (take_text(ptr, len), take_text(fptr, flen), take_text(mptr, mlen)) };
+    let (query, filters, allowed) = unsafe { (take_text(ptr, len), take_text(fptr, flen), take(aptr, alen)) };
     let filters = wire::parse_filters(&filters);
+    let passing = (restricted != 0).then(|| wire::docs_from_bytes(&allowed));
+    let passing = passing.as_deref();
     let limit = limit as usize;
-    finish(wire::parse_metadata_filter(&tree).and_then(|filter| {
-        with_index(|index| {
-            if semantic == 0 {
-                let hits = index.search(&query, limit, &filters, filter.as_ref()).map_err(|e| e.message)?;
-                return Ok(wire::hits(&hits));
-            }
-            let pool = limit.max(50);
-            let lex = index.search(&query, pool, &filters, filter.as_ref()).map_err(|e| e.message)?;
-            let allowed = index.allowed(&filters, filter.as_ref()).map_err(|e| e.message)?;
-            let semantic: Vec<(u32, f32)> = SEMANTIC
-                .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
-                .collect();
-            Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit)))
-        })
+    finish(with_index(|index| {
+        if semantic == 0 {
+            let hits = index.search(&query, limit, &filters, passing).map_err(|e| e.message)?;
+            return Ok(wire::hits(&hits));
+        }
+        let pool = limit.max(50);
+        let lex = index.search(&query, pool, &filters, passing).map_err(|e| e.message)?;
+        let allowed = index.allowed(&filters, passing);
+        let semantic: Vec<(u32, f32)> = SEMANTIC
+            .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
+            .collect();
+        Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit)))
     }))
 }
 
-/// The metadata file a metadata filter needs, when not loaded yet. Output:
-/// its name, or nothing.
+/// The bundle's metadata file, which the filter module needs. Output: its
+/// name, or nothing when no page has frontmatter.
 #[unsafe(no_mangle)]
-pub extern "C" fn qmd_metadata_needs() -> u32 {
-    finish(with_index(|index| Ok(index.metadata_needed().unwrap_or_default())))
+pub extern "C" fn qmd_metadata_file() -> u32 {
+    finish(with_index(|index| Ok(index.metadata_file().unwrap_or_default())))
 }
 
 /// Filter keys and values. Output: `key<TAB>value<TAB>count` lines.
@@ -231,7 +184,7 @@ pub extern "C" fn qmd_filters() -> u32 {
 /// [`wire::excerpts`].
 ///
 /// # Safety
-/// All three pairs from [`qmd_alloc`].
+/// All three pairs from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qmd_excerpts(
     qptr: *mut u8,

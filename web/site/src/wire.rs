@@ -1,7 +1,6 @@
 //! The text the exports hand to the page: lines of tab-separated fields,
 //! which the page splits without a JSON parser on either side.
 
-use qmd_core::metadata::Filter;
 use qmd_core::site::{Excerpt, SiteHit};
 
 /// Marks a highlighted run inside excerpt text (private-use characters,
@@ -14,14 +13,10 @@ pub fn parse_filters(text: &str) -> Vec<(String, String)> {
     text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
-/// A metadata filter tree from its JSON text; none for empty text. Errors
-/// are qmd's messages (`Invalid metadata filter at $.value: …`).
-pub fn parse_metadata_filter(text: &str) -> Result<Option<Filter>, String> {
-    if text.trim().is_empty() {
-        return Ok(None);
-    }
-    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("Invalid filter JSON: {e}"))?;
-    Filter::parse(&json).map(Some).map_err(|e| e.to_string())
+/// Page ordinals from the filter module: little-endian u32s (a trailing
+/// partial number is dropped).
+pub fn docs_from_bytes(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
 /// Tabs and newlines inside a field would split it.
