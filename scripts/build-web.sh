@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the browser app into $CARGO_TARGET_DIR/www: the engine for
-# wasm32-unknown-unknown (web/), its wasm-bindgen glue and the static files
-# of www/. No wasm-opt: Debian's binaryen 108 breaks the externref table of
+# wasm32-unknown-unknown (web/) in its two builds, their wasm-bindgen glue
+# and the static files of www/. No wasm-opt: Debian's binaryen 108 breaks the externref table of
 # wasm-bindgen 0.2.130 output ("WebAssembly.Table.set(): Argument 1 is
 # invalid"), for a 10% smaller gzip that is not worth a newer binaryen.
 # `qmd web` serves that directory; it is built too, so a fresh machine
@@ -14,18 +14,25 @@ out="$CARGO_TARGET_DIR/www"
 bindgen="$(scripts/wasm-bindgen.sh)"
 
 cargo build --release --locked -p qmd
-cargo build --profile web --locked -p qmd-web --target wasm32-unknown-unknown
 staging="$(mktemp -d)"
 trap 'rm -rf "$staging"' EXIT
-"$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section --out-dir "$staging/pkg" \
-    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/web/qmd_web.wasm"
+# Two builds of the engine (www/engine.js picks one in the page): pkg/ on
+# simd128 alone, pkg-relaxed/ with relaxed SIMD's 8-bit dot product for
+# the quantized products. Only qmd-core and qmd-web differ between them,
+# so the second build reuses every dependency of the first.
+for build in pkg:"" pkg-relaxed:relaxed-simd; do
+    folder="${build%%:*}" features="${build#*:}"
+    cargo build --profile web --locked -p qmd-web --target wasm32-unknown-unknown ${features:+--features "$features"}
+    "$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section \
+        --out-dir "$staging/$folder" "$CARGO_TARGET_DIR/wasm32-unknown-unknown/web/qmd_web.wasm"
+done
 cp www/*.html www/*.js www/*.css "$staging/"
 # The service worker's cache is named after the build, so a new build
 # replaces what returning visitors have cached.
-build="$(cat "$staging"/*.js "$staging"/*.html "$staging"/*.css "$staging"/pkg/* | sha256sum | cut -c1-12)"
+build="$(cat "$staging"/*.js "$staging"/*.html "$staging"/*.css "$staging"/pkg*/* | sha256sum | cut -c1-12)"
 sed -i "s/__QMD_BUILD__/$build/" "$staging/sw.js"
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 cp -r "$staging" "$out"
 chmod -R a+rX "$out"
-echo "built $out ($(du -sh "$out" | cut -f1), wasm $(stat -c %s "$out/pkg/qmd_web_bg.wasm") bytes)" >&2
+echo "built $out ($(du -sh "$out" | cut -f1), wasm $(stat -c %s "$out/pkg/qmd_web_bg.wasm") bytes, relaxed $(stat -c %s "$out/pkg-relaxed/qmd_web_bg.wasm"))" >&2

@@ -8,7 +8,10 @@ const $ = (id) => document.getElementById(id);
 
 // ---- worker RPC -----------------------------------------------------------
 
-const worker = new Worker('worker.js', { type: 'module' });
+// `?simd=simd128|relaxed` picks the engine build (engine.js); the Worker
+// reads it from its own URL.
+const simd = new URLSearchParams(location.search).get('simd');
+const worker = new Worker(simd ? `worker.js?simd=${encodeURIComponent(simd)}` : 'worker.js', { type: 'module' });
 const pending = new Map();
 let nextId = 1;
 let onProgress = () => {};

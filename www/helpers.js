@@ -6,7 +6,9 @@ const MAX_WORKERS = 8;
 
 class Helper {
   constructor() {
-    this.worker = new Worker(new URL('./model-worker.js', import.meta.url), { type: 'module' });
+    // The engine Worker's query (`?simd=`) passes on, so helpers load its build.
+    const url = new URL(`./model-worker.js${self.location.search}`, import.meta.url);
+    this.worker = new Worker(url, { type: 'module' });
     this.calls = new Map();
     this.next = 0;
     this.worker.onmessage = ({ data: { id, result, error } }) => {

@@ -4,14 +4,14 @@
 // Requests: {id, method: 'load', args: {id, files}} and
 // {id, method: 'embed', args: {texts}}; replies {id, result} or {id, error}.
 
-import init, { ModelWorker } from './pkg/qmd_web.js';
+import { loadEngine } from './engine.js';
 
 let model = null;
 
 onmessage = async ({ data: { id, method, args } }) => {
   try {
     if (method === 'load') {
-      await init();
+      const { ModelWorker } = await loadEngine();
       model = await ModelWorker.load(args.id, args.files, 'cpu');
       postMessage({ id, result: true });
     } else if (method === 'embed') {

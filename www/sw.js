@@ -7,9 +7,11 @@ const VERSION = '__QMD_BUILD__';
 const CACHE = `qmd-shell-${VERSION}`;
 const SHELL = [
   './', 'index.html', 'style.css', 'app.js', 'folders.js', 'highlight.js', 'worker.js', 'model-cache.js',
-  'helpers.js', 'model-worker.js',
-  'pkg/qmd_web.js', 'pkg/qmd_web_bg.wasm',
+  'helpers.js', 'model-worker.js', 'engine.js',
 ];
+// The engine's two builds (engine.js) are not precached: a browser runs
+// one, and the fetch handler below caches it when the page first loads it.
+
 
 self.addEventListener('install', (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));

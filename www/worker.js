@@ -8,7 +8,7 @@
 // {embed: {state, report}} after each step. A query that expands with a
 // model posts {progress} per few tokens and stops on `cancelQuery`.
 
-import init, { QmdIndex } from './pkg/qmd_web.js';
+import { loadEngine } from './engine.js';
 import { modelFiles } from './model-cache.js';
 import { HelperPool } from './helpers.js';
 
@@ -135,7 +135,7 @@ async function scanFolders(folders) {
 
 const methods = {
   async open({ name }) {
-    await init();
+    const { QmdIndex } = await loadEngine();
     index = await QmdIndex.open(name ?? 'default');
     return index.status();
   },

@@ -120,7 +120,7 @@ for (const [name, device] of RUNS) {
   test(`${name}${where}: the page's greedy choices and first-step probabilities match llama.cpp`, async () => {
     const loaded = await openWith(name, device);
     assert.equal(loaded.model, file);
-    assert.match(loaded.device, device === 'gpu' ? /^GPU: WebGPU/ : /^CPU: WebAssembly SIMD/);
+    assert.match(loaded.device, device === 'gpu' ? /^GPU: WebGPU/ : /^CPU: WebAssembly relaxed SIMD/);
     if (device === 'cpu') assert.equal(loaded.cached, false, 'the first load downloads');
     // WebGPU here is SwiftShader (the GPU's work on these two cores, 40 s
     // a prompt): its first prompt only, as the native wgpu tests on
@@ -165,6 +165,38 @@ for (const [name, device] of RUNS) {
     }
   });
 }
+
+// The page's two engine builds (www/engine.js) on SmolLM2's Q4_1 weights:
+// relaxed SIMD (what this Chromium gets) and simd128 (`?simd=simd128`,
+// what every browser runs) give the same logits, bit for bit, along the
+// same 32 tokens.
+test('smollm2: both engine builds decode the same logits, bit for bit', async () => {
+  const { file, prompts } = MODELS['smollm2-q4_1'];
+  const reference = llamaGreedy(file, prompts[0]).generated;
+  const runs = {};
+  for (const simd of ['simd128', 'relaxed']) {
+    const { page } = browser;
+    await page.goto(`${servers['smollm2-q4_1'].url}?device=cpu&simd=${simd}`);
+    await page.evaluate(() => window.qmd.ready);
+    const loaded = await page.evaluate(() => window.qmd.loadGenerator());
+    assert.match(loaded.device, simd === 'relaxed' ? /^CPU: WebAssembly relaxed SIMD/ : /^CPU: WebAssembly SIMD/);
+    const start = performance.now();
+    runs[simd] = await page.evaluate(
+      ({ prompt, reference }) =>
+        window.qmd.followTokens(prompt, reference).then((r) => ({
+          firstLogits: [...r.firstLogits], chosen: [...r.chosen], gaps: [...r.gaps],
+        })),
+      { prompt: prompts[0], reference },
+    );
+    runs[simd].seconds = (performance.now() - start) / 1000;
+  }
+  const { relaxed, simd128 } = runs;
+  console.log(`smollm2 in the page, prompt and 32 tokens: ${simd128.seconds.toFixed(1)} s (simd128), ${relaxed.seconds.toFixed(1)} s (relaxed SIMD)`);
+  assert.deepEqual(relaxed.chosen, simd128.chosen);
+  assert.deepEqual(relaxed.gaps, simd128.gaps);
+  assert.ok(relaxed.firstLogits.every((l, i) => Object.is(l, simd128.firstLogits[i])), 'the first step\'s logits differ');
+  assert.deepEqual(browser.errors, []);
+});
 
 const QUERY = 'how do teams handle remote work';
 

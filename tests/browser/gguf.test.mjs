@@ -1,7 +1,9 @@
 // qmd's own model formats in the browser: an EmbeddingGemma-shaped and a
 // Qwen3-Reranker-shaped GGUF file (random weights, F32 and Q8_0 made by
 // tests/models/make_gguf.py, Q4_K_M by llama.cpp's own quantizer) configured as the CLI's models, served by
-// `qmd web` and run in the page on the CPU (WebAssembly SIMD kernels) and
+// `qmd web` and run in the page on the CPU (WebAssembly relaxed SIMD
+// kernels, the build this Chromium gets; the simd128 build held to them
+// bit for bit) and
 // on WebGPU (the engine's WGSL kernels).
 // Embeddings and rank scores are checked against llama.cpp itself
 // (node-llama-cpp, qmd 2.8.3's runtime) on the same files, with the native
@@ -121,15 +123,52 @@ for (const kind of Object.keys(KINDS)) {
     const { embedder, reranker } = await loadModels(kind);
     assert.equal(embedder.model, embed);
     // auto passes the software adapter over: the CPU kernels.
-    assert.match(embedder.device, /^CPU: WebAssembly SIMD/);
+    assert.match(embedder.device, /^CPU: WebAssembly relaxed SIMD/);
     assert.equal(embedder.cached, false, 'the first load downloads');
     assert.ok(reranker, 'the configured reranker is loaded with the model');
     assert.equal(reranker.model, rerank);
-    assert.match(reranker.device, /^CPU: WebAssembly SIMD/);
+    assert.match(reranker.device, /^CPU: WebAssembly relaxed SIMD/);
     assert.match(await browser.page.locator('#model-status').textContent(), /reranks with qwen3-reranker/);
     await assertMatchesLlama(kind, 'the CPU kernels');
   });
 }
+
+// The page's two engine builds (www/engine.js): this Chromium runs relaxed
+// SIMD, so it gets pkg-relaxed/; `?simd=simd128` loads the build every
+// browser runs. Their integer products are exact and scaled alike, so the
+// two give the same floats, bit for bit, on 8-bit and K-quant weights.
+test('both engine builds: relaxed SIMD gives the simd128 build\'s embeddings and rank scores bit for bit', async () => {
+  const texts = allTexts.filter((_, i) => i % 3 === 0);
+  const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
+  const { page, requests } = browser;
+  for (const kind of ['q8_0', 'q4_k_m']) {
+    const runs = {};
+    for (const [simd, device, wasm] of [
+      ['simd128', /^CPU: WebAssembly SIMD/, '/pkg/qmd_web_bg.wasm'],
+      ['', /^CPU: WebAssembly relaxed SIMD/, '/pkg-relaxed/qmd_web_bg.wasm'],
+    ]) {
+      requests.length = 0;
+      await page.goto(`${servers[kind].url}?device=cpu${simd && `&simd=${simd}`}`);
+      await page.evaluate(() => window.qmd.ready);
+      const embedder = await page.evaluate(() => window.qmd.loadModel());
+      const reranker = await page.evaluate(() => window.qmd.reranker());
+      assert.match(embedder.device, device);
+      assert.match(reranker.device, device);
+      const paths = requests.map((u) => new URL(u).pathname);
+      assert.ok(paths.includes(wasm), `${simd || 'default'} loads ${wasm}: ${paths.filter((p) => p.endsWith('.wasm'))}`);
+      const start = performance.now();
+      const vectors = await page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), texts);
+      const embedMs = performance.now() - start;
+      const scores = [...(await page.evaluate(({ q, d }) => window.qmd.rerankTexts(q, d), { q: queries[0], d: documents }))];
+      runs[simd || 'relaxed'] = { vectors, scores, embedMs };
+    }
+    const { relaxed, simd128 } = runs;
+    console.log(`${kind}: ${texts.length} texts embedded in ${simd128.embedMs.toFixed(0)} ms (simd128), ${relaxed.embedMs.toFixed(0)} ms (relaxed SIMD)`);
+    assert.deepEqual(relaxed.vectors, simd128.vectors, `${kind}: the builds' embeddings differ`);
+    assert.deepEqual(relaxed.scores, simd128.scores, `${kind}: the builds' rank scores differ`);
+  }
+  assert.deepEqual(browser.errors, []);
+});
 
 // The engine's own WGSL kernels on the page's WebGPU (SwiftShader here),
 // read back asynchronously: the same files, the same tolerances.

@@ -1,8 +1,11 @@
 // How the app cuts a step's texts between its embedding Workers
-// (www/helpers.js), checked in Node: the split is plain JavaScript.
+// (www/helpers.js) and picks its engine build (www/engine.js), checked in
+// Node: both are plain JavaScript.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { balancedShares } from '../../www/helpers.js';
+import { engineBuild, probe } from '../../www/engine.js';
 
 test('shares cover every text once, each in ascending order', () => {
   const texts = Array.from({ length: 37 }, (_, i) => 'x'.repeat(1 + ((i * 53) % 400)));
@@ -28,4 +31,30 @@ test('more Workers than texts leaves the extra shares empty', () => {
   const shares = balancedShares(['one', 'two'], 4);
   assert.equal(shares.filter((s) => s.length === 0).length, 2);
   assert.deepEqual(balancedShares([], 2), [[], []]);
+});
+
+test('an engine without relaxed SIMD gets the simd128 build; ?simd= picks one', () => {
+  assert.equal(engineBuild('', false), 'simd128');
+  assert.equal(engineBuild('', true), 'relaxed');
+  assert.equal(engineBuild('?device=cpu&simd=simd128', true), 'simd128');
+  assert.equal(engineBuild('?simd=relaxed', false), 'relaxed');
+  assert.equal(engineBuild('?simd=avx512', false), 'simd128', 'an unknown build name is the probe\'s choice');
+  assert.equal(engineBuild('?simd=avx512', true), 'relaxed');
+});
+
+test('the probe validates exactly where relaxed SIMD does', () => {
+  // V8 shipped relaxed SIMD in 11.4 (Chrome 114); Node 20's 11.3 has it
+  // behind a flag. Without it the probe is refused, with it accepted; one
+  // byte off (an opcode no engine has) it is refused either way.
+  const [major, minor] = process.versions.v8.split('.').map(Number);
+  const shipped = major > 11 || (major === 11 && minor >= 4);
+  const bytes = JSON.stringify([...probe()]);
+  const validates = (flags, change = '') =>
+    execFileSync(process.execPath, [...flags, '--input-type=module', '-e', `
+      const b = new Uint8Array(${bytes}); ${change}
+      process.stdout.write(String(WebAssembly.validate(b)));`], { encoding: 'utf8' }) === 'true';
+  const enabled = shipped ? [] : ['--experimental-wasm-relaxed-simd'];
+  assert.equal(validates(enabled), true);
+  if (!shipped) assert.equal(validates([]), false);
+  assert.equal(validates(enabled, 'b[b.length - 2] = 0x7f;'), false);
 });

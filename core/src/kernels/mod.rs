@@ -6,7 +6,9 @@
 //! One module per instruction set: [`scalar`] (any CPU; the reference the
 //! others are tested against), [`x86`] (AVX2, AVX-512 VNNI), `arm`
 //! (NEON, with `sdot` where the CPU has it), `wasm`
-//! (simd128, chosen when the browser build is compiled with it). The widest
+//! (simd128, chosen when the browser build is compiled with it) and
+//! `wasm_relaxed` (relaxed SIMD's 8-bit dot product, in the page's second
+//! module, built with `--features relaxed-simd`). The widest
 //! the CPU has is picked once, at run time. Q4_0 and Q4_1 weights have
 //! kernels of their own on each (activations as Q8_0 and Q8_1, as
 //! llama.cpp quantizes them for those types). K-quants multiply Q8_K
@@ -23,7 +25,11 @@ pub mod float;
 pub mod k_quants;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+// The relaxed-SIMD module replaces its kernels (their helpers serve both).
+#[cfg_attr(feature = "relaxed-simd", allow(dead_code))]
 mod wasm;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+mod wasm_relaxed;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -281,7 +287,11 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     {
         arm::q8_0_kernel()
     }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    {
+        (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD")
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
     {
         (wasm::q8_0_matmul, "WebAssembly SIMD")
     }
@@ -301,7 +311,11 @@ fn q4_kernel() -> Q8Kernel {
     {
         arm::q4_kernel()
     }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    {
+        wasm_relaxed::q4_matmul
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
     {
         wasm::q4_matmul
     }

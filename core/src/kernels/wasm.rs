@@ -42,7 +42,7 @@ pub(super) fn lane_sum(v: v128) -> i32 {
 
 /// The four lanes' sums of each of `a`, `b`, `c`, `d`, as `[Σa, Σb, Σc, Σd]`.
 #[inline(always)]
-fn sum4(a: v128, b: v128, c: v128, d: v128) -> v128 {
+pub(super) fn sum4(a: v128, b: v128, c: v128, d: v128) -> v128 {
     let ab = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(a, b), i32x4_shuffle::<2, 6, 3, 7>(a, b));
     let cd = i32x4_add(i32x4_shuffle::<0, 4, 1, 5>(c, d), i32x4_shuffle::<2, 6, 3, 7>(c, d));
     i32x4_add(i32x4_shuffle::<0, 1, 4, 5>(ab, cd), i32x4_shuffle::<2, 3, 6, 7>(ab, cd))

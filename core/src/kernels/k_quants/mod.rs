@@ -7,7 +7,8 @@
 //! offsets), so one kernel per instruction set serves all three:
 //! [`scalar`] (any CPU; the reference), `x86` (AVX2, a row at a time;
 //! `x86_panel` for several activation rows, on packed panels), `arm` (NEON, with
-//! `sdot` where the CPU has it) and `wasm` (simd128, in the browser).
+//! `sdot` where the CPU has it), `wasm` (simd128, in the browser) and
+//! `wasm_relaxed` (relaxed SIMD, the page's second module).
 
 mod activations;
 #[cfg(target_arch = "aarch64")]
@@ -15,7 +16,11 @@ mod arm;
 pub(crate) mod blocks;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+// The relaxed-SIMD module replaces it.
+#[cfg_attr(feature = "relaxed-simd", allow(dead_code))]
 mod wasm;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+mod wasm_relaxed;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(target_arch = "x86_64")]
@@ -42,7 +47,11 @@ pub fn kernel() -> Kernel {
     {
         arm::kernel()
     }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    {
+        wasm_relaxed::matmul
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
     {
         wasm::matmul
     }

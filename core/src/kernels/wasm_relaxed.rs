@@ -1,0 +1,164 @@
+//! WebAssembly relaxed SIMD kernels, for the page's second module (built
+//! with `--features relaxed-simd`; the page loads it where
+//! `WebAssembly.validate` accepts relaxed SIMD, the simd128 one elsewhere).
+//!
+//! `i32x4.relaxed_dot_i8x16_i7x16_add_s` is the 8-bit dot product simd128
+//! lacks: V8 lowers it to VNNI's `vpdpbusd` where the CPU has it, else to
+//! `pmaddubsw` + `pmaddwd`, and to `sdot` on ARM. Its second operand must
+//! fit 7 bits (engines read a set top bit as signed or unsigned, as they
+//! like), so each product puts a side that does there:
+//! - Q4_0/Q4_1: the weights' nibbles (0–15), as they are;
+//! - Q8_0: the signed weights against the activations split into two
+//!   non-negative halves, `x = max(x, 0) − max(−x, 0)` (each 0–127: the
+//!   activation quantizer never writes −128), so every weight byte, −128
+//!   included, is multiplied exactly.
+//!
+//! No pair of products can saturate (2 · 128 · 127 < 2¹⁵), so each block's
+//! integer sum is exact, and it is scaled in the scalar kernel's order:
+//! the results equal [`super::scalar`]'s (and the simd128 kernels') bit
+//! for bit. Four weight rows share each activation load, their block sums
+//! gathered into one vector.
+
+use core::arch::wasm32::*;
+// `c + Σ a·b` over each lane's four byte pairs (`b` within 0–127).
+use core::arch::wasm32::i32x4_relaxed_dot_i8x16_i7x16_add as dot;
+use std::ops::Range;
+
+use super::wasm::sum4;
+use super::{Q8_0_BLOCK_BYTES, QMatrix, QuantizedRows};
+use crate::gguf::{GgmlType, half_at};
+
+/// 16 bytes at `bytes`.
+#[inline(always)]
+fn load(bytes: &[u8]) -> v128 {
+    assert!(bytes.len() >= 16);
+    // SAFETY: 16 readable bytes (checked).
+    unsafe { v128_load(bytes.as_ptr() as *const v128) }
+}
+
+/// A block's f16 factor at `at` for each of four rows.
+#[inline(always)]
+fn factors(rows: &[&[u8]; 4], at: usize) -> v128 {
+    f32x4(half_at(rows[0], at), half_at(rows[1], at), half_at(rows[2], at), half_at(rows[3], at))
+}
+
+/// An activation block's 32 values as `[max(x,0) low, high, max(−x,0) low, high]`.
+fn halves(values: &[i8]) -> [v128; 4] {
+    let bytes = |v: &[i8]| load(bytemuck_bytes(v));
+    let (low, high) = (bytes(&values[..16]), bytes(&values[16..32]));
+    let zero = i8x16_splat(0);
+    [i8x16_max(low, zero), i8x16_max(high, zero), i8x16_max(i8x16_neg(low), zero), i8x16_max(i8x16_neg(high), zero)]
+}
+
+fn bytemuck_bytes(v: &[i8]) -> &[u8] {
+    // SAFETY: i8 and u8 have the same layout.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len()) }
+}
+
+pub fn q8_0_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    // Safe on wasm: a module with relaxed SIMD in it does not validate
+    // where the engine lacks it (the page picks the module by that test).
+    q8_0_relaxed(x, rows, w, out)
+}
+
+#[target_feature(enable = "relaxed-simd")]
+fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    debug_assert_eq!(w.kind, GgmlType::Q8_0);
+    let blocks = w.cols / 32;
+    let split: Vec<[v128; 4]> = rows.clone().flat_map(|r| x.row(r).0.chunks_exact(32).map(halves)).collect();
+    let full = w.rows / 4 * 4;
+    let mut weight_scales = vec![f32x4_splat(0.0); blocks];
+    for c in (0..full).step_by(4) {
+        let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
+        for (b, scale) in weight_scales.iter_mut().enumerate() {
+            *scale = factors(&weights, b * Q8_0_BLOCK_BYTES);
+        }
+        for (i, (r, out)) in rows.clone().zip(out.chunks_exact_mut(w.rows)).enumerate() {
+            let scales = x.row(r).1;
+            let mut sums = f32x4_splat(0.0);
+            for (b, &[pos_low, pos_high, neg_low, neg_high]) in split[i * blocks..][..blocks].iter().enumerate() {
+                let row_dot = |j: usize| {
+                    let q = &weights[j][b * Q8_0_BLOCK_BYTES + 2..][..32];
+                    let (low, high) = (load(&q[..16]), load(&q[16..]));
+                    let zero = i32x4_splat(0);
+                    i32x4_sub(
+                        dot(high, pos_high, dot(low, pos_low, zero)),
+                        dot(high, neg_high, dot(low, neg_low, zero)),
+                    )
+                };
+                let ints = sum4(row_dot(0), row_dot(1), row_dot(2), row_dot(3));
+                // The scalar kernel's `dot · (dx · dw)`, lane by lane.
+                let scale = f32x4_mul(f32x4_splat(scales[b]), weight_scales[b]);
+                sums = f32x4_add(sums, f32x4_mul(f32x4_convert_i32x4(ints), scale));
+            }
+            // SAFETY: `c + 3 < full <= out.len()`.
+            unsafe { v128_store(out[c..c + 4].as_mut_ptr() as *mut v128, sums) };
+        }
+    }
+    for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
+        let (values, scales) = x.row(r);
+        for (c, y) in out.iter_mut().enumerate().skip(full) {
+            *y = super::scalar::dot_q8_0(values, scales, w.row(c));
+        }
+    }
+}
+
+/// Q4_0 or Q4_1 weights × Q8_0/Q8_1 activations: the nibbles are the
+/// 7-bit operand as they are; Q4_0's −8 is taken off in integers
+/// (`−8 · Σx`), Q4_1's minimum times the activations' scaled sum, each in
+/// the scalar kernel's order.
+pub fn q4_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    q4_relaxed(x, rows, w, out)
+}
+
+#[target_feature(enable = "relaxed-simd")]
+fn q4_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    let q4_1 = w.kind == GgmlType::Q4_1;
+    let (block_bytes, nibbles) = if q4_1 { (20, 4) } else { (18, 2) };
+    let blocks = w.cols / 32;
+    let full = w.rows / 4 * 4;
+    let mut weight_factors = vec![(f32x4_splat(0.0), f32x4_splat(0.0)); blocks];
+    for c in (0..full).step_by(4) {
+        let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
+        for (b, f) in weight_factors.iter_mut().enumerate() {
+            let minimum = if q4_1 { factors(&weights, b * block_bytes + 2) } else { f32x4_splat(0.0) };
+            *f = (factors(&weights, b * block_bytes), minimum);
+        }
+        for (i, r) in rows.clone().enumerate() {
+            let (values, scales) = x.row(r);
+            let (sums, scaled_sums) = (&x.sums[r * blocks..][..blocks], x.scaled_sums(r));
+            let (mut products, mut minimums) = (f32x4_splat(0.0), f32x4_splat(0.0));
+            for (b, &(dw, mw)) in weight_factors.iter().enumerate() {
+                let xs = bytemuck_bytes(&values[b * 32..][..32]);
+                let (x_low, x_high) = (load(&xs[..16]), load(&xs[16..]));
+                let row_dot = |j: usize| {
+                    let q = load(&weights[j][b * block_bytes + nibbles..][..16]);
+                    let (low, high) = (v128_and(q, u8x16_splat(0x0f)), u8x16_shr(q, 4));
+                    dot(x_high, high, dot(x_low, low, i32x4_splat(0)))
+                };
+                let mut ints = sum4(row_dot(0), row_dot(1), row_dot(2), row_dot(3));
+                if q4_1 {
+                    minimums = f32x4_add(minimums, f32x4_mul(mw, f32x4_splat(scaled_sums[b])));
+                } else {
+                    ints = i32x4_sub(ints, i32x4_splat(8 * sums[b]));
+                }
+                let scale = f32x4_mul(f32x4_splat(scales[b]), dw);
+                products = f32x4_add(products, f32x4_mul(f32x4_convert_i32x4(ints), scale));
+            }
+            let sums = f32x4_add(products, minimums);
+            let out = &mut out[i * w.rows + c..][..4];
+            // SAFETY: four floats.
+            unsafe { v128_store(out.as_mut_ptr() as *mut v128, sums) };
+        }
+    }
+    for (i, r) in rows.enumerate() {
+        let (values, scales) = x.row(r);
+        for c in full..w.rows {
+            out[i * w.rows + c] = if q4_1 {
+                super::scalar::dot_q4_1(values, scales, x.scaled_sums(r), w.row(c))
+            } else {
+                super::scalar::dot_q4_0(values, scales, w.row(c))
+            };
+        }
+    }
+}
