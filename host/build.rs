@@ -31,7 +31,7 @@ fn main() {
                     "site",
                 ];
                 let what = "the site engine and filter module (web/site for wasm32-unknown-unknown)";
-                nested_build(&workspace, &args, what).join("wasm32-unknown-unknown/site")
+                nested_build(&workspace, &args, what, "component", None).join("wasm32-unknown-unknown/site")
             })
             .clone()
     };
@@ -39,17 +39,32 @@ fn main() {
     embedded("QMD_SITE_FILTER_WASM", "QMD_SITE_FILTER_PATH", || site_target().join("qmd_site_filter.wasm"));
     // `qmd edge build` writes it out: qmd's HTTP API as a `wasi:http`
     // proxy, with the models inside it.
+    // Its models run on the quantized kernels in wasm: built with simd128
+    // (the flag, for every crate's loops) and relaxed SIMD's 8-bit dot
+    // product (the feature, for our kernels alone: macerator does not
+    // compile with the flag), as the page's relaxed build is; wasmtime, V8
+    // and the edge runtimes built on them run both. A target folder of its
+    // own, since the flags differ from the engine component's.
     embedded("QMD_EDGE_WASM", "QMD_EDGE_PATH", || {
-        let args =
-            ["--package", "qmd-core", "--features", "edge", "--target", "wasm32-wasip2", "--profile", "component"];
+        let args = [
+            "--package",
+            "qmd-core",
+            "--features",
+            "edge,relaxed-simd",
+            "--target",
+            "wasm32-wasip2",
+            "--profile",
+            "component",
+        ];
         let what = "the edge component (qmd-core --features edge for wasm32-wasip2)";
-        kept_as(&nested_build(&workspace, &args, what), "qmd-edge.wasm")
+        let flags = Some("-Ctarget-feature=+simd128");
+        kept_as(&nested_build(&workspace, &args, what, "edge", flags), "qmd-edge.wasm")
     });
     let engine = embedded("QMD_COMPONENT_WASM", "QMD_COMPONENT_PATH", || {
         let args =
             ["--package", "qmd-core", "--features", "component", "--target", "wasm32-wasip2", "--profile", "component"];
         let what = "the engine component (qmd-core for wasm32-wasip2)";
-        kept_as(&nested_build(&workspace, &args, what), "qmd-engine.wasm")
+        kept_as(&nested_build(&workspace, &args, what, "component", None), "qmd-engine.wasm")
     });
     emit_hash(&engine);
 }
@@ -84,21 +99,28 @@ fn emit_hash(wasm: &std::path::Path) {
     println!("cargo:rustc-env=QMD_COMPONENT_HASH={:016x}", hasher.finish());
 }
 
-/// Runs `cargo build --locked <args>` for a wasm artifact in a target
-/// directory of its own (the outer build holds the lock on ours), without
-/// the outer build's flags; returns that directory.
-fn nested_build(workspace: &std::path::Path, args: &[&str], what: &str) -> PathBuf {
+/// Runs `cargo build --locked <args>` for a wasm artifact in the target
+/// directory `<target>/<dir>` (the outer build holds the lock on ours),
+/// without the outer build's flags (with `rustflags` instead, when given:
+/// builds with other flags need a directory of their own, or each would
+/// rebuild the other's dependencies); returns that directory.
+fn nested_build(workspace: &std::path::Path, args: &[&str], what: &str, dir: &str, rustflags: Option<&str>) -> PathBuf {
     // OUT_DIR is <target>/<profile>/build/qmd-<hash>/out.
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let target = out_dir.ancestors().nth(4).unwrap().join("component");
+    let target = out_dir.ancestors().nth(4).unwrap().join(dir);
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    command.env_remove("CARGO_ENCODED_RUSTFLAGS");
+    if let Some(flags) = rustflags {
+        // One flag per 0x1f-separated item, as cargo reads this variable.
+        command.env("CARGO_ENCODED_RUSTFLAGS", flags);
+    }
+    let status = command
         .current_dir(workspace)
         .arg("build")
         .args(args)
         .arg("--locked")
         .env("CARGO_TARGET_DIR", &target)
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")

@@ -47,6 +47,8 @@ bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
 step "cargo test" cargo test --release --locked --workspace --no-fail-fast
 # The AArch64 kernels, cross-compiled and run under qemu-user.
 step "arm kernels (qemu)" bash scripts/test-arm.sh
+# The browser's and edge's kernels (simd128, relaxed SIMD) under wasmtime.
+step "wasm kernels (wasmtime)" bash scripts/test-wasm.sh
 # Bounded fuzzing pass over the parsers and index readers (scripts/fuzz.sh).
 step "fuzz" bash scripts/fuzz.sh "${QMD_FUZZ_ITERATIONS:-100000}"
 # The MCP server through the official Python MCP SDK (stdio and HTTP).

@@ -1,5 +1,6 @@
-//! The models the edge service runs itself, on its CPU (WebAssembly SIMD),
-//! from the folder `qmd edge build` wrote at `/.qmd/models` (described in
+//! The models the edge service runs itself, on its CPU (WebAssembly SIMD
+//! and relaxed SIMD: `host/build.rs` builds the component with both), from
+//! the folder `qmd edge build` wrote at `/.qmd/models` (described in
 //! [`crate::serve::deployment`]). Each model loads on first use (a request
 //! with keyword searches only never loads one) and stays for the
 //! instance's life; an instance reused for many requests pays it once.

@@ -58,6 +58,44 @@ pub(crate) fn each_arm_kernel<K>(kernels: [(&str, K); 2], mut check: impl FnMut(
     }
 }
 
+/// The browser's kernels of this build, Q8_0's or Q4's: simd128, and
+/// relaxed SIMD in its build (scripts/test-wasm.sh runs both builds'
+/// tests under wasmtime). Each equals the scalar kernel bit for bit.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn wasm_kernels(q8_0: bool) -> Vec<(&'static str, Q8Kernel)> {
+    #[allow(unused_mut)] // one kernel without the relaxed-simd feature
+    let mut kernels = vec![("simd128", if q8_0 { wasm::q8_0_matmul as Q8Kernel } else { wasm::q4_matmul })];
+    #[cfg(feature = "relaxed-simd")]
+    kernels.push(("relaxed", if q8_0 { wasm_relaxed::q8_0_matmul as Q8Kernel } else { wasm_relaxed::q4_matmul }));
+    kernels
+}
+
+/// The browser kernels' f16 conversion, four lanes at a time, is `half`'s
+/// for every value (a NaN for each NaN), whatever the lanes' high bits.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[test]
+fn wasm_f16_conversion_is_exact_for_every_value() {
+    use core::arch::wasm32::*;
+    for first in (0..=u16::MAX).step_by(4) {
+        let bits = [0, 1, 2, 3].map(|j| u32::from(first + j) | (0xabcd_0000 * (j & 1) as u32));
+        let got = wasm::f16x4_to_f32(u32x4(bits[0], bits[1], bits[2], bits[3]));
+        let got = [
+            f32x4_extract_lane::<0>(got),
+            f32x4_extract_lane::<1>(got),
+            f32x4_extract_lane::<2>(got),
+            f32x4_extract_lane::<3>(got),
+        ];
+        for (j, g) in got.into_iter().enumerate() {
+            let expected = half::f16::from_bits(first + j as u16).to_f32();
+            if expected.is_nan() {
+                assert!(g.is_nan(), "{:#06x}: {g}", first + j as u16);
+            } else {
+                assert_eq!(g.to_bits(), expected.to_bits(), "{:#06x}: {g} vs {expected}", first + j as u16);
+            }
+        }
+    }
+}
+
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
 }
@@ -67,7 +105,12 @@ fn activations(m: usize, k: usize) -> Vec<f32> {
 #[test]
 fn q8_0_kernels_match_the_scalar_reference() {
     for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
-        let w_bytes = random_matrix(GgmlType::Q8_0, n, k, (m * 31 + n) as u64);
+        let mut w_bytes = random_matrix(GgmlType::Q8_0, n, k, (m * 31 + n) as u64);
+        // −128, which llama.cpp's quantizer never writes but a file may hold
+        // (relaxed SIMD's 7-bit operand must never be the weight).
+        for block in w_bytes.chunks_exact_mut(Q8_0_BLOCK_BYTES) {
+            block[2 + block[3] as usize % 32] = 0x80;
+        }
         let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
         let x = QuantizedRows::quantize(&activations(m, k), k);
         let mut expected = vec![0f32; m * n];
@@ -95,6 +138,12 @@ fn q8_0_kernels_match_the_scalar_reference() {
                 // Bit for bit: the same integer sums, scaled in the same order.
                 assert_eq!(got, expected, "{name} {m}×{n}×{k}");
             }
+        }
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        for (name, kernel) in wasm_kernels(true) {
+            let mut got = vec![0f32; m * n];
+            kernel(&x, 0..m, &w, &mut got);
+            assert_eq!(got, expected, "{name} {m}×{n}×{k}");
         }
         #[cfg(target_arch = "x86_64")]
         for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
@@ -201,6 +250,12 @@ fn q4_kernels_match_the_scalar_reference() {
                     assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
                 },
             );
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            for (name, kernel) in wasm_kernels(false) {
+                let mut exact = vec![0f32; m * n];
+                kernel(&x, 0..m, &w, &mut exact);
+                assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
+            }
             assert_same_sums(&got, &expected, &format!("{kind} {m}×{n}×{k}"));
         }
     }

@@ -34,6 +34,39 @@ fn block_dot(x: &[v128; 4], w: &[v128; 4]) -> v128 {
     i32x4_add(a, b)
 }
 
+/// Four f16 values (the low 16 bits of each 32-bit lane; the rest is
+/// ignored) as f32. simd128 has no conversion instruction and `half`'s
+/// is a branchy software routine a value: with four weight rows' scales
+/// converted per block, that was most of a decoded token. Exact for
+/// normals, subnormals and infinities; a NaN stays a NaN.
+#[inline(always)]
+pub(super) fn f16x4_to_f32(h: v128) -> v128 {
+    let magnitude = v128_and(h, u32x4_splat(0x7fff));
+    let bits = i32x4_shl(magnitude, 13);
+    // Normals and subnormals: the f32 with the exponent and mantissa bits
+    // in place, times 2^(127 − 15), is the value (a subnormal half's bits
+    // read as a subnormal f32, so exact too).
+    let finite = f32x4_mul(bits, f32x4_splat(f32::from_bits(0x7780_0000)));
+    // Infinity and NaN: an exponent of all ones.
+    let special = i32x4_ge(magnitude, i32x4_splat(0x7c00));
+    let value = v128_bitselect(v128_or(bits, u32x4_splat(0x7f80_0000)), finite, special);
+    v128_or(value, i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16))
+}
+
+/// The 32-bit words at byte `at` of four rows, one a lane.
+#[inline(always)]
+pub(super) fn gather_u32(rows: &[&[u8]; 4], at: usize) -> v128 {
+    let word = |row: &[u8]| u32::from_le_bytes(row[at..at + 4].try_into().expect("four bytes"));
+    u32x4(word(rows[0]), word(rows[1]), word(rows[2]), word(rows[3]))
+}
+
+/// The f16 at byte `at` of each of four rows, as f32 lanes.
+#[inline(always)]
+pub(super) fn halves_at(rows: &[&[u8]; 4], at: usize) -> v128 {
+    let half = |row: &[u8]| u32::from(u16::from_le_bytes([row[at], row[at + 1]]));
+    f16x4_to_f32(u32x4(half(rows[0]), half(rows[1]), half(rows[2]), half(rows[3])))
+}
+
 /// The sum of the four 32-bit lanes.
 #[inline(always)]
 pub(super) fn lane_sum(v: v128) -> i32 {
@@ -53,8 +86,7 @@ pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix,
     let blocks = w.cols / 32;
     let full = w.rows / 4 * 4;
     // Four weight rows at a time, prepared once for every activation row:
-    // values widened to 16 bits, scales converted from f16 (in software
-    // here: there is no f16 conversion instruction in simd128).
+    // values widened to 16 bits, scales converted from f16 four at a time.
     let mut wide = vec![i16x8_splat(0); 4 * 4 * blocks];
     let mut weight_scales = vec![f32x4_splat(0.0); blocks];
     for c in (0..full).step_by(4) {
@@ -64,8 +96,7 @@ pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix,
                 let lanes = widen(row[b * Q8_0_BLOCK_BYTES + 2..][..32].as_ptr());
                 wide[(b * 4 + j) * 4..][..4].copy_from_slice(&lanes);
             }
-            let scale = |j: usize| crate::gguf::half_at(weights[j], b * Q8_0_BLOCK_BYTES);
-            weight_scales[b] = f32x4(scale(0), scale(1), scale(2), scale(3));
+            weight_scales[b] = halves_at(&weights, b * Q8_0_BLOCK_BYTES);
         }
         for (r, out) in rows.clone().zip(out.chunks_exact_mut(w.rows)) {
             let (values, scales) = x.row(r);

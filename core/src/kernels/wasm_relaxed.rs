@@ -24,9 +24,9 @@ use core::arch::wasm32::*;
 use core::arch::wasm32::i32x4_relaxed_dot_i8x16_i7x16_add as dot;
 use std::ops::Range;
 
-use super::wasm::sum4;
+use super::wasm::{f16x4_to_f32, gather_u32, halves_at, sum4};
 use super::{Q8_0_BLOCK_BYTES, QMatrix, QuantizedRows};
-use crate::gguf::{GgmlType, half_at};
+use crate::gguf::GgmlType;
 
 /// 16 bytes at `bytes`.
 #[inline(always)]
@@ -34,12 +34,6 @@ fn load(bytes: &[u8]) -> v128 {
     assert!(bytes.len() >= 16);
     // SAFETY: 16 readable bytes (checked).
     unsafe { v128_load(bytes.as_ptr() as *const v128) }
-}
-
-/// A block's f16 factor at `at` for each of four rows.
-#[inline(always)]
-fn factors(rows: &[&[u8]; 4], at: usize) -> v128 {
-    f32x4(half_at(rows[0], at), half_at(rows[1], at), half_at(rows[2], at), half_at(rows[3], at))
 }
 
 /// An activation block's 32 values as `[max(x,0) low, high, max(−x,0) low, high]`.
@@ -71,7 +65,7 @@ fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f
     for c in (0..full).step_by(4) {
         let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
         for (b, scale) in weight_scales.iter_mut().enumerate() {
-            *scale = factors(&weights, b * Q8_0_BLOCK_BYTES);
+            *scale = halves_at(&weights, b * Q8_0_BLOCK_BYTES);
         }
         for (i, (r, out)) in rows.clone().zip(out.chunks_exact_mut(w.rows)).enumerate() {
             let scales = x.row(r).1;
@@ -121,8 +115,11 @@ fn q4_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32
     for c in (0..full).step_by(4) {
         let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
         for (b, f) in weight_factors.iter_mut().enumerate() {
-            let minimum = if q4_1 { factors(&weights, b * block_bytes + 2) } else { f32x4_splat(0.0) };
-            *f = (factors(&weights, b * block_bytes), minimum);
+            // A block opens with its f16 scale (then Q4_1's minimum): one
+            // word a row holds both.
+            let words = gather_u32(&weights, b * block_bytes);
+            let minimum = if q4_1 { f16x4_to_f32(u32x4_shr(words, 16)) } else { f32x4_splat(0.0) };
+            *f = (f16x4_to_f32(words), minimum);
         }
         for (i, r) in rows.clone().enumerate() {
             let (values, scales) = x.row(r);

@@ -60,6 +60,20 @@ fn kernels_match_the_scalar_reference() {
                     assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
                 },
             );
+            // The browser's kernels (simd128, and relaxed SIMD in its
+            // build) scale in the scalar kernel's order.
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            {
+                #[allow(unused_mut)] // one kernel without the relaxed-simd feature
+                let mut kernels = vec![("simd128", wasm::matmul as Kernel)];
+                #[cfg(feature = "relaxed-simd")]
+                kernels.push(("relaxed", wasm_relaxed::matmul));
+                for (name, kernel) in kernels {
+                    let mut exact = vec![0f32; m * n];
+                    kernel(&x, 0..m, &w, &mut exact);
+                    assert_eq!(exact, expected, "{name} {kind} {m}×{n}×{k}");
+                }
+            }
             assert_same_sums(&got, &expected, &format!("{kind} {m}×{n}×{k}"));
             // A task's rows start anywhere: rows 1.. of the same product.
             if m > 1 {
