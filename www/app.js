@@ -1,6 +1,7 @@
 // The page: folders, search box, results, document view. All engine work
 // happens in worker.js; this file only renders and routes input.
 
+import { engineBuild } from './engine.js';
 import { folderStore } from './folders.js';
 import { highlight, queryTerms } from './highlight.js';
 
@@ -8,10 +9,7 @@ const $ = (id) => document.getElementById(id);
 
 // ---- worker RPC -----------------------------------------------------------
 
-// `?simd=simd128|relaxed` picks the engine build (engine.js); the Worker
-// reads it from its own URL.
-const simd = new URLSearchParams(location.search).get('simd');
-const worker = new Worker(simd ? `worker.js?simd=${encodeURIComponent(simd)}` : 'worker.js', { type: 'module' });
+const worker = new Worker('worker.js', { type: 'module' });
 const pending = new Map();
 let nextId = 1;
 let onProgress = () => {};
@@ -616,7 +614,8 @@ $('device').onchange = () => {
 
 async function start() {
   try {
-    await call('open', { name: 'default' });
+    // The engine build (engine.js): by the probe, or `?simd=` on the URL.
+    await call('open', { name: 'default', build: engineBuild(location.search) });
     await refreshCollections();
     const sources = await modelSources();
     $('load-generator').classList.toggle('hidden', !sources.generateModel);

@@ -6,7 +6,10 @@
 // compile at all, so the choice is made before loading, by validating a
 // probe: one function using i32x4.relaxed_dot_i8x16_i7x16_add_s.
 // `?simd=simd128` (or `relaxed`) on the page's URL forces one (tests and
-// benchmarks compare the two).
+// benchmarks compare the two). The page decides (app.js) and passes the
+// build to the engine Worker, which passes it to its helpers: a Worker's
+// own URL is no place for it (served from the service worker's cache, a
+// Worker's location is the cached response's, without the query).
 
 export function probe() {
   const zeros = new Array(16).fill(0);
@@ -27,14 +30,15 @@ export const relaxedSimd = WebAssembly.validate(probe());
 
 /** The build to load: `relaxed` or `simd128`, from `?simd=` in `search`,
  * else by whether the engine runs relaxed SIMD. */
-export function engineBuild(search = self.location.search, relaxed = relaxedSimd) {
+export function engineBuild(search, relaxed = relaxedSimd) {
   const asked = new URLSearchParams(search).get('simd');
   if (asked === 'simd128' || asked === 'relaxed') return asked;
   return relaxed ? 'relaxed' : 'simd128';
 }
 
-/** The engine's bindings, initialised (each Worker loads its own). */
-export async function loadEngine(build = engineBuild()) {
+/** The engine's bindings for `build` (engine.js's choice when not given),
+ * initialised; each Worker loads its own. */
+export async function loadEngine(build = engineBuild('')) {
   const pkg = await import(build === 'relaxed' ? './pkg-relaxed/qmd_web.js' : './pkg/qmd_web.js');
   await pkg.default();
   return pkg;

@@ -6,9 +6,7 @@ const MAX_WORKERS = 8;
 
 class Helper {
   constructor() {
-    // The engine Worker's query (`?simd=`) passes on, so helpers load its build.
-    const url = new URL(`./model-worker.js${self.location.search}`, import.meta.url);
-    this.worker = new Worker(url, { type: 'module' });
+    this.worker = new Worker(new URL('./model-worker.js', import.meta.url), { type: 'module' });
     this.calls = new Map();
     this.next = 0;
     this.worker.onmessage = ({ data: { id, result, error } }) => {
@@ -29,12 +27,13 @@ class Helper {
 }
 
 export class HelperPool {
-  /** Starts helpers for `cores` and loads the model in each; helpers that
-   * fail to load are dropped (the step then has fewer shares). */
-  static async start(id, files, cores = navigator.hardwareConcurrency || 1) {
+  /** Starts helpers for `cores` and loads the model in each, on engine
+   * build `build` (engine.js: the engine Worker's); helpers that fail to
+   * load are dropped (the step then has fewer shares). */
+  static async start(id, files, cores = navigator.hardwareConcurrency || 1, build = undefined) {
     const count = Math.max(0, Math.min(cores, MAX_WORKERS) - 1);
     const helpers = Array.from({ length: count }, () => new Helper());
-    const loaded = await Promise.allSettled(helpers.map((h) => h.call('load', { id, files })));
+    const loaded = await Promise.allSettled(helpers.map((h) => h.call('load', { id, files, build })));
     const ready = helpers.filter((h, i) => {
       if (loaded[i].status === 'fulfilled') return true;
       console.warn(`qmd: an embedding helper failed to load: ${loaded[i].reason?.message}`);

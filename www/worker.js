@@ -16,6 +16,8 @@ import { HelperPool } from './helpers.js';
 const HELPER_MODEL_BYTES = 1.5e9;
 
 let index = null;
+/** The engine build the page chose (engine.js); helpers load the same. */
+let buildInUse;
 let queue = Promise.resolve();
 let embedRun = null;
 /** Queries asked for and not yet answered, each {cancelled}. */
@@ -134,8 +136,9 @@ async function scanFolders(folders) {
 }
 
 const methods = {
-  async open({ name }) {
-    const { QmdIndex } = await loadEngine();
+  async open({ name, build }) {
+    buildInUse = build;
+    const { QmdIndex } = await loadEngine(build);
     index = await QmdIndex.open(name ?? 'default');
     return index.status();
   },
@@ -174,7 +177,7 @@ const methods = {
     const modelBytes = Object.values(files.files).reduce((sum, bytes) => sum + bytes.length, 0);
     const copies = Math.max(1, Math.floor(HELPER_MODEL_BYTES / Math.max(1, modelBytes)));
     const cores = Math.min(navigator.hardwareConcurrency || 1, copies);
-    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files.files, cores) : null;
+    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files.files, cores, buildInUse) : null;
     const workers = helpers?.workers ?? 1;
     return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached, workers };
   },

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import {
-  cosine, isolatedEnv, launch, nativeEmbeddings, serveApp, serveStatic, targetDir, testModelDir,
+  cosine, isolatedEnv, launch, nativeEmbeddings, repoRoot, serveApp, serveStatic, targetDir, testModelDir,
 } from './harness.mjs';
 
 const texts = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
@@ -28,13 +28,15 @@ const native = nativeEmbeddings(modelDir, texts);
 const worstCosine = (vectors) => Math.min(...vectors.map((v, i) => cosine(v, native[i])));
 const phase = (name) => console.error(`bench-gguf: ${name}`);
 
-/** This project's page on `model`: texts/s of the bulk path after a warm-up. */
-async function ours(browser, label, model) {
+/** This project's page on `model` (engine build `simd`: `relaxed`,
+ * `simd128`, or the page's own choice): texts/s of the bulk path after a
+ * warm-up. */
+async function ours(browser, label, model, simd = '') {
   const { env } = isolatedEnv({ QMD_EMBED_MODEL: model, QMD_RERANK_MODEL: './no-reranker' });
   const server = await serveApp(env);
   try {
     const { page } = browser;
-    await page.goto(`${server.url}?device=cpu`);
+    await page.goto(`${server.url}?device=cpu${simd && `&simd=${simd}`}`);
     await page.evaluate(() => window.qmd.ready);
     const loaded = await page.evaluate(() => window.qmd.loadModel());
     const run = (t) =>
@@ -49,6 +51,59 @@ async function ours(browser, label, model) {
   } finally {
     server.stop();
   }
+}
+
+/** The native CPU kernels on the same GGUF file and texts, every core
+ * (qmd-gguf-bench, one process, after loading): texts/s. */
+function nativeGguf() {
+  const file = path.join(os.tmpdir(), `qmd-bench-texts-${process.pid}.json`);
+  fs.writeFileSync(file, JSON.stringify(texts));
+  try {
+    const out = execFileSync(path.join(targetDir, 'release/qmd-gguf-bench'), ['embed', gguf, file], {
+      encoding: 'utf8', env: { ...process.env, BENCH_DEVICES: 'cpu' }, maxBuffer: 1 << 26,
+    });
+    return JSON.parse(out).cpu_per_s;
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
+/** SmolLM2-135M Q4_1 decoding: in the page (engine build `simd`), 32
+ * greedy tokens after a prompt less the same prompt with one token, so
+ * tokens/s of decoding alone; and natively (qmd-gguf-bench generate). */
+async function decoding(browser) {
+  const smollm2 = execFileSync('bash', [path.join(repoRoot, 'scripts/test-weights.sh'), 'smollm2'], { encoding: 'utf8' }).trim();
+  const prompt = '<|im_start|>user\nList three uses of a search index.<|im_end|>\n<|im_start|>assistant\n';
+  const prompts = path.join(os.tmpdir(), `qmd-bench-prompts-${process.pid}.json`);
+  fs.writeFileSync(prompts, JSON.stringify([prompt]));
+  const native = JSON.parse(execFileSync(path.join(targetDir, 'release/qmd-gguf-bench'), ['generate', smollm2, prompts], { encoding: 'utf8' }));
+  fs.rmSync(prompts, { force: true });
+  const rows = [{ label: 'native CLI kernels (qmd-gguf-bench generate, every core)', rate: native.runs[0].decode_per_s }];
+  const { env } = isolatedEnv({ QMD_EMBED_MODEL: modelDir, QMD_RERANK_MODEL: './no-reranker', QMD_GENERATE_MODEL: smollm2 });
+  const server = await serveApp(env);
+  try {
+    for (const simd of ['relaxed', 'simd128']) {
+      const { page } = browser;
+      await page.goto(`${server.url}?device=cpu&simd=${simd}`);
+      await page.evaluate(() => window.qmd.ready);
+      const loaded = await page.evaluate(() => window.qmd.loadGenerator());
+      const follow = (reference) =>
+        page.evaluate(async ({ prompt, reference }) => {
+          const start = performance.now();
+          await window.qmd.followTokens(prompt, reference);
+          return performance.now() - start;
+        }, { prompt, reference });
+      // Any 32 tokens will do: the page follows them, one decoding step each.
+      const reference = Array.from({ length: 33 }, (_, i) => 100 + i);
+      await follow(reference); // warm-up
+      const whole = Math.min(await follow(reference), await follow(reference));
+      const first = Math.min(await follow(reference.slice(0, 1)), await follow(reference.slice(0, 1)));
+      rows.push({ label: `the page, ${loaded.device}`, rate: 32 / ((whole - first) / 1000) });
+    }
+  } finally {
+    server.stop();
+  }
+  return rows;
 }
 
 /** A cross-origin-isolated static server for the wllama page: a folder
@@ -116,13 +171,22 @@ async function wllama(browser) {
 
 const browser = await launch();
 const rows = [];
+let decode = [];
 try {
-  phase('this project, Q8_0 GGUF');
-  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF', gguf));
+  phase('this project, Q8_0 GGUF, relaxed SIMD');
+  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, relaxed-SIMD build', gguf, 'relaxed'));
+  phase('this project, Q8_0 GGUF, simd128');
+  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, simd128 build', gguf, 'simd128'));
   phase('this project, f32 safetensors');
   rows.push(await ours(browser, 'this project, MiniLM f32 safetensors', modelDir));
+  phase('native');
+  rows.push({ label: 'native, the same Q8_0 file (qmd-gguf-bench, CPU kernels, every core)', rate: nativeGguf(), worst: NaN });
   phase('wllama');
   rows.push(...(await wllama(browser)));
+  if (!process.env.BENCH_NO_DECODE) {
+    phase('decoding');
+    decode = await decoding(browser);
+  }
 } finally {
   await browser.close();
 }
@@ -133,5 +197,11 @@ console.log(`${new Date().toISOString().slice(0, 10)}, one run: MiniLM (all-Mini
 console.log('| runtime, in the page | texts/s | worst cosine vs native f32 | this project Q8_0 = |');
 console.log('|---|---:|---:|---:|');
 for (const { label, rate, worst } of rows) {
-  console.log(`| ${label} | ${rate.toFixed(2)} | ${worst.toFixed(5)} | ${(rows[0].rate / rate).toFixed(2)}× |`);
+  console.log(`| ${label} | ${rate.toFixed(2)} | ${Number.isNaN(worst) ? '' : worst.toFixed(5)} | ${(rows[0].rate / rate).toFixed(2)}× |`);
+}
+if (decode.length) {
+  console.log('\n## Decoding SmolLM2-135M Q4_1 (32 greedy tokens after a chat prompt)\n');
+  console.log('| where | tokens/s | native = |');
+  console.log('|---|---:|---:|');
+  for (const { label, rate } of decode) console.log(`| ${label} | ${rate.toFixed(1)} | ${(decode[0].rate / rate).toFixed(2)}× |`);
 }
