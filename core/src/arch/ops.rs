@@ -218,13 +218,19 @@ pub fn round_to_f16(mut x: Vec<f32>) -> Vec<f32> {
 
 /// [`round_to_f16`] in place, on this thread.
 pub(super) fn round_slice_to_f16(x: &mut [f32]) {
-    use half::slice::HalfFloatSliceExt;
-    let mut halves = [half::f16::ZERO; 256];
-    for chunk in x.chunks_mut(halves.len()) {
-        // half's slice conversions use F16C eight values at a time.
-        let halves = &mut halves[..chunk.len()];
-        halves.convert_from_f32_slice(chunk);
-        halves.convert_to_f32_slice(chunk);
+    // In wasm, half converts a value at a time in software.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    crate::kernels::wasm::round_to_f16(x);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        use half::slice::HalfFloatSliceExt;
+        let mut halves = [half::f16::ZERO; 256];
+        for chunk in x.chunks_mut(halves.len()) {
+            // half's slice conversions use F16C eight values at a time.
+            let halves = &mut halves[..chunk.len()];
+            halves.convert_from_f32_slice(chunk);
+            halves.convert_to_f32_slice(chunk);
+        }
     }
 }
 
@@ -349,9 +355,15 @@ impl CacheElement for f32 {
 
 impl CacheElement for half::f16 {
     fn widen(row: &[half::f16], out: &mut [f32]) {
-        use half::slice::HalfFloatSliceExt;
-        // F16C, eight at a time.
-        row.convert_to_f32_slice(out);
+        // In wasm, half converts a value at a time in software.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        crate::kernels::wasm::widen_f16(row, out);
+        #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+        {
+            use half::slice::HalfFloatSliceExt;
+            // F16C, eight at a time.
+            row.convert_to_f32_slice(out);
+        }
     }
 
     fn widen_all(rows: &[half::f16]) -> Cow<'_, [f32]> {

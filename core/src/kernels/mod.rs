@@ -27,7 +27,7 @@ mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 // The relaxed-SIMD module replaces its kernels (their helpers serve both).
 #[cfg_attr(feature = "relaxed-simd", allow(dead_code))]
-mod wasm;
+pub(crate) mod wasm;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 mod wasm_relaxed;
 #[cfg(target_arch = "x86_64")]

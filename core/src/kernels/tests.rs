@@ -96,6 +96,34 @@ fn wasm_f16_conversion_is_exact_for_every_value() {
     }
 }
 
+/// The browser's slice conversions equal `half`'s: f16 rows widened (every
+/// value, odd lengths), and f32 values rounded to f16 and back, ties to
+/// even, over a spread of every exponent and the edges of f16's range.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[test]
+fn wasm_f16_slices_convert_as_half_does() {
+    let halves: Vec<half::f16> = (0..=u16::MAX).map(half::f16::from_bits).collect();
+    let mut widened = vec![0f32; halves.len() - 3];
+    wasm::widen_f16(&halves[3..], &mut widened);
+    for (h, w) in halves[3..].iter().zip(&widened) {
+        assert!(h.to_f32().to_bits() == w.to_bits() || (h.is_nan() && w.is_nan()), "{:#06x}", h.to_bits());
+    }
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    // Every 4099th bit pattern, and every pattern around f16's limits
+    // (65504, 65520, 2^-14, 2^-24) and their ties.
+    let mut values: Vec<f32> = (0..=u32::MAX / 4099).map(|i| f32::from_bits(i * 4099)).collect();
+    for edge in [65504f32, 65520.0, 2f32.powi(-14), 2f32.powi(-24), 2f32.powi(-25), 1.0, 2048.0] {
+        let bits = edge.to_bits();
+        values.extend((bits - 0x4000..bits + 0x4000).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]));
+    }
+    let mut rounded = values.clone();
+    wasm::round_to_f16(&mut rounded);
+    for (v, r) in values.iter().zip(&rounded) {
+        let expected = half::f16::from_f32(*v).to_f32();
+        assert!(same(*r, expected), "{v:e} ({:#010x}): {r:e} vs {expected:e}", v.to_bits());
+    }
+}
+
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
 }

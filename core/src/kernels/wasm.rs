@@ -53,11 +53,56 @@ pub(super) fn f16x4_to_f32(h: v128) -> v128 {
     v128_or(value, i32x4_shl(v128_and(h, u32x4_splat(0x8000)), 16))
 }
 
-/// The 32-bit words at byte `at` of four rows, one a lane.
+/// `src` as f32, eight values at a time ([`f16x4_to_f32`]): the f16 KV
+/// cache's rows, which the attention reads a key at a time.
+pub fn widen_f16(src: &[half::f16], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len(), "widen_f16: lengths");
+    let whole = src.len() / 8 * 8;
+    let (src, src_tail) = src.split_at(whole);
+    let (dst, dst_tail) = dst.split_at_mut(whole);
+    for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
+        // SAFETY: eight f16 (16 bytes) in, eight f32 (32 bytes) out.
+        unsafe {
+            let h = v128_load(s.as_ptr() as *const v128);
+            v128_store(d.as_mut_ptr() as *mut v128, f16x4_to_f32(u32x4_extend_low_u16x8(h)));
+            v128_store(d.as_mut_ptr().add(4) as *mut v128, f16x4_to_f32(u32x4_extend_high_u16x8(h)));
+        }
+    }
+    for (s, d) in src_tail.iter().zip(dst_tail) {
+        *d = s.to_f32();
+    }
+}
+
+/// Each f32 lane rounded to the nearest f16 value (ties to even; past the
+/// largest f16, infinity), kept as f32: what converting to f16 and back
+/// gives, without leaving f32. A NaN stays a NaN.
 #[inline(always)]
-pub(super) fn gather_u32(rows: &[&[u8]; 4], at: usize) -> v128 {
-    let word = |row: &[u8]| u32::from_le_bytes(row[at..at + 4].try_into().expect("four bytes"));
-    u32x4(word(rows[0]), word(rows[1]), word(rows[2]), word(rows[3]))
+fn round_f32x4_to_f16(x: v128) -> v128 {
+    let magnitude = v128_and(x, u32x4_splat(0x7fff_ffff));
+    // f16's normal range: keep 10 of the 23 mantissa bits, ties to even
+    // (a carry moves into the exponent, as it should).
+    let odd = v128_and(u32x4_shr(magnitude, 13), u32x4_splat(1));
+    let normal = v128_and(i32x4_add(i32x4_add(magnitude, u32x4_splat(0xfff)), odd), u32x4_splat(!0x1fff));
+    let normal = v128_bitselect(u32x4_splat(0x7f80_0000), normal, u32x4_ge(normal, u32x4_splat(0x4780_0000)));
+    // Below 2^-14, f16's subnormals are multiples of 2^-24: the f32 sum
+    // with 0.5 (whose ulp is 2^-24) rounds to one, ties to even.
+    let subnormal = f32x4_sub(f32x4_add(magnitude, f32x4_splat(0.5)), f32x4_splat(0.5));
+    let rounded = v128_bitselect(subnormal, normal, u32x4_lt(magnitude, u32x4_splat(0x3880_0000)));
+    let rounded = v128_bitselect(magnitude, rounded, u32x4_gt(magnitude, u32x4_splat(0x7f80_0000)));
+    v128_or(rounded, v128_and(x, u32x4_splat(0x8000_0000)))
+}
+
+/// Each value rounded to the nearest f16 and kept as f32, four at a time:
+/// the f16 running sums of the attention.
+pub fn round_to_f16(x: &mut [f32]) {
+    let mut chunks = x.chunks_exact_mut(4);
+    for c in &mut chunks {
+        // SAFETY: four f32.
+        unsafe { v128_store(c.as_mut_ptr() as *mut v128, round_f32x4_to_f16(v128_load(c.as_ptr() as *const v128))) };
+    }
+    for v in chunks.into_remainder() {
+        *v = half::f16::from_f32(*v).to_f32();
+    }
 }
 
 /// The f16 at byte `at` of each of four rows, as f32 lanes.

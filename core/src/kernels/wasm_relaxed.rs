@@ -24,9 +24,16 @@ use core::arch::wasm32::*;
 use core::arch::wasm32::i32x4_relaxed_dot_i8x16_i7x16_add as dot;
 use std::ops::Range;
 
-use super::wasm::{f16x4_to_f32, gather_u32, halves_at, sum4};
+use super::wasm::{f16x4_to_f32, halves_at, sum4};
 use super::{Q8_0_BLOCK_BYTES, QMatrix, QuantizedRows};
 use crate::gguf::GgmlType;
+
+/// The 32-bit words at byte `at` of four rows, one a lane.
+#[inline(always)]
+fn gather_u32(rows: &[&[u8]; 4], at: usize) -> v128 {
+    let word = |row: &[u8]| u32::from_le_bytes(row[at..at + 4].try_into().expect("four bytes"));
+    u32x4(word(rows[0]), word(rows[1]), word(rows[2]), word(rows[3]))
+}
 
 /// 16 bytes at `bytes`.
 #[inline(always)]
