@@ -3,7 +3,10 @@
 # CPU — this project's page on the Q8_0 GGUF file and on the f32 safetensors
 # repository, and wllama 3.8.1 (llama.cpp in wasm) on the same GGUF file —
 # on the same tldr texts, in one run. Writes bench/web-gguf-results.md.
+# Then SmolLM2-135M Q4_1 decoding in the page (both engine builds) against
+# the native kernels.
 #   BENCH_TEXTS    texts embedded by each runtime (default 200)
+#   BENCH_ONLY     `embed` or `decode`: that part alone
 #   BENCH_THREADS  wllama's threads (default 2, this machine's cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -173,6 +173,17 @@ const browser = await launch();
 const rows = [];
 let decode = [];
 try {
+  if (process.env.BENCH_ONLY !== 'decode') await embedding();
+  if (process.env.BENCH_ONLY !== 'embed') {
+    phase('decoding');
+    decode = await decoding(browser);
+  }
+} finally {
+  await browser.close();
+}
+
+/** The embedding rows, into `rows`. */
+async function embedding() {
   phase('this project, Q8_0 GGUF, relaxed SIMD');
   rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, relaxed-SIMD build', gguf, 'relaxed'));
   phase('this project, Q8_0 GGUF, simd128');
@@ -183,25 +194,18 @@ try {
   rows.push({ label: 'native, the same Q8_0 file (qmd-gguf-bench, CPU kernels, every core)', rate: nativeGguf(), worst: NaN });
   phase('wllama');
   rows.push(...(await wllama(browser)));
-  if (!process.env.BENCH_NO_DECODE) {
-    phase('decoding');
-    decode = await decoding(browser);
-  }
-} finally {
-  await browser.close();
 }
 const version = execFileSync('/usr/bin/chromium', ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-console.log('# GGUF embedding in the browser (`scripts/bench-web-gguf.sh`)\n');
+console.log('# GGUF models in the browser (`scripts/bench-web-gguf.sh`)\n');
 console.log(`${new Date().toISOString().slice(0, 10)}, one run: MiniLM (all-MiniLM-L6-v2) on the CPU in each runtime, ` +
   `${texts.length} tldr pages cut at 254 word pieces, ${version}, headless.\n`);
-console.log('| runtime, in the page | texts/s | worst cosine vs native f32 | this project Q8_0 = |');
-console.log('|---|---:|---:|---:|');
+if (rows.length) console.log('| runtime, in the page | texts/s | worst cosine vs native f32 | this project Q8_0 = |\n|---|---:|---:|---:|');
 for (const { label, rate, worst } of rows) {
   console.log(`| ${label} | ${rate.toFixed(2)} | ${Number.isNaN(worst) ? '' : worst.toFixed(5)} | ${(rows[0].rate / rate).toFixed(2)}× |`);
 }
 if (decode.length) {
   console.log('\n## Decoding SmolLM2-135M Q4_1 (32 greedy tokens after a chat prompt)\n');
-  console.log('| where | tokens/s | native = |');
+  console.log('| where | tokens/s | of native |');
   console.log('|---|---:|---:|');
-  for (const { label, rate } of decode) console.log(`| ${label} | ${rate.toFixed(1)} | ${(decode[0].rate / rate).toFixed(2)}× |`);
+  for (const { label, rate } of decode) console.log(`| ${label} | ${rate.toFixed(1)} | ${(rate / decode[0].rate).toFixed(2)}× |`);
 }

@@ -150,15 +150,31 @@ pub fn q8_0_matmul(x: &QuantizedRows, rows: std::ops::Range<usize>, w: &QMatrix,
                 let xv = widen(values[b * 32..][..32].as_ptr() as *const u8);
                 let dot = |j: usize| block_dot(&xv, wide[(b * 4 + j) * 4..][..4].try_into().expect("four vectors"));
                 let ints = sum4(dot(0), dot(1), dot(2), dot(3));
-                // Integer sums below 2^24 convert exactly; then the scalar
-                // kernel's `dx · dw`, multiply and add, lane by lane.
-                let scale = f32x4_mul(f32x4_splat(scales[b]), weight_scales[b]);
-                sums = f32x4_add(sums, f32x4_mul(f32x4_convert_i32x4(ints), scale));
+                sums = add_scaled(sums, ints, scales[b], weight_scales[b]);
             }
             // SAFETY: `c + 3 < full <= out.len()`.
             unsafe { v128_store(out[c..c + 4].as_mut_ptr() as *mut v128, sums) };
         }
     }
+    q8_0_rows_past(full, x, rows, w, out);
+}
+
+/// `sums + ints · (dx · dw)`, lane by lane, as the scalar kernel scales a
+/// block (integer sums below 2^24 convert exactly).
+#[inline(always)]
+pub(super) fn add_scaled(sums: v128, ints: v128, dx: f32, dw: v128) -> v128 {
+    f32x4_add(sums, f32x4_mul(f32x4_convert_i32x4(ints), f32x4_mul(f32x4_splat(dx), dw)))
+}
+
+/// The weight rows from `full` on (fewer than a panel of four), by the
+/// scalar kernel.
+pub(super) fn q8_0_rows_past(
+    full: usize,
+    x: &QuantizedRows,
+    rows: std::ops::Range<usize>,
+    w: &QMatrix,
+    out: &mut [f32],
+) {
     for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
         let (values, scales) = x.row(r);
         for (c, y) in out.iter_mut().enumerate().skip(full) {

@@ -24,7 +24,7 @@ use core::arch::wasm32::*;
 use core::arch::wasm32::i32x4_relaxed_dot_i8x16_i7x16_add as dot;
 use std::ops::Range;
 
-use super::wasm::{f16x4_to_f32, halves_at, sum4};
+use super::wasm::{add_scaled, f16x4_to_f32, halves_at, q8_0_rows_past, sum4};
 use super::{Q8_0_BLOCK_BYTES, QMatrix, QuantizedRows};
 use crate::gguf::GgmlType;
 
@@ -88,20 +88,13 @@ fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f
                     )
                 };
                 let ints = sum4(row_dot(0), row_dot(1), row_dot(2), row_dot(3));
-                // The scalar kernel's `dot · (dx · dw)`, lane by lane.
-                let scale = f32x4_mul(f32x4_splat(scales[b]), weight_scales[b]);
-                sums = f32x4_add(sums, f32x4_mul(f32x4_convert_i32x4(ints), scale));
+                sums = add_scaled(sums, ints, scales[b], weight_scales[b]);
             }
             // SAFETY: `c + 3 < full <= out.len()`.
             unsafe { v128_store(out[c..c + 4].as_mut_ptr() as *mut v128, sums) };
         }
     }
-    for (r, out) in rows.zip(out.chunks_exact_mut(w.rows)) {
-        let (values, scales) = x.row(r);
-        for (c, y) in out.iter_mut().enumerate().skip(full) {
-            *y = super::scalar::dot_q8_0(values, scales, w.row(c));
-        }
-    }
+    q8_0_rows_past(full, x, rows, w, out);
 }
 
 /// Q4_0 or Q4_1 weights × Q8_0/Q8_1 activations: the nibbles are the
@@ -146,8 +139,7 @@ fn q4_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32
                 } else {
                     ints = i32x4_sub(ints, i32x4_splat(8 * sums[b]));
                 }
-                let scale = f32x4_mul(f32x4_splat(scales[b]), dw);
-                products = f32x4_add(products, f32x4_mul(f32x4_convert_i32x4(ints), scale));
+                products = add_scaled(products, ints, scales[b], dw);
             }
             let sums = f32x4_add(products, minimums);
             let out = &mut out[i * w.rows + c..][..4];
