@@ -13,9 +13,9 @@
 //!   in i32, as in ggml. The panel (about 20 KB for 1,152 inputs) stays
 //!   in L1 while every activation row of the task passes over it.
 //! - AVX2: a tile of activation rows by a tile of weight rows, block by
-//!   block, one 8-lane accumulator per pair, with ggml's sign trick (`|x|`
-//!   times `w` with `x`'s sign), summed by `vpmaddubsw` (no overflow: 2 ·
-//!   127 · 127 < 2¹⁵) and `vpmaddwd`. (The offset trick would overflow
+//!   block, one 8-lane accumulator per pair, with ggml's sign trick (`|w|`
+//!   times `x` with `w`'s sign: exact for a −128 weight too), summed by
+//!   `vpmaddubsw` (no overflow: 2 · 128 · 127 < 2¹⁵) and `vpmaddwd`. (The offset trick would overflow
 //!   `vpmaddubsw`'s 16-bit sums.)
 
 mod q4;
@@ -278,10 +278,14 @@ fn avx2_tile<const R: usize>(x: &QuantizedRows, first: usize, w: &QMatrix, colum
             let block = &wr[j][Q8_0_BLOCK_BYTES * b..][..Q8_0_BLOCK_BYTES];
             // SAFETY: as above.
             let wv = unsafe { _mm256_loadu_si256(block.as_ptr().add(2).cast()) };
+            // ggml's way round: |w| (−128's is 0x80, read as 128 unsigned)
+            // times x with w's sign (x is never −128), exact for every
+            // weight byte; |x| times w·sign(x) wrapped −128's sign.
+            let magnitude = _mm256_abs_epi8(wv);
             let dw = block_scale(block);
             for i in 0..R {
-                let signed = _mm256_sign_epi8(wv, xs[i]);
-                let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(xs[i]), signed);
+                let signed = _mm256_sign_epi8(xs[i], wv);
+                let pairs = _mm256_maddubs_epi16(magnitude, signed);
                 let sum = _mm256_madd_epi16(pairs, ones);
                 acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dx[i], dw), acc[i][j]);
             }
