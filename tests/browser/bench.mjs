@@ -147,7 +147,7 @@ try {
 
   // --- sizes ---------------------------------------------------------------------
   const wasm = fs.readFileSync(path.join(appDir, 'pkg/qmd_web_bg.wasm'));
-  const shell = ['index.html', 'app.js', 'worker.js', 'folders.js', 'highlight.js', 'model-cache.js', 'style.css', 'sw.js', 'pkg/qmd_web.js']
+  const shell = ['index.html', 'app.js', 'worker.js', 'folders.js', 'highlight.js', 'model-cache.js', 'style.css', 'sw.js', 'engine.js', 'pkg/qmd_web.js']
     .map((f) => fs.readFileSync(path.join(appDir, f)));
   const gz = (b) => zlib.gzipSync(b, { level: 9 }).length;
 
