@@ -41,21 +41,27 @@ pub fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
             let (row, xw) = (x.row(r), &widened_x[i * k / LANES..][..k / LANES]);
             let mut sum = 0f32;
             for (b, s) in factors.iter().enumerate() {
-                let (_, dx, xs) = row.block(b);
-                let mut lanes = i32x4_splat(0);
-                for (g, &scale) in s.scales.iter().enumerate() {
+                let (_, dx, group_sums) = row.block(b);
+                sum += block_product(s, dx, group_sums, |g| {
                     let at = (b * SUPER + g * GROUP) / LANES;
-                    let dot = i32x4_add(
-                        i32x4_dot_i16x8(widened_w[at], xw[at]),
-                        i32x4_dot_i16x8(widened_w[at + 1], xw[at + 1]),
-                    );
-                    lanes = i32x4_add(lanes, i32x4_mul(dot, i32x4_splat(i32::from(scale))));
-                }
-                let products = lane_sum(lanes);
-                let offsets: i32 = s.offsets.iter().zip(xs).map(|(&o, &x)| i32::from(o) * i32::from(x)).sum();
-                sum += (s.d * dx) * products as f32 - (s.dmin * dx) * offsets as f32;
+                    i32x4_add(i32x4_dot_i16x8(widened_w[at], xw[at]), i32x4_dot_i16x8(widened_w[at + 1], xw[at + 1]))
+                });
             }
             out[i * w.rows + c] = sum;
         }
     }
+}
+
+/// A super-block's share of a product, `d·dx·Σ_g s[g]·Σ v·x − dmin·dx·Σ_g
+/// o[g]·sum[g]`, from `dot(g)`: group `g`'s exact lane sums of `v·x`. The
+/// scalar kernel's integers and float order (both browser kernels use it).
+#[inline(always)]
+pub(super) fn block_product(s: &Scales, dx: f32, group_sums: &[i16], dot: impl Fn(usize) -> v128) -> f32 {
+    let mut lanes = i32x4_splat(0);
+    for (g, &scale) in s.scales.iter().enumerate() {
+        lanes = i32x4_add(lanes, i32x4_mul(dot(g), i32x4_splat(i32::from(scale))));
+    }
+    let products = lane_sum(lanes);
+    let offsets: i32 = s.offsets.iter().zip(group_sums).map(|(&o, &x)| i32::from(o) * i32::from(x)).sum();
+    (s.d * dx) * products as f32 - (s.dmin * dx) * offsets as f32
 }

@@ -11,8 +11,8 @@ use std::ops::Range;
 
 use super::activations::{GROUP, Q8KRows, SUPER};
 use super::blocks::{Scales, scales, values};
+use super::wasm::block_product;
 use crate::kernels::QMatrix;
-use crate::kernels::wasm::lane_sum;
 
 pub fn matmul(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     // Safe on wasm: a module with relaxed SIMD in it does not validate
@@ -37,21 +37,13 @@ fn relaxed(x: &Q8KRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
             for (b, s) in factors.iter().enumerate() {
                 let (xs, dx, group_sums) = row.block(b);
                 let v = &unpacked[b * SUPER..][..SUPER];
-                let mut lanes = i32x4_splat(0);
-                for (g, &scale) in s.scales.iter().enumerate() {
-                    // SAFETY: 16 values of each (a super-block holds GROUPS groups).
-                    let (xg, vg) = unsafe {
-                        (
-                            v128_load(xs[g * GROUP..].as_ptr() as *const v128),
-                            v128_load(v[g * GROUP..].as_ptr() as *const v128),
-                        )
-                    };
-                    let dot = i32x4_relaxed_dot_i8x16_i7x16_add(xg, vg, i32x4_splat(0));
-                    lanes = i32x4_add(lanes, i32x4_mul(dot, i32x4_splat(i32::from(scale))));
-                }
-                let products = lane_sum(lanes);
-                let offsets: i32 = s.offsets.iter().zip(group_sums).map(|(&o, &x)| i32::from(o) * i32::from(x)).sum();
-                sum += (s.d * dx) * products as f32 - (s.dmin * dx) * offsets as f32;
+                sum += block_product(s, dx, group_sums, |g| {
+                    let (xg, vg) = (&xs[g * GROUP..][..GROUP], &v[g * GROUP..][..GROUP]);
+                    // SAFETY: 16 values of each (sliced above).
+                    let (xg, vg) =
+                        unsafe { (v128_load(xg.as_ptr() as *const v128), v128_load(vg.as_ptr() as *const v128)) };
+                    i32x4_relaxed_dot_i8x16_i7x16_add(xg, vg, i32x4_splat(0))
+                });
             }
             out[i * w.rows + c] = sum;
         }
