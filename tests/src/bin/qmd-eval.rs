@@ -3,14 +3,14 @@
 //!
 //! ```text
 //! cargo run --release -p qmd-tests --bin qmd-eval -- [scifact|nfcorpus|qmd-eval|all]
-//!     [--mode bm25|vector|hybrid|all] [--model DIR]
+//!     [--mode bm25|vector|hybrid|all] [--model DIR|FILE.gguf]
 //!     [--split test|train|dev] [--k1 X] [--b Y] [--prefix-weight Z]
 //!     [--min-prefix-len N] [--max-expansions N]
 //! ```
 //!
 //! Vector and hybrid modes embed the corpus first with the model in `--model`
 //! (default: the test model of `scripts/test-weights.sh`, all-MiniLM-L6-v2),
-//! on burn's CPU backend.
+//! on burn's CPU backend, or on the quantized CPU kernels for a GGUF file.
 //!
 //! Each parameter also takes a comma list (`--k1 0.9,1.2 --b 0.4,0.75`):
 //! the grid of all combinations is evaluated on one index per data set,
@@ -23,7 +23,7 @@ use qmd_core::search::lex::Bm25Params;
 use qmd_tests::eval::{BeirDataset, Mode, QmdEval, beir_table, embed_all};
 use qmd_tests::models::{NativeEmbedder, test_model_dir};
 
-const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--mode bm25|vector|hybrid|all] [--model DIR] [--split test|train|dev] \
+const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--mode bm25|vector|hybrid|all] [--model DIR|FILE.gguf] [--split test|train|dev] \
 [--k1 X[,X..]] [--b Y[,Y..]] [--prefix-weight Z[,Z..]] [--min-prefix-len N[,N..]] [--max-expansions N[,N..]]";
 
 fn list<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Vec<T> {
@@ -56,7 +56,9 @@ fn main() {
                     _ => fail("--mode needs bm25, vector, hybrid or all"),
                 }
             }
-            "--model" => model_dir = Some(args.next().unwrap_or_else(|| fail("--model needs a directory"))),
+            "--model" => {
+                model_dir = Some(args.next().unwrap_or_else(|| fail("--model needs a directory or a GGUF file")))
+            }
             "--split" => split = args.next().unwrap_or_else(|| fail("--split needs a value")),
             "--k1" => k1s = list(&arg, args.next()),
             "--b" => bs = list(&arg, args.next()),

@@ -16,7 +16,8 @@
 //! On Linux the object also holds the process's resident memory before the
 //! model was read (`start_rss_bytes`) and its peak (`peak_rss_bytes`).
 //!
-//! `BENCH_DEVICES=gpu` (or `cpu`) runs one side only. With
+//! `BENCH_DEVICES=gpu` (or `cpu`) runs one side only. `QMD_KERNELS`
+//! caps the CPU kernels' instruction set, as it does for `qmd`. With
 //! `QMD_GPU_PROFILE` set, the GPU runs each kernel alone and the object
 //! holds the seconds each kernel took (`gpu_profile`).
 
@@ -83,6 +84,9 @@ fn memory(field: &str) -> Option<u64> {
 
 fn main() {
     let start_rss = memory("VmRSS");
+    if let Ok(name) = std::env::var("QMD_KERNELS") {
+        qmd_core::kernels::dispatch::Level::parse(&name).unwrap_or_else(|e| panic!("QMD_KERNELS: {e}")).cap();
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [task, path, texts] = &args[..] else {
         panic!("usage: qmd-gguf-bench embed|rank|generate MODEL.gguf TEXTS.json");
