@@ -25,6 +25,12 @@ pub struct EmbedderInfo {
     /// as qmd formats it). Empty: the text as is.
     pub query_prompt: String,
     pub document_prompt: String,
+    /// How the weights run when not as their file stores them: `q8_0` for
+    /// a safetensors repository quantized at load. Part of the vectors'
+    /// fingerprint, so vectors of the two paths are never mixed. Empty:
+    /// as stored (a GGUF file, a remote server).
+    #[serde(default)]
+    pub weights: String,
 }
 
 impl EmbedderInfo {
@@ -99,6 +105,7 @@ mod tests {
             max_tokens: 8,
             query_prompt: query_prompt.into(),
             document_prompt: document_prompt.into(),
+            weights: String::new(),
         }
     }
 

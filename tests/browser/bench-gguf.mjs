@@ -1,8 +1,9 @@
 // The browser's GGUF benchmark (scripts/bench-web-gguf.sh): MiniLM embedding
 // throughput in headless Chromium, on the CPU, in one run —
 //   - this project's page, the app's bulk path (`embed`'s shares on one
-//     helper Worker per core), on the Q8_0 GGUF file and on the f32
-//     safetensors repository, served by `qmd web`;
+//     helper Worker per core), on the Q8_0 GGUF file and on the
+//     safetensors repository (the default path: quantized to Q8_0 at
+//     load), served by `qmd web`;
 //   - wllama (llama.cpp compiled to wasm, threads through
 //     SharedArrayBuffer on a cross-origin-isolated page) on the same GGUF
 //     file, a text per call;
@@ -34,7 +35,7 @@ const references = path.join(import.meta.dirname, 'reference/node_modules');
 const wllamaDir = path.join(references, '@wllama/wllama');
 const transformersDir = path.join(references, '@huggingface/transformers');
 const versionOf = (dir) => JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')).version;
-const native = nativeEmbeddings(modelDir, texts);
+const native = nativeEmbeddings(modelDir, texts, { f32: true });
 const worstCosine = (vectors) => Math.min(...vectors.map((v, i) => cosine(v, native[i])));
 const phase = (name) => console.error(`bench-gguf: ${name}`);
 
@@ -273,8 +274,8 @@ async function embedding() {
   rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, relaxed-SIMD build', gguf, 'relaxed'));
   phase('this project, Q8_0 GGUF, simd128');
   rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, simd128 build', gguf, 'simd128'));
-  phase('this project, f32 safetensors');
-  rows.push(await ours(browser, 'this project, MiniLM f32 safetensors', modelDir));
+  phase('this project, safetensors repository');
+  rows.push(await ours(browser, 'this project, MiniLM safetensors repository (the default: Q8_0 at load)', modelDir));
   phase('native');
   rows.push({ label: 'native, the same Q8_0 file (qmd-gguf-bench, CPU kernels, every core)', rate: nativeGguf('avx512-vnni'), worst: NaN });
   // The page's SIMD is 128 bits wide; AVX2 (256) is what a CPU without

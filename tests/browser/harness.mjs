@@ -190,9 +190,13 @@ export function testModelDir() {
 }
 
 /** Native embeddings of `texts` (burn's CPU backend), the reference for the browser's. */
-export function nativeEmbeddings(modelDir, texts) {
+/** The native engine's vectors of `texts` on the CPU: as `qmd` computes
+ * them, or with `f32` a repository on burn in f32 (sentence-transformers'
+ * arithmetic). */
+export function nativeEmbeddings(modelDir, texts, { f32 = false } = {}) {
   const bin = process.env.QMD_EMBED_BIN ?? path.join(targetDir, 'release/qmd-embed');
-  return JSON.parse(execFileSync(bin, [modelDir], { input: JSON.stringify(texts), encoding: 'utf8', maxBuffer: 1 << 26 }));
+  const args = f32 ? [modelDir, 'cpu', 'f32'] : [modelDir];
+  return JSON.parse(execFileSync(bin, args, { input: JSON.stringify(texts), encoding: 'utf8', maxBuffer: 1 << 26 }));
 }
 
 export function cosine(a, b) {

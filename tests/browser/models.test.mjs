@@ -1,6 +1,7 @@
 // The embedding model in the browser, on WebGPU (SwiftShader here) and on
 // the CPU fallback, with real all-MiniLM-L6-v2 weights served by `qmd web`
-// from the local model directory: vectors match the native engine's,
+// from the local model directory, quantized to Q8_0 at load onto the
+// engine's kernels as natively: vectors match the native engine's,
 // downloads are cached in OPFS and a damaged cache is fetched again, `auto`
 // passes a software adapter over, and hybrid search over embedded
 // documents gives the CLI's top 3.
@@ -49,8 +50,9 @@ async function loadOn(device) {
 }
 
 /** Embeds the texts at indices `pick` (all by default) in calls of
- * `perCall` and returns the worst cosine against native. */
-async function assertMatchesNative(device, { pick = [...texts.keys()], perCall = texts.length } = {}) {
+ * `perCall`, asserts the worst cosine against native is at least
+ * `minCosine` and returns it. */
+async function assertMatchesNative(device, { pick = [...texts.keys()], perCall = texts.length, minCosine = 0.9999 } = {}) {
   const vectors = [];
   for (let i = 0; i < pick.length; i += perCall) {
     const group = pick.slice(i, i + perCall).map((j) => texts[j]);
@@ -58,11 +60,13 @@ async function assertMatchesNative(device, { pick = [...texts.keys()], perCall =
   }
   assert.equal(vectors.length, pick.length);
   const worst = Math.min(...vectors.map((v, i) => cosine(v, native[pick[i]])));
-  assert.ok(worst >= 0.9999, `worst cosine on ${device}: ${worst}`);
+  assert.ok(worst >= minCosine, `worst cosine on ${device}: ${worst}`);
   return worst;
 }
 
-test('WebGPU embeddings match the native ones (cosine >= 0.9999)', async () => {
+// The WGSL kernels multiply f32 activations where the CPU's round them to
+// Q8_0 first: the bound of GGUF Q8_0 files on WebGPU (gguf.test.mjs).
+test('WebGPU embeddings match the native ones (cosine >= 0.9995)', async () => {
   const loaded = await loadOn('gpu');
   assert.equal(loaded.device, 'GPU: WebGPU');
   assert.equal(loaded.dimension, 384);
@@ -71,7 +75,7 @@ test('WebGPU embeddings match the native ones (cosine >= 0.9999)', async () => {
   // pads to its longest text: 8 queries as one batch, then the first
   // passage (cut at the 256-token window) alone.
   const pick = [...Array(8).keys(), queries.length];
-  const worst = await assertMatchesNative('WebGPU', { pick, perCall: 8 });
+  const worst = await assertMatchesNative('WebGPU', { pick, perCall: 8, minCosine: 0.9995 });
   console.log(`WebGPU worst cosine ${worst.toFixed(7)} over ${pick.length} texts`);
 });
 
@@ -108,7 +112,7 @@ test('a damaged model cache is detected and downloaded again', async () => {
 test('auto picks the CPU over a software adapter; embedded documents give the CLI hybrid top 3; a cancelled run resumes', async () => {
   const { page } = browser;
   const loaded = await loadOn('auto');
-  assert.match(loaded.device, /^CPU \(burn flex\), the WebGPU adapter is software/);
+  assert.match(loaded.device, /^CPU: WebAssembly (relaxed )?SIMD, the WebGPU adapter is software/);
   assert.match(await page.locator('#notice').textContent(), /No hardware WebGPU here/);
   // Bulk embedding spreads over helper Workers, one per core (at most 8):
   // the documents below are embedded by them.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qmd_core::inference::{EmbedderInfo, Embedding, Inference};
-use qmd_core::model::{Device, DeviceChoice, Loadable, ModelDevice, ModelFiles, TextEmbedder};
+use qmd_core::model::{DeviceChoice, Loadable, ModelDevice, ModelFiles, TextEmbedder};
 use qmd_core::{Error, Result};
 
 /// Runs one of the project's `scripts/` that set something up once and
@@ -53,9 +53,8 @@ pub fn model_files(dir: &Path) -> ModelFiles {
     .expect("model files")
 }
 
-/// An embedding model on the CPU, no reranker: a safetensors repository
-/// (`path` a directory) on burn's backend, or a GGUF file on the quantized
-/// kernels.
+/// An embedding model on the CPU, no reranker, loaded as `qmd` loads it:
+/// a safetensors repository (`path` a directory) or a GGUF file.
 pub struct NativeEmbedder {
     pub encoder: TextEmbedder,
     pub id: String,
@@ -68,7 +67,7 @@ impl NativeEmbedder {
             let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{id}: {e}"));
             TextEmbedder::load_gguf(&id, std::sync::Arc::new(bytes), &ModelDevice::cpu())
         } else {
-            TextEmbedder::load(model_files(path), &Device::flex())
+            TextEmbedder::load(model_files(path), &ModelDevice::cpu())
         };
         NativeEmbedder { encoder: encoder.expect("load the embedding model"), id }
     }

@@ -340,9 +340,12 @@ fn models_come_from_index_yml_and_run_on_the_chosen_device() {
     assert!(!quiet.stderr.contains("XDG_RUNTIME_DIR"), "driver noise reached the user: {}", quiet.stderr);
     assert_eq!(on_gpu[0].0, "qmd://notes/tides.md");
     assert_eq!(on_gpu.len(), on_cpu.len());
+    // Scores print at two decimals: the GPU's f32 activations and the
+    // CPU's Q8_0 ones (cosine 0.9995 apart) can fall either side of a
+    // rounding edge, one step and no more.
     for (g, c) in on_gpu.iter().zip(&on_cpu) {
         assert_eq!(g.0, c.0);
-        assert!((g.1 - c.1).abs() < 1e-3, "{on_gpu:?} vs {on_cpu:?}");
+        assert!((g.1 - c.1).abs() <= 0.011, "{on_gpu:?} vs {on_cpu:?}");
     }
 
     // A device name that means nothing is named in the error.
@@ -441,7 +444,7 @@ fn gguf_embedding_models_from_paths_qmd_uris_and_pull() {
     // embed the same; a level it does not know is an error naming it.
     let portable = [("QMD_EMBED_MODEL", path.as_str()), ("QMD_KERNELS", "portable")];
     let out = env.qmd_with(env.root(), &["embed", "-f"], &portable).success();
-    assert!(out.stdout.contains("Device: CPU (GGUF quantized kernels, portable code)"), "{}", out.stdout);
+    assert!(out.stdout.contains("Device: CPU (quantized kernels, portable code)"), "{}", out.stdout);
     let out = env.qmd_with(env.root(), &["vsearch", "--json", "baking bread at home"], &with_path).success();
     let hits: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(hits[0]["file"], "qmd://notes/bread.md", "{}", out.stdout);
@@ -528,7 +531,7 @@ fn gemma_gguf_embeds_with_qmd_prompt_formats() {
     let model = [("QMD_EMBED_MODEL", path.as_str())];
     let out = env.qmd_with(env.root(), &["embed"], &model).success();
     assert!(out.stdout.contains("Embedded 4 chunks from 4 documents"), "{}", out.stdout);
-    assert!(out.stdout.contains("Device: CPU (GGUF quantized kernels, "), "{}", out.stdout);
+    assert!(out.stdout.contains("Device: CPU (quantized kernels, "), "{}", out.stdout);
     let query = "how do tides work";
     let args = ["vsearch", "--json", "--min-score", "0", "-n", "10", query];
     let out = env.qmd_with(env.root(), &args, &model).success();

@@ -14,10 +14,28 @@ use qmd_core::arch::backend::now;
 use qmd_core::arch::{Backend, Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::{BpeTokenizer, GgmlType, GgufFile, Value, dequantize};
-use qmd_core::model::{GgufDevice, GgufEncoder, GgufRanker, ModelDevice};
+use qmd_core::model::{GgufDevice, GgufEncoder, GgufRanker, ModelDevice, quantized_weights};
 use qmd_tests::anchor::{AnchoredRun, QWEN3_PROMPTS, anchored_to_f32, read, softmax, texts};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::{cosine, gpu_device};
+
+/// A repository quantized at load holds exactly the tensors llama.cpp's
+/// converter writes for it in a Q8_0 file: names, types, shapes, bytes.
+#[test]
+fn a_repository_quantized_at_load_is_the_converters_q8_0_file() {
+    let bytes = read(&fixtures().file("minilm-q8_0.gguf"));
+    let file = GgufFile::parse("minilm-q8_0.gguf", &bytes).unwrap();
+    let checkpoint = read(&qmd_tests::models::test_model_dir().join("model.safetensors"));
+    let ours = quantized_weights(6, &checkpoint).unwrap();
+    let mut quantized = 0;
+    for tensor in &file.tensors {
+        let (info, data) = ours.tensor(&tensor.name).unwrap_or_else(|| panic!("{} is not converted", tensor.name));
+        assert_eq!((info.kind, &info.dims), (tensor.kind, &tensor.dims), "{}", tensor.name);
+        assert!(data == &bytes[tensor.range.clone()], "{}: bytes differ from the converter's", tensor.name);
+        quantized += usize::from(tensor.kind == GgmlType::Q8_0);
+    }
+    assert_eq!(quantized, 6 * 6 + 1, "every layer's six matrices and the token table are Q8_0");
+}
 
 /// Every metadata value type reads back as gguf-py wrote it, and every
 /// tensor type dequantizes to gguf-py's values.

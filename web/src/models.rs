@@ -1,8 +1,8 @@
-//! The models in the browser, fed files the page fetched and cached:
-//! safetensors repositories on burn (WebGPU, or its CPU backend where there
-//! is no adapter), and GGUF files (qmd's own models) on the engine's own
-//! WebGPU kernels or its quantized kernels on the CPU with WebAssembly
-//! SIMD. All GPU readback is asynchronous; a browser cannot block on the
+//! The models in the browser, fed files the page fetched and cached: GGUF
+//! files (qmd's own models) and embedding repositories (quantized at load)
+//! on the engine's own WebGPU kernels or its quantized kernels on the CPU
+//! with WebAssembly SIMD; cross-encoder repositories on burn (WebGPU, or
+//! its CPU backend where there is no adapter). All GPU readback is asynchronous; a browser cannot block on the
 //! GPU.
 
 use std::cell::RefCell;
@@ -45,24 +45,21 @@ impl PageFiles<'_> {
 
 /// Model `id` from the page's files (repository path → `Uint8Array`, or
 /// `model.gguf` alone) on the device `device` asks for (`auto`, `gpu` or
-/// `cpu`), and where it runs, for the status line: a GGUF file on the
-/// device's GPU when it has one, else the CPU kernels; a safetensors
-/// repository on burn.
+/// `cpu`), and where it runs, for the status line: on the engine's
+/// kernels (a GGUF file, an embedding repository quantized at load) the
+/// device's GPU when it has one, else the CPU; on burn (a cross-encoder)
+/// burn's device.
 async fn load_model<T: Loadable>(id: &str, files: &Object, device: &str) -> Result<(T, String)> {
     let files = PageFiles(files);
     let choice = DeviceChoice::parse(device)?;
-    if let Some(bytes) = files.gguf()? {
-        // The CPU kernels need no burn device (nor the one a page keeps).
-        let device = if choice == DeviceChoice::Cpu { ModelDevice::cpu() } else { device_for(choice).await? };
-        let description = match device.gpu {
-            Some(_) => device.description.clone(),
-            None => format!("CPU: {}", qmd_core::kernels::instruction_set()),
-        };
-        return Ok((T::load_gguf(id, Arc::new(bytes), &device)?, description));
-    }
-    let files = files.safetensors()?;
-    let device = device_for(choice).await?;
-    Ok((T::load(files, &device.device)?, device.description))
+    // The CPU kernels need no burn device (nor the one a page keeps).
+    let device = if choice == DeviceChoice::Cpu { ModelDevice::cpu() } else { device_for(choice).await? };
+    let model = match files.gguf()? {
+        Some(bytes) => T::load_gguf(id, Arc::new(bytes), &device)?,
+        None => T::load(files.safetensors()?, &device)?,
+    };
+    let description = if model.on_kernels() { device.kernels_description() } else { device.description.clone() };
+    Ok((model, description))
 }
 
 pub struct BrowserEmbedder {

@@ -83,16 +83,22 @@ impl Bert {
             eps: file.f64(&key("attention.layer_norm_epsilon"))? as f32,
             pooling,
         };
+        Bert::from_weights(shape, Weights::new(file, bytes))
+    }
+
+    /// The model of `shape` over `weights` named as llama.cpp's converter
+    /// names them (a GGUF file's, or a repository's converted at load),
+    /// every tensor's shape checked.
+    pub fn from_weights(shape: BertShape, weights: Weights) -> Result<Bert> {
         let w = shape.width;
         if shape.heads == 0 || !w.is_multiple_of(shape.heads) || !w.is_multiple_of(32) {
             return Err(Error::invalid(format!(
                 "{}: embedding length {w} is not a multiple of 32 and of the {} heads",
-                file.name(),
+                weights.name(),
                 shape.heads
             )));
         }
-        let weights = Weights::new(file, bytes);
-        let vocab = file.tensor("token_embd.weight").map_or(0, |t| t.rows().1);
+        let vocab = weights.rows_of("token_embd.weight").unwrap_or(0);
         let norm = |name: &str| -> Result<(Vector, Vector)> {
             Ok((weights.vector(&format!("{name}.weight"), w)?, weights.vector(&format!("{name}.bias"), w)?))
         };

@@ -16,7 +16,7 @@ mod weights;
 
 pub use backend::{Backend, Cpu};
 pub use decoder::Decoder;
-pub use weights::{Matrix, ModelBytes, Vector, Weights};
+pub use weights::{Matrix, ModelBytes, Vector, Weights, WeightsBuilder};
 
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;

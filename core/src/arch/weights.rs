@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::gguf::{GgufFile, TensorInfo, dequantize};
+use crate::gguf::quantize::append_as;
+use crate::gguf::{GgmlType, GgufFile, TensorInfo, dequantize};
 use crate::kernels::QMatrix;
 
 /// The file's bytes, owned: a memory map natively, the file's contents in
@@ -71,6 +72,21 @@ impl Weights {
         (*self.bytes).as_ref()
     }
 
+    /// How errors call the weights (the file's name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Tensor `name` and its data, if it exists.
+    pub fn tensor(&self, name: &str) -> Option<(&TensorInfo, &[u8])> {
+        self.tensors.get(name).map(|t| (t, &self.bytes()[t.range.clone()]))
+    }
+
+    /// The rows of tensor `name` (its outermost dimensions), if it exists.
+    pub fn rows_of(&self, name: &str) -> Option<usize> {
+        self.tensors.get(name).map(|t| t.rows().1)
+    }
+
     fn find(&self, name: &str, dims: &[usize]) -> Result<&TensorInfo> {
         let tensor =
             self.tensors.get(name).ok_or_else(|| Error::invalid(format!("{}: tensor {name} is missing", self.name)))?;
@@ -120,5 +136,37 @@ impl Weights {
 
     pub fn view(&self, matrix: &Matrix) -> QMatrix<'_> {
         QMatrix::of(&matrix.0, self.bytes())
+    }
+}
+
+/// Weights made in memory rather than read from a file (a repository's
+/// checkpoint converted at load), laid out as a GGUF file's data.
+#[derive(Default)]
+pub struct WeightsBuilder {
+    bytes: Vec<u8>,
+    tensors: HashMap<String, TensorInfo>,
+}
+
+impl WeightsBuilder {
+    /// Appends `values` as tensor `name` of type `kind` (F32 or Q8_0) and
+    /// GGUF dims `dims` (`dims[0]` a row's length); `None` when `kind`
+    /// cannot hold them (Q8_0 rows that are not whole blocks).
+    pub fn push(&mut self, name: &str, kind: GgmlType, dims: Vec<usize>, values: &[f32]) -> Option<()> {
+        debug_assert_eq!(dims.iter().product::<usize>(), values.len());
+        // Aligned as GGUF aligns tensor data.
+        self.bytes.resize(self.bytes.len().next_multiple_of(32), 0);
+        let start = self.bytes.len();
+        if append_as(kind, dims[0], values, &mut self.bytes).is_none() {
+            self.bytes.truncate(start);
+            return None;
+        }
+        let range = start..self.bytes.len();
+        self.tensors.insert(name.to_string(), TensorInfo { name: name.to_string(), kind, dims, range });
+        Some(())
+    }
+
+    /// The weights, called `name` in errors.
+    pub fn finish(self, name: &str) -> Weights {
+        Weights { name: name.to_string(), bytes: Arc::new(self.bytes), tensors: self.tensors }
     }
 }

@@ -25,6 +25,7 @@ impl Inference for HostModels {
             max_tokens: info.max_tokens as usize,
             query_prompt: info.query_prompt,
             document_prompt: info.document_prompt,
+            weights: info.weights,
         })
     }
 

@@ -96,7 +96,7 @@ fn load<T: Loadable>(entry: &Entry, dir: &Path) -> Result<(T, String)> {
     let device = ModelDevice::cpu();
     let model = match gguf(dir)? {
         Some(bytes) => T::load_gguf(&entry.id, bytes, &device)?,
-        None => T::load(safetensors(dir)?, &device.device)?,
+        None => T::load(safetensors(dir)?, &device)?,
     };
     Ok((model, entry.id.clone()))
 }

@@ -108,7 +108,7 @@ impl EmbedJob {
 /// qmd's `embed_fingerprint`: what besides the model changes the vectors.
 pub fn embed_fingerprint(embedder: &EmbedderInfo) -> String {
     let chunking = TokenChunking::for_window(embedder.max_tokens);
-    let lines = format!(
+    let mut lines = format!(
         "model:{}\nquery:{}\ndoc:{}\nchunk_tokens:{}\nchunk_overlap_tokens:{}",
         embedder.model,
         embedder.query_text("__qmd_embedding_query_probe__"),
@@ -116,6 +116,10 @@ pub fn embed_fingerprint(embedder: &EmbedderInfo) -> String {
         chunking.size,
         chunking.overlap
     );
+    // Only where qmd has no such case, so GGUF models keep qmd's value.
+    if !embedder.weights.is_empty() {
+        lines.push_str(&format!("\nweights:{}", embedder.weights));
+    }
     content_hash(lines.as_bytes())[..6].to_string()
 }
 
@@ -422,6 +426,7 @@ pub(crate) mod tests {
                 max_tokens: self.max_tokens,
                 query_prompt: String::new(),
                 document_prompt: self.document_prompt.clone(),
+                weights: String::new(),
             })
         }
         fn embed(&self, texts: &[String]) -> Result<Vec<Embedding>> {

@@ -10,6 +10,8 @@
 
 pub(crate) mod dequant;
 mod header;
+#[cfg(feature = "models")]
+pub(crate) mod quantize;
 mod types;
 
 pub use dequant::{dequantize, half_at};

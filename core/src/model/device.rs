@@ -45,12 +45,27 @@ impl std::fmt::Debug for ModelDevice {
     }
 }
 
+/// How [`ModelDevice::cpu`] is named, before any note on the choice.
+const BURN_CPU: &str = "CPU (burn flex)";
+
 impl ModelDevice {
+    /// How to name the device when the engine's kernels run a model on
+    /// it: its GPU, or the CPU at the kernels' instruction set, with what
+    /// the choice noted (a software adapter passed over).
+    pub fn kernels_description(&self) -> String {
+        #[cfg(feature = "models-wgpu")]
+        if self.gpu.is_some() {
+            return self.description.clone();
+        }
+        let notes = self.description.strip_prefix(BURN_CPU).unwrap_or("");
+        format!("CPU: {}{notes}", crate::kernels::instruction_set())
+    }
+
     /// burn's CPU backend.
     pub fn cpu() -> ModelDevice {
         ModelDevice {
             device: Device::flex(),
-            description: "CPU (burn flex)".into(),
+            description: BURN_CPU.into(),
             #[cfg(feature = "models-wgpu")]
             gpu: None,
         }

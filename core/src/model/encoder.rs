@@ -23,17 +23,10 @@ pub struct SentenceEncoder {
 }
 
 impl SentenceEncoder {
+    /// Loads in f32 on burn (the kernels' quantized path is
+    /// [`super::GgufEncoder::from_repository`]).
     pub fn load(files: ModelFiles, device: &Device) -> Result<SentenceEncoder> {
-        let config = BertConfig::parse(&files.config)?;
-        let pooling = Pooling::parse(files.pooling.as_deref())?;
-        let settings = SentenceSettings::parse(
-            files.sentence_bert.as_deref(),
-            files.sentence_transformers.as_deref(),
-            files.modules.as_deref(),
-        )?;
-        let max_tokens =
-            settings.max_seq_length.unwrap_or(config.max_position_embeddings).min(config.max_position_embeddings);
-        let tokenizer = TextTokenizer::parse(&files.tokenizer, max_tokens)?;
+        let Repository { config, pooling, settings, tokenizer } = Repository::read(&files)?;
         let mut bert = Bert::new(&config, device);
         // Plain BertModel checkpoints have no prefix; some carry `bert.`.
         load_safetensors(&mut bert, files.weights, &[(r"^bert\.", "")])?;
@@ -64,6 +57,7 @@ impl SentenceEncoder {
             max_tokens: self.tokenizer.max_tokens(),
             query_prompt: self.settings.query_prompt.clone(),
             document_prompt: self.settings.document_prompt.clone(),
+            weights: String::new(),
         }
     }
 
@@ -118,6 +112,33 @@ impl SentenceEncoder {
             }
         };
         l2_normalize(pooled)
+    }
+}
+
+/// What a sentence-transformers repository says about its model, besides
+/// the weights.
+pub(super) struct Repository {
+    pub config: BertConfig,
+    pub pooling: Pooling,
+    pub settings: SentenceSettings,
+    /// Truncating at the window the model was trained on
+    /// (`max_seq_length`), at most its position table.
+    pub tokenizer: TextTokenizer,
+}
+
+impl Repository {
+    pub fn read(files: &ModelFiles) -> Result<Repository> {
+        let config = BertConfig::parse(&files.config)?;
+        let pooling = Pooling::parse(files.pooling.as_deref())?;
+        let settings = SentenceSettings::parse(
+            files.sentence_bert.as_deref(),
+            files.sentence_transformers.as_deref(),
+            files.modules.as_deref(),
+        )?;
+        let max_tokens =
+            settings.max_seq_length.unwrap_or(config.max_position_embeddings).min(config.max_position_embeddings);
+        let tokenizer = TextTokenizer::parse(&files.tokenizer, max_tokens)?;
+        Ok(Repository { config, pooling, settings, tokenizer })
     }
 }
 

@@ -1,12 +1,15 @@
-//! Sentence embeddings from a GGUF file: its tokenizer, its architecture
-//! on the quantized kernels ([`crate::arch`]), unit vectors out. The same
-//! surface as [`super::SentenceEncoder`], so the host and the browser
-//! pick one or the other by the model's file.
+//! Sentence embeddings on the engine's own kernels ([`crate::arch`]):
+//! from a GGUF file (its tokenizer, its architecture), or from a
+//! safetensors BERT repository quantized to Q8_0 at load
+//! ([`super::bert_checkpoint`]); unit vectors out, on the CPU or the
+//! device's GPU.
 
-use super::ModelDevice;
+use super::bert_checkpoint::{QUANTIZED_AT_LOAD, quantized_bert};
+use super::encoder::Repository;
 use super::encoder::counted;
 use super::gguf_device::{GgufDevice, Pass};
 use super::tokenize::TextTokenizer;
+use super::{ModelDevice, ModelFiles};
 use crate::arch::backend::now;
 use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
@@ -24,6 +27,10 @@ pub struct GgufEncoder {
     model: Encoder,
     tokenizer: TextTokenizer,
     device: GgufDevice,
+    /// The query and document prompts.
+    prompts: (String, String),
+    /// [`EmbedderInfo::weights`]: empty for a GGUF file, run as stored.
+    weights: &'static str,
 }
 
 impl GgufEncoder {
@@ -39,7 +46,24 @@ impl GgufEncoder {
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         let model = Encoder::load(&file, bytes.clone())?;
         let tokenizer = TextTokenizer::from_gguf(&file, model.context())?;
-        Ok(GgufEncoder { model, tokenizer, device: GgufDevice::on(device) })
+        let (query, document) = model.prompts();
+        let prompts = (query.to_string(), document.to_string());
+        Ok(GgufEncoder { model, tokenizer, device: GgufDevice::on(device), prompts, weights: "" })
+    }
+
+    /// A sentence-transformers BERT repository, its matrices quantized to
+    /// Q8_0 at load; its own tokenizer, window and prompts kept.
+    pub fn from_repository(files: &ModelFiles, device: &ModelDevice) -> Result<GgufEncoder> {
+        super::heap::keep_freed_pages();
+        let Repository { config, pooling, settings, tokenizer } = Repository::read(files)?;
+        let model = Encoder::Bert(quantized_bert(&config, pooling, &files.weights)?);
+        Ok(GgufEncoder {
+            model,
+            tokenizer,
+            device: GgufDevice::on(device),
+            prompts: (settings.query_prompt, settings.document_prompt),
+            weights: QUANTIZED_AT_LOAD,
+        })
     }
 
     pub fn dimension(&self) -> usize {
@@ -51,13 +75,13 @@ impl GgufEncoder {
     }
 
     pub fn describe(&self, model: &str) -> EmbedderInfo {
-        let (query_prompt, document_prompt) = self.model.prompts();
         EmbedderInfo {
             model: model.to_string(),
             dimension: self.dimension(),
             max_tokens: self.tokenizer.max_tokens(),
-            query_prompt: query_prompt.to_string(),
-            document_prompt: document_prompt.to_string(),
+            query_prompt: self.prompts.0.clone(),
+            document_prompt: self.prompts.1.clone(),
+            weights: self.weights.to_string(),
         }
     }
 

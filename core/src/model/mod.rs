@@ -10,6 +10,7 @@
 pub(crate) mod attention;
 mod batch;
 mod bert;
+mod bert_checkpoint;
 pub mod config;
 mod cross_encoder;
 mod dense;
@@ -27,6 +28,7 @@ mod reranker;
 mod tokenize;
 pub(crate) mod vectorize;
 
+pub use bert_checkpoint::quantized_weights;
 pub use burn;
 pub use burn::tensor::Device;
 pub use cross_encoder::CrossEncoder;

@@ -640,14 +640,14 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
             println!("  {} chunks were split again to fit the model's window", report.resplit);
         }
         // The device was chosen when the run loaded the model, so naming
-        // it costs nothing now. A GGUF model runs on its GPU where it has
-        // one (the engine's WGSL kernels), else on the CPU's quantized
-        // kernels, never on burn's CPU backend.
-        let gguf = session.models.embed.gguf.is_some();
+        // it costs nothing now. The engine's kernels run the embedding
+        // model (a GGUF file, or a repository quantized at load) on the
+        // GPU where there is one (its WGSL kernels), else on the CPU's
+        // quantized kernels, never on burn's CPU backend (which only a
+        // repository whose widths are not whole Q8_0 blocks falls to).
         match crate::models::device() {
-            Ok(device) if !gguf || device.gpu.is_some() => println!("  Device: {}", device.description),
-            _ if gguf => println!("  Device: CPU (GGUF quantized kernels, {})", qmd_core::kernels::instruction_set()),
-            _ => {}
+            Ok(device) if device.gpu.is_some() => println!("  Device: {}", device.description),
+            _ => println!("  Device: CPU (quantized kernels, {})", qmd_core::kernels::instruction_set()),
         }
     }
     if report.stopped {

@@ -71,6 +71,7 @@ impl bindings::qmd::engine::inference::Host for HostState {
             max_tokens: info.max_tokens as u32,
             query_prompt: info.query_prompt,
             document_prompt: info.document_prompt,
+            weights: info.weights,
         })
     }
 

@@ -90,7 +90,6 @@ impl<T: Loadable> Slot<T> {
             Err(e) => Err(qmd_core::Error::new(qmd_core::ErrorKind::Io, format!("{}: {e}", dir.join(name).display()))),
         })
         .map_err(|e| failed(e.message))?;
-        let device = &device()?.device;
-        T::load(files, device).map_err(|e| failed(e.message))
+        T::load(files, device()?).map_err(|e| failed(e.message))
     }
 }

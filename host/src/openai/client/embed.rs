@@ -42,6 +42,7 @@ impl RemoteEmbedder {
             max_tokens: REMOTE_WINDOW,
             query_prompt: String::new(),
             document_prompt: String::new(),
+            weights: String::new(),
         })
     }
 
