@@ -154,13 +154,25 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
     const web = await page.evaluate((q) => window.qmd.hybrid(q), query);
     assert.deepEqual(web.notes.filter((n) => /vector/.test(n)), [], `vectors were used for ${query}`);
     const fromCli = cli(cliEnv, ['query', query, '--json', '-n', '3', '--no-rerank']);
-    assert.deepEqual(
-      web.hits.slice(0, 3).map((h) => `#${h.hit.docid}`),
-      fromCli.slice(0, 3).map((h) => h.docid),
-      `query ${JSON.stringify(query)}`,
-    );
+    assertSameTop(query, web.hits.slice(0, 3).map((h) => `#${h.hit.docid}`), fromCli.map((h) => h.docid));
   }
 });
+
+/** The page's top documents are the CLI's, but for two the CLI itself
+ * scores as tied (vector scores within 0.01, as printed): the page's wasm
+ * kernels and the CLI's native ones round the Q8_0 activations a last bit
+ * apart (cosine >= 0.9999 above), which may order a near-tie either way. */
+function assertSameTop(query, web, fromCli) {
+  assert.equal(web.length, fromCli.length, `query ${JSON.stringify(query)}`);
+  const differ = web.map((doc, i) => [doc, fromCli[i]]).filter(([a, b]) => a !== b);
+  if (!differ.length) return;
+  const scores = new Map(cli(cliEnv, ['vsearch', query, '--json', '-n', '20', '--min-score', '0']).map((h) => [h.docid, h.score]));
+  for (const [a, b] of differ) {
+    const gap = Math.abs(scores.get(a) - scores.get(b));
+    assert.ok(gap <= 0.011, `query ${JSON.stringify(query)}: the page ranks ${a} where the CLI ranks ${b} (vector scores ${scores.get(a)} and ${scores.get(b)})`);
+  }
+  console.log(`query ${JSON.stringify(query)}: a near-tie ordered the other way (${differ.flat().join(', ')})`);
+}
 
 test('only the model fetch and the app are requested, all from the page origin', () => {
   const origin = new URL(server.url).origin;
