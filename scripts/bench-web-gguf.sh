@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The browser's GGUF benchmark: MiniLM embedding in headless Chromium on the
-# CPU — this project's page on the Q8_0 GGUF file and on the f32 safetensors
-# repository, wllama (llama.cpp in wasm) on the same GGUF file and
+# CPU — this project's page on the Q8_0 GGUF file and on the safetensors
+# repository (the default path, quantized to Q8_0 at load), wllama (llama.cpp in wasm) on the same GGUF file and
 # Transformers.js (ONNX Runtime Web) on the int8 ONNX graph — on the same
 # tldr texts, in one run. Writes bench/web-gguf-results.md.
 # Then SmolLM2-135M Q4_1 decoding in the page (both engine builds) against

@@ -5,7 +5,9 @@
 # without the relaxed-simd feature (the page's two builds), and run under
 # wasmtime, which runs both. Each kernel is held to the portable one bit
 # for bit, as scripts/test-arm.sh does for NEON. (The browser tests hold
-# the two builds to each other and to llama.cpp through the page.)
+# the two builds to each other and to llama.cpp through the page.) Also
+# the page's load-time path for a repository: reading its safetensors
+# checkpoint and quantizing it (gguf::quantize, model::bert_checkpoint).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A target folder of its own: these flags differ from the workspace's
@@ -17,7 +19,7 @@ export CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS="-Ctarget-feature=+simd128"
 export CARGO_TARGET_WASM32_WASIP2_RUNNER="$wasmtime run -W relaxed-simd=y"
 # By default only the kernels' tests; arguments replace the filter.
 if [ "$#" -eq 0 ]; then
-    set -- kernels::
+    set -- kernels:: gguf::quantize:: model::bert_checkpoint::
 fi
 for features in models models,relaxed-simd; do
     echo "test-wasm: qmd-core --features $features" >&2
