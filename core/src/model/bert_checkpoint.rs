@@ -49,6 +49,15 @@ pub fn quantized_weights(layers: usize, weights: &[u8]) -> Result<Weights> {
         Ok(_) => "",
         Err(_) => "bert.", // BertForMaskedLM-style checkpoints
     };
+    // config.json's count sizes the name list: checked against the
+    // tensors present first (16 per layer), never trusted.
+    if layers > checkpoint.len() / 16 {
+        return Err(damaged(format!(
+            "config.json says {layers} layers; the checkpoint's {} tensors hold at most {}",
+            checkpoint.len(),
+            checkpoint.len() / 16
+        )));
+    }
     let mut builder = WeightsBuilder::default();
     for (gguf, hf) in tensor_names(layers) {
         let name = format!("{prefix}{hf}");
@@ -230,6 +239,11 @@ mod tests {
         integers[0].1 = "I32";
         let message = load(&checkpoint(&integers)).err().unwrap().message;
         assert!(message.contains("I32"), "{message}");
+
+        // A layer count from config.json that the checkpoint cannot hold
+        // is refused before it sizes anything.
+        let message = quantized_weights(1 << 40, &full).err().unwrap().message;
+        assert!(message.contains("says 1099511627776 layers"), "{message}");
 
         let mut reshaped = tensors("F32", |_, _| {});
         let at = reshaped.iter().position(|(name, ..)| name == "encoder.layer.0.intermediate.dense.weight").unwrap();
