@@ -89,9 +89,16 @@ fn quantize_blocks_simd128(x: &[f32], piece: &mut Piece) {
     for ((block, q), ((scale, sum), scaled_sum)) in x.chunks_exact(32).zip(values.chunks_exact_mut(32)).zip(outputs) {
         // SAFETY: a block is 32 floats.
         let v: [v128; 8] = std::array::from_fn(|i| unsafe { v128_load(block.as_ptr().add(4 * i).cast()) });
-        // `pmax(m, |v|)` keeps `m` where `|v|` is NaN, as `f32::max` does;
-        // without NaNs the order of a maximum does not matter.
-        let lanes = v.iter().fold(f32x4_splat(0.0), |m, &v| f32x4_pmax(m, f32x4_abs(v)));
+        // NaN lanes become 0 first, so the maximum skips them as
+        // `f32::max` does whatever the lowering: with `+relaxed-simd` LLVM
+        // may turn a `pmax` into `relaxed_max`, whose NaN result is the
+        // engine's choice (wasmtime's kept a NaN). Without NaNs every
+        // maximum agrees.
+        let finite_abs = |v: v128| {
+            let a = f32x4_abs(v);
+            v128_and(a, f32x4_eq(a, a))
+        };
+        let lanes = v.iter().fold(f32x4_splat(0.0), |m, &v| f32x4_pmax(m, finite_abs(v)));
         let pairs = f32x4_pmax(lanes, i32x4_shuffle::<2, 3, 0, 1>(lanes, lanes));
         let amax = f32x4_extract_lane::<0>(f32x4_pmax(pairs, i32x4_shuffle::<1, 0, 3, 2>(pairs, pairs)));
         let d = amax / 127.0;
