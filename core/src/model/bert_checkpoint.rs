@@ -11,7 +11,7 @@ use super::config::{BertConfig, Pooling};
 use crate::arch::bert::{self, Bert, BertShape};
 use crate::arch::{Weights, WeightsBuilder};
 use crate::error::{Error, Result};
-use crate::gguf::GgmlType;
+use crate::gguf::{GgmlType, dequantize};
 
 /// What the fingerprint records for vectors from a quantized repository
 /// ([`crate::inference::EmbedderInfo::weights`]).
@@ -120,12 +120,16 @@ fn converter_type(gguf: &str, dims: usize) -> GgmlType {
 /// A tensor's values as f32, refused when one is NaN or infinite (a
 /// damaged checkpoint must not become an index of NaN vectors).
 fn floats(name: &str, dtype: Dtype, data: &[u8]) -> Result<Vec<f32>> {
-    let values: Vec<f32> = match dtype {
-        Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-        Dtype::F16 => data.chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
-        Dtype::BF16 => data.chunks_exact(2).map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+    // The same float types as GGUF's, read by its dequantization (the
+    // crate checked that the data is the shape's size).
+    let kind = match dtype {
+        Dtype::F32 => GgmlType::F32,
+        Dtype::F16 => GgmlType::F16,
+        Dtype::BF16 => GgmlType::BF16,
         other => return Err(damaged(format!("tensor {name} is {other:?}; F32, F16 or BF16 load"))),
     };
+    let mut values = vec![0f32; data.len() / kind.block_bytes()];
+    dequantize(kind, data, &mut values);
     match values.iter().position(|v| !v.is_finite()) {
         Some(at) => Err(damaged(format!("tensor {name} holds {} at value {at}: the file is damaged", values[at]))),
         None => Ok(values),
