@@ -8,7 +8,8 @@
 # the native kernels.
 #   BENCH_TEXTS    texts embedded by each runtime (default 100)
 #   BENCH_ROUNDS   timed runs of each, the best reported (default 3)
-#   BENCH_ONLY     `embed`, `decode` or `references` (wllama and
+#   BENCH_ONLY     `embed`, `decode`, `ours` (the page's two GGUF rows: a
+#                  kernel change's quick check) or `references` (wllama and
 #                  Transformers.js alone): that part alone
 #   BENCH_THREADS  wllama's threads (default 2, this machine's cores)
 set -euo pipefail

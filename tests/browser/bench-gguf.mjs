@@ -259,8 +259,9 @@ const rows = [];
 let decode = [];
 try {
   if (process.env.BENCH_ONLY === 'references') await referenceRows();
+  else if (process.env.BENCH_ONLY === 'ours') await pageRows();
   else if (process.env.BENCH_ONLY !== 'decode') await embedding();
-  if (!['embed', 'references'].includes(process.env.BENCH_ONLY)) {
+  if (!['embed', 'references', 'ours'].includes(process.env.BENCH_ONLY)) {
     phase('decoding');
     decode = await decoding(browser);
   }
@@ -270,10 +271,7 @@ try {
 
 /** The embedding rows, into `rows`. */
 async function embedding() {
-  phase('this project, Q8_0 GGUF, relaxed SIMD');
-  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, relaxed-SIMD build', gguf, 'relaxed'));
-  phase('this project, Q8_0 GGUF, simd128');
-  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, simd128 build', gguf, 'simd128'));
+  await pageRows();
   phase('this project, safetensors repository');
   rows.push(await ours(browser, 'this project, MiniLM safetensors repository (the default: Q8_0 at load)', modelDir));
   phase('native');
@@ -282,6 +280,15 @@ async function embedding() {
   // AVX-512 VNNI runs natively.
   rows.push({ label: 'native, the same, kernels capped at AVX2 (`QMD_KERNELS=avx2`)', rate: nativeGguf('avx2'), worst: NaN });
   await referenceRows();
+}
+
+/** The page's two engine builds on the GGUF file (`BENCH_ONLY=ours` runs
+ * these alone: the quick check of a kernel change). */
+async function pageRows() {
+  phase('this project, Q8_0 GGUF, relaxed SIMD');
+  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, relaxed-SIMD build', gguf, 'relaxed'));
+  phase('this project, Q8_0 GGUF, simd128');
+  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, simd128 build', gguf, 'simd128'));
 }
 
 /** The reference runtimes' rows, into `rows`. */

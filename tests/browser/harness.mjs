@@ -81,6 +81,8 @@ export const chromiumArgs = [
   '--disable-component-update',
   '--disable-sync',
   '--no-first-run',
+  // Extra flags for a profiling run, e.g. `--js-flags=--prof` (README, *Profiling*).
+  ...(process.env.QMD_CHROMIUM_FLAGS?.split(' ').filter(Boolean) ?? []),
   '--disable-quic',
 ];
 
