@@ -495,6 +495,26 @@ fn a_fifo_in_place_of_a_file_never_hangs_a_command() {
     // Not a PID: the server is not running (and the stray entry in qmd's
     // own PID file's place is cleaned up).
     assert!(out.code == 0 && out.stdout.to_lowercase().contains("not running"), "{out:?}");
+    // Starting a server neither blocks opening a FIFO in its log's or its
+    // PID file's place (no reader: the open never returns) nor writes
+    // through a link there into the file it points at; the error names the
+    // file, and no server is left running.
+    let daemon = ["mcp", "--http", "--daemon", "--port", "1"];
+    for name in ["mcp.log", "mcp.pid"] {
+        let file = env.cache_home().join("qmd").join(name);
+        mkfifo(&file);
+        let out = qmd_within(&env, &daemon, &[], quick);
+        assert!(out.code != 0 && out.stderr.contains(name) && out.stderr.contains("a FIFO"), "{out:?}");
+        std::fs::remove_file(&file).unwrap();
+        let mine = env.path("mine.txt");
+        std::fs::write(&mine, "keep").unwrap();
+        std::os::unix::fs::symlink(&mine, &file).unwrap();
+        let out = qmd_within(&env, &daemon, &[], quick);
+        assert!(out.code != 0 && out.stderr.contains(name) && out.stderr.contains("a link"), "{out:?}");
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "keep", "written through the link at {name}");
+        std::fs::remove_file(&file).unwrap();
+    }
+    assert!(!env.cache_home().join("qmd/mcp.pid").exists(), "no server was recorded");
 
     env.write("skills/good/SKILL.md", "---\nname: good\ndescription: A good skill\n---\n# Good\n");
     mkfifo(&env.path("skills/good/notes/pipe.md"));

@@ -1,7 +1,8 @@
-//! Reading files that must be regular files (model files, cache entries):
-//! a FIFO, device or socket in a file's place is refused, never opened
-//! for a blocking read. `open(2)` of a FIFO with no writer blocks in the
-//! open itself, so the file is opened with `O_NONBLOCK` and the opened
+//! Reading and writing files that must be regular files (model files,
+//! cache entries, a server's log): a FIFO, device or socket in a file's
+//! place is refused, never opened for a blocking read or write. `open(2)`
+//! of a FIFO with no writer (or, to write, no reader) blocks in the open
+//! itself, so the file is opened with `O_NONBLOCK` and the opened
 //! handle's metadata is checked (not the path's, which a rename could
 //! change between the check and the open).
 
@@ -14,10 +15,38 @@ use std::path::Path;
 pub fn open(path: &Path) -> io::Result<File> {
     let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let kind = file.metadata()?.file_type();
-    if kind.is_file() {
-        return Ok(file);
-    }
-    let what = if kind.is_fifo() {
+    if kind.is_file() { Ok(file) } else { Err(not_regular(kind)) }
+}
+
+/// `path` created, or emptied, for writing if it is a regular file: never
+/// written through a link (which could point at a user's file), and a
+/// FIFO, folder or device there is refused without blocking.
+pub fn create(path: &Path) -> io::Result<File> {
+    let opened = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        // ELOOP (a link), ENXIO (a FIFO no one reads), EISDIR: say what is there.
+        Err(error) => {
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(meta) if !meta.is_file() => not_regular(meta.file_type()),
+                _ => error,
+            });
+        }
+    };
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() { Ok(file) } else { Err(not_regular(kind)) }
+}
+
+/// The error for an entry of `kind` where a regular file must be.
+fn not_regular(kind: std::fs::FileType) -> io::Error {
+    let what = if kind.is_symlink() {
+        "a link"
+    } else if kind.is_fifo() {
         "a FIFO"
     } else if kind.is_socket() {
         "a socket"
@@ -28,7 +57,7 @@ pub fn open(path: &Path) -> io::Result<File> {
     } else {
         "not a file"
     };
-    Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{what}, not a regular file")))
+    io::Error::new(io::ErrorKind::InvalidInput, format!("{what}, not a regular file"))
 }
 
 /// The bytes of the regular file `path`, if it holds at most `limit`
@@ -75,5 +104,34 @@ mod tests {
         assert!(read(dir.path(), 10).is_err());
         assert!(read(Path::new("/dev/zero"), 10).unwrap_err().to_string().contains("a device"));
         assert_eq!(read(&dir.path().join("missing"), 10).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn files_are_created_only_as_regular_files_never_through_a_link_or_a_fifo() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        create(&log).unwrap().write_all(b"first").unwrap();
+        create(&log).unwrap().write_all(b"2").unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), b"2", "an existing file is emptied");
+        // A link is refused, and what it points at keeps its bytes.
+        let mine = dir.path().join("mine.txt");
+        std::fs::write(&mine, b"keep").unwrap();
+        let link = dir.path().join("link.log");
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        assert!(create(&link).unwrap_err().to_string().contains("a link, not a regular file"));
+        assert_eq!(std::fs::read(&mine).unwrap(), b"keep");
+        // A FIFO, with no reader (a blocking open would never return) and
+        // with one, and a folder are refused.
+        let fifo = dir.path().join("fifo.log");
+        mkfifo(&fifo);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let fifo_path = fifo.clone();
+        std::thread::spawn(move || tx.send(create(&fifo_path).map(|_| ()).map_err(|e| e.to_string())));
+        let refused = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a FIFO must not block");
+        assert!(refused.unwrap_err().contains("a FIFO, not a regular file"));
+        let _reader = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        assert!(create(&fifo).unwrap_err().to_string().contains("a FIFO, not a regular file"));
+        assert!(create(dir.path()).unwrap_err().to_string().contains("a folder, not a regular file"));
     }
 }

@@ -68,7 +68,13 @@ pub fn start(files: &DaemonFiles, options: &McpOptions) -> Result<ExitCode> {
     if let Some(dir) = files.pid.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let log = std::fs::File::create(&files.log).with_context(|| format!("cannot write {}", files.log.display()))?;
+    // Neither file is written through a link or opened if it is a FIFO (no
+    // reader: the open would never return); the PID file is ready before
+    // the server starts, so a server never runs unrecorded.
+    let log =
+        crate::files::regular::create(&files.log).with_context(|| format!("cannot write {}", files.log.display()))?;
+    let mut pid_file =
+        crate::files::regular::create(&files.pid).with_context(|| format!("cannot write {}", files.pid.display()))?;
     let exe = std::env::current_exe().context("cannot find the qmd executable")?;
     let mut args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--daemon").collect();
     if !args.iter().any(|a| a == "--port" || a.starts_with("--port=")) {
@@ -87,7 +93,8 @@ pub fn start(files: &DaemonFiles, options: &McpOptions) -> Result<ExitCode> {
     // Only the server may hold the write end now: its exit closes the pipe.
     drop(ready_write);
     let pid = child.id();
-    std::fs::write(&files.pid, pid.to_string()).with_context(|| format!("cannot write {}", files.pid.display()))?;
+    pid_file.write_all(pid.to_string().as_bytes()).with_context(|| format!("cannot write {}", files.pid.display()))?;
+    drop(pid_file);
     let address = format!("{}:{}", options.host, options.port);
     match wait_ready(ready_read, READY_TIMEOUT) {
         Ok(port) => {

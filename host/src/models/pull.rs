@@ -134,7 +134,7 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
         let _ = fs::remove_file(&part);
     }
     if let Some(etag) = &etag {
-        fs::write(&part_etag, etag)?;
+        crate::files::write_atomically(&part_etag, etag.as_bytes())?;
     }
     download(agent, url, &part, &file)?;
     if let Some(expected) = etag.as_deref().filter(|e| is_sha256(e)) {
@@ -150,7 +150,7 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
     fs::rename(&part, path)?;
     let _ = fs::remove_file(&part_etag);
     match &etag {
-        Some(etag) => fs::write(&etag_path, etag)?,
+        Some(etag) => crate::files::write_atomically(&etag_path, etag.as_bytes())?,
         None => {
             let _ = fs::remove_file(&etag_path);
         }
