@@ -293,6 +293,33 @@ fn pull_downloads_resumes_and_checks() {
     let out = pull(&["--refresh"]).failure();
     assert!(out.stderr.contains("checksum mismatch"), "{}", out.stderr);
     assert_eq!(std::fs::read(dir.join("config.json")).unwrap(), b"{\"model_type\":\"bert\"}");
+
+    // A FIFO in a download's part file's place is refused at once (opened
+    // to write, with no reader, it blocked forever), a link there is never
+    // written through into the file it points at; the error names the part.
+    *hub.fake_etag.lock().unwrap() = None;
+    hub.files.lock().unwrap().insert("/acme/mini/resolve/main/tokenizer.json".into(), b"{\"v\":3}".to_vec());
+    let part = dir.join("tokenizer.json.part");
+    // The part is of the hub's version, so pull resumes it (another
+    // version's part would be removed first).
+    std::fs::write(dir.join("tokenizer.json.part.etag"), sha256(b"{\"v\":3}")).unwrap();
+    let mine = env.path("mine.json");
+    std::fs::write(&mine, "keep").unwrap();
+    for planted in ["fifo", "link"] {
+        if planted == "fifo" {
+            crate::untrusted_inputs::mkfifo(&part);
+        } else {
+            std::os::unix::fs::symlink(&mine, &part).unwrap();
+        }
+        let out = crate::untrusted_inputs::qmd_within(&env, &["pull"], &envs, std::time::Duration::from_secs(30));
+        let what = if planted == "fifo" { "a FIFO" } else { "a link" };
+        assert!(out.code != 0 && out.stderr.contains("tokenizer.json.part") && out.stderr.contains(what), "{out:?}");
+        std::fs::remove_file(&part).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "keep");
+    assert_eq!(std::fs::read(dir.join("tokenizer.json")).unwrap(), b"{\"v\":2}", "the cached file is kept");
+    pull(&[]).success();
+    assert_eq!(std::fs::read(dir.join("tokenizer.json")).unwrap(), b"{\"v\":3}");
 }
 
 /// Appends `models:` to the index's config (qmd's `models.<role>`).

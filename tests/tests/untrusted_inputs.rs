@@ -35,7 +35,7 @@ fn notes() -> Env {
 
 /// `qmd args…` with `envs`, killed (and the test failed) past `limit`: a
 /// hang fails the test instead of the run.
-fn qmd_within(env: &Env, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Output {
+pub(crate) fn qmd_within(env: &Env, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Output {
     let mut child = env
         .command(env.root(), args, envs)
         .stdin(Stdio::null())
@@ -474,7 +474,7 @@ fn concurrent_large_model_requests_hold_a_bounded_number_of_bodies() {
     assert_eq!(status, 200, "{body}");
 }
 
-fn mkfifo(path: &Path) {
+pub(crate) fn mkfifo(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
     assert!(status.success(), "mkfifo {}", path.display());

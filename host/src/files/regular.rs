@@ -22,10 +22,21 @@ pub fn open(path: &Path) -> io::Result<File> {
 /// written through a link (which could point at a user's file), and a
 /// FIFO, folder or device there is refused without blocking.
 pub fn create(path: &Path) -> io::Result<File> {
+    open_to_write(path, false)
+}
+
+/// [`create`], but keeping what the file holds and writing after it (a
+/// download resumed).
+pub fn append(path: &Path) -> io::Result<File> {
+    open_to_write(path, true)
+}
+
+fn open_to_write(path: &Path, append: bool) -> io::Result<File> {
     let opened = File::options()
         .write(true)
         .create(true)
-        .truncate(true)
+        .append(append)
+        .truncate(!append)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path);
     let file = match opened {
@@ -114,12 +125,15 @@ mod tests {
         create(&log).unwrap().write_all(b"first").unwrap();
         create(&log).unwrap().write_all(b"2").unwrap();
         assert_eq!(std::fs::read(&log).unwrap(), b"2", "an existing file is emptied");
+        append(&log).unwrap().write_all(b"3").unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), b"23", "or kept and written after");
         // A link is refused, and what it points at keeps its bytes.
         let mine = dir.path().join("mine.txt");
         std::fs::write(&mine, b"keep").unwrap();
         let link = dir.path().join("link.log");
         std::os::unix::fs::symlink(&mine, &link).unwrap();
         assert!(create(&link).unwrap_err().to_string().contains("a link, not a regular file"));
+        assert!(append(&link).unwrap_err().to_string().contains("a link, not a regular file"));
         assert_eq!(std::fs::read(&mine).unwrap(), b"keep");
         // A FIFO, with no reader (a blocking open would never return) and
         // with one, and a folder are refused.
@@ -130,6 +144,7 @@ mod tests {
         std::thread::spawn(move || tx.send(create(&fifo_path).map(|_| ()).map_err(|e| e.to_string())));
         let refused = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("a FIFO must not block");
         assert!(refused.unwrap_err().contains("a FIFO, not a regular file"));
+        assert!(append(&fifo).unwrap_err().to_string().contains("a FIFO, not a regular file"));
         let _reader = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
         assert!(create(&fifo).unwrap_err().to_string().contains("a FIFO, not a regular file"));
         assert!(create(dir.path()).unwrap_err().to_string().contains("a folder, not a regular file"));

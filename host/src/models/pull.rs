@@ -8,7 +8,7 @@
 //! renamed into place. A model is never half-replaced: readers see the old
 //! file or the new one.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,6 +20,7 @@ use qmd_core::display::escape_controls;
 use sha2::{Digest, Sha256};
 
 use super::{ModelSources, OPTIONAL_FILES, REQUIRED_FILES, hub, models_dir};
+use crate::files::regular;
 
 /// The hub: `$HF_ENDPOINT` (mirrors) or huggingface.co.
 pub fn endpoint() -> String {
@@ -174,7 +175,9 @@ fn download(agent: &ureq::Agent, url: &str, part: &Path, label: &str) -> Result<
         code => bail!("{url}: HTTP {code}"),
     };
     let length = response.headers().get("content-length").and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let mut out = OpenOptions::new().create(true).write(true).append(append).truncate(!append).open(part)?;
+    // Never through a link, never a blocking open of a FIFO in the part's place.
+    let open = if append { regular::append } else { regular::create };
+    let mut out = open(part).with_context(|| format!("cannot write {}", part.display()))?;
     let bar = progress(label, length.map(|l| l + start), start);
     let mut body = response.into_body().into_reader();
     let mut buffer = vec![0u8; 1 << 16];
@@ -221,7 +224,7 @@ fn progress(label: &str, total: Option<u64>, start: u64) -> Option<ProgressBar> 
 
 /// A sidecar's ETag: a regular file of a few bytes, or none.
 fn read_etag(path: &Path) -> Option<String> {
-    String::from_utf8(crate::files::regular::read(path, 1024).ok()?).ok()
+    String::from_utf8(regular::read(path, 1024).ok()?).ok()
 }
 
 fn sidecar(path: &Path, ext: &str) -> PathBuf {
@@ -243,7 +246,7 @@ fn is_sha256(s: &str) -> bool {
 
 /// The file's sha256, in hex.
 pub(crate) fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = crate::files::regular::open(path)?;
+    let mut file = regular::open(path)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
