@@ -307,11 +307,11 @@ fn pull_downloads_resumes_and_checks() {
     std::fs::write(&mine, "keep").unwrap();
     for planted in ["fifo", "link"] {
         if planted == "fifo" {
-            crate::untrusted_inputs::mkfifo(&part);
+            crate::common::mkfifo(&part);
         } else {
             std::os::unix::fs::symlink(&mine, &part).unwrap();
         }
-        let out = crate::untrusted_inputs::qmd_within(&env, &["pull"], &envs, std::time::Duration::from_secs(30));
+        let out = crate::common::qmd_within(&env, &["pull"], &envs, std::time::Duration::from_secs(30));
         let what = if planted == "fifo" { "a FIFO" } else { "a link" };
         assert!(out.code != 0 && out.stderr.contains("tokenizer.json.part") && out.stderr.contains(what), "{out:?}");
         std::fs::remove_file(&part).unwrap();

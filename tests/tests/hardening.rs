@@ -13,9 +13,9 @@ use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Env, Output};
+use common::{Env, Output, qmd_within};
 
 /// The repro prelude: a folder `n` with `a.md`, added as `n`.
 fn indexed_notes() -> Env {
@@ -60,21 +60,6 @@ fn assert_reports_damage(env: &Env, out: &Output) {
     assert!(out.stderr.contains("is damaged"), "{}", out.stderr);
     assert!(out.stderr.contains("Run 'qmd update --rebuild'"), "{}", out.stderr);
     assert!(out.stderr.contains(&index_dir(env).display().to_string()), "names the real path:\n{}", out.stderr);
-}
-
-/// Runs `qmd` with a time limit: a hang fails the test instead of the run.
-fn qmd_within(env: &Env, args: &[&str], limit: Duration) -> Output {
-    let mut child =
-        env.command(env.root(), args, &[]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start qmd");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("qmd {args:?} still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().expect("output").into()
 }
 
 /// Text of `len` bytes or more from a 5,000-word vocabulary, with `marker`
@@ -156,7 +141,7 @@ fn a_symlink_to_a_fifo_is_skipped_not_opened() {
     symlink("pipe", env.path("n/x.md")).unwrap();
     // Opening a FIFO blocks until a writer comes: the update hung forever,
     // holding the index's write lock.
-    let out = qmd_within(&env, &["update"], Duration::from_secs(60));
+    let out = qmd_within(&env, &["update"], &[], Duration::from_secs(60));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("Skipped qmd://n/x.md (NOT_A_REGULAR_FILE)"), "{}", out.stderr);
 }

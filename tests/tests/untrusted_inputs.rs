@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{Env, Output, Server};
+use common::{Env, Server, mkfifo, qmd_within};
 use serde_json::{Value, json};
 
 const NOTES: [(&str, &str); 3] = [
@@ -31,40 +31,6 @@ fn notes() -> Env {
     }
     env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
     env
-}
-
-/// `qmd args…` with `envs`, killed (and the test failed) past `limit`: a
-/// hang fails the test instead of the run.
-pub(crate) fn qmd_within(env: &Env, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Output {
-    let mut child = env
-        .command(env.root(), args, envs)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start qmd");
-    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let read_all = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let (out, err) = (read_all(Box::new(stdout)), read_all(Box::new(stderr)));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("qmd {args:?} still running after {limit:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output { stdout: out.join().unwrap(), stderr: err.join().unwrap(), code: status.code().unwrap_or(-1) }
 }
 
 /// The stderr lines that name `path`.
@@ -472,12 +438,6 @@ fn concurrent_large_model_requests_hold_a_bounded_number_of_bodies() {
     // Still up.
     let (status, _, body) = exchange(port, &post("/v1/embeddings", "", small.len()), Some(small), limit);
     assert_eq!(status, 200, "{body}");
-}
-
-pub(crate) fn mkfifo(path: &Path) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
-    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 /// A FIFO where a command reads a file (robustness class: a read that

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -474,6 +474,47 @@ impl Env {
         }
         panic!("the server did not start");
     }
+}
+
+/// `qmd args…` with `envs`, killed (and the test failed) past `limit`: a
+/// hang fails the test instead of the run.
+pub fn qmd_within(env: &Env, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Output {
+    let mut child = env
+        .command(env.root(), args, envs)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start qmd");
+    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let read_all = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let (out, err) = (read_all(Box::new(stdout)), read_all(Box::new(stderr)));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("qmd {args:?} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output { stdout: out.join().unwrap(), stderr: err.join().unwrap(), code: status.code().unwrap_or(-1) }
+}
+
+/// A FIFO at `path` (its folders made).
+pub fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 #[cfg(test)]
