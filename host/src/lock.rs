@@ -1,7 +1,7 @@
 //! One writer at a time per index: an exclusive `flock` on `<index>/.lock`,
 //! held for the duration of a writing command.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
@@ -15,11 +15,9 @@ impl WriteLock {
     /// Waits for the lock (another `qmd update` may be running).
     pub fn acquire(index_dir: &Path) -> Result<WriteLock> {
         let path = index_dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
+        // Kept as it is (never written), and opened only if it is a regular
+        // file: a FIFO there blocked every writing command in the open.
+        let file = crate::files::regular::append(&path)
             .with_context(|| format!("cannot open lock file {}", path.display()))?;
         // SAFETY: flock on a descriptor we own; released when the file closes.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {

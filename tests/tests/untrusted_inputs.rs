@@ -493,6 +493,16 @@ fn a_fifo_in_place_of_a_file_never_hangs_a_command() {
     let (status, _, body) = exchange(port, "GET /index.html HTTP/1.1\r\n", None, quick);
     assert!(status == 200 && body.contains("qmd test app"), "the server still answers: {status} {body}");
 
+    // The index's write lock, which every writing command opens first.
+    let lock = env.cache_home().join("qmd/index.qmdx/.lock");
+    assert!(lock.is_file(), "the index has its lock file");
+    std::fs::remove_file(&lock).unwrap();
+    mkfifo(&lock);
+    let out = qmd_within(&env, &["update"], &[], quick);
+    assert!(out.code != 0 && out.stderr.contains(".lock") && out.stderr.contains("a FIFO"), "{out:?}");
+    std::fs::remove_file(&lock).unwrap();
+    env.ok(&["update"]);
+
     let config = env.config_home().join("qmd/index.yml");
     std::fs::remove_file(&config).unwrap();
     mkfifo(&config);
