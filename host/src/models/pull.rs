@@ -161,7 +161,8 @@ fn pull_file(agent: &ureq::Agent, url: &str, path: &Path, refresh: bool) -> Resu
 
 /// GETs `url` into `part`, resuming from its current length.
 fn download(agent: &ureq::Agent, url: &str, part: &Path, label: &str) -> Result<()> {
-    let have = fs::metadata(part).map_or(0, |m| m.len());
+    // What a regular part holds (not what a link there points at).
+    let have = fs::symlink_metadata(part).ok().filter(|m| m.is_file()).map_or(0, |m| m.len());
     let mut request = agent.get(url);
     if have > 0 {
         request = request.header("Range", format!("bytes={have}-"));
