@@ -26,3 +26,5 @@ ensure() {
 }
 ensure target
 ensure component
+# The grammars of code-aware chunking are C, built for wasm32 too.
+bash scripts/setup-system.sh c-wasm

@@ -74,6 +74,9 @@ pub struct QueryRequest {
     pub intent: Option<String>,
     pub candidate_limit: usize,
     pub rerank: bool,
+    /// How candidates are cut to pick the chunk the reranker reads
+    /// (`--chunk-strategy`); `None`: as the index's vectors were chunked.
+    pub chunk_strategy: Option<crate::chunk::ChunkStrategy>,
 }
 
 impl Default for QueryRequest {
@@ -86,6 +89,7 @@ impl Default for QueryRequest {
             intent: None,
             candidate_limit: 40,
             rerank: true,
+            chunk_strategy: None,
         }
     }
 }

@@ -128,6 +128,7 @@ fn main() {
             model: "bench".into(),
             dimension: dim as u32,
             fingerprint: String::new(),
+            chunk_strategy: Default::default(),
             segments: vec![meta],
         };
         let set = VectorSet::open(&dir, &manifest).unwrap();

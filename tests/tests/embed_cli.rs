@@ -638,3 +638,79 @@ fn gguf_reranker_scores_query_results_as_llama_cpp() {
         assert!((shown - expected).abs() <= 1.5e-3, "{name}: rerank {shown} vs llama.cpp {expected}\n{}", out.stderr);
     }
 }
+
+/// The index's record of how code was chunked, and the chunk positions
+/// stored for the content of `file` (a path in the `code` collection), read
+/// from the index files as the engine reads them.
+fn stored_chunks(env: &Env, file: &str) -> (qmd_core::chunk::ChunkStrategy, Vec<u32>) {
+    use qmd_core::Directory;
+    let index_dir = env.cache_home().join("qmd/index.qmdx");
+    let ram = qmd_core::RamDirectory::new();
+    for entry in std::fs::read_dir(&index_dir).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            ram.write(&entry.file_name().to_string_lossy(), &std::fs::read(entry.path()).unwrap()).unwrap();
+        }
+    }
+    let index = qmd_core::index::Index::open(std::rc::Rc::new(ram)).unwrap();
+    let hash = index.catalog().unwrap().iter().find(|e| e.record.path == file).expect("indexed").record.hash.clone();
+    let set = index.vectors().unwrap().expect("vectors");
+    let positions = set
+        .segments
+        .iter()
+        .flat_map(|s| s.contents.iter().filter(|c| c.hash == hash).map(move |c| (s, c)))
+        .flat_map(|(s, c)| s.content_vectors(c).unwrap().into_iter().map(|v| v.pos))
+        .collect();
+    (set.manifest.chunk_strategy, positions)
+}
+
+/// `embed --chunk-strategy auto` cuts a code file at its declarations, as
+/// the engine's chunker does, and records the strategy in the index; a
+/// plain `embed` keeps it; switching re-embeds the code files only.
+#[test]
+fn auto_chunk_strategy_cuts_code_at_declarations_and_switching_rechunks() {
+    use qmd_core::chunk::{ChunkStrategy, Declarations, TokenChunking};
+    let env = Env::new();
+    let python: String = (0..30)
+        .map(|i| {
+            format!(
+                "def season_{i}(garden):\n    \"\"\"Plant the seeds of season {i} in the garden beds, water them \
+                 every morning and note which ones sprout first.\"\"\"\n    beds = garden.beds({i})\n    \
+                 return [bed.plant() for bed in beds]\n\n\n"
+            )
+        })
+        .collect();
+    env.write("code/garden.py", &python);
+    env.write("code/notes.md", "# Notes\n\nThe greenhouse opens in March.\n");
+    env.ok(&["collection", "add", &env.arg("code"), "--name", "code", "--mask", "**/*.{py,md}"]);
+    let expected = |strategy| -> Vec<u32> {
+        let declarations = Declarations::of(&python, "garden.py", strategy).unwrap();
+        let chunks = TokenChunking::for_window(256).first_pass(&python, 3.0, &declarations);
+        chunks.iter().map(|c| c.pos as u32).collect()
+    };
+    let (auto, regex) = (expected(ChunkStrategy::Auto), expected(ChunkStrategy::Regex));
+    assert_ne!(auto, regex, "the test file must be cut apart by the two strategies");
+    let chars: Vec<char> = python.chars().collect();
+    let ends_on_def = |positions: &[u32]| {
+        let overlap = TokenChunking::for_window(256).overlap * 3;
+        positions[1..].iter().all(|&p| chars[p as usize + overlap..].starts_with(&['d', 'e', 'f']))
+    };
+    assert!(ends_on_def(&auto) && !ends_on_def(&regex), "auto's chunks end where a function starts");
+
+    let out = run(&env, &["embed", "--chunk-strategy", "auto"]).success().stdout;
+    assert!(out.contains("from 2 documents") && !out.contains("split again"), "{out}");
+    assert_eq!(stored_chunks(&env, "garden.py"), (ChunkStrategy::Auto, auto.clone()));
+
+    let out = run(&env, &["embed"]).success().stdout;
+    assert!(out.contains("All content hashes already have embeddings"), "a plain embed keeps auto: {out}");
+
+    let out = run(&env, &["embed", "--chunk-strategy", "regex"]).success().stdout;
+    assert!(out.contains("Chunk strategy changed: 1 code files"), "{out}");
+    assert!(out.contains("from 1 documents"), "the markdown file keeps its vectors: {out}");
+    assert_eq!(stored_chunks(&env, "garden.py"), (ChunkStrategy::Regex, regex));
+
+    // query reads the flag too, with qmd's error for other values.
+    let out = run(&env, &["query", "--no-expand", "--chunk-strategy", "auto", "seeds that sprout first"]).success();
+    assert!(out.stdout.contains("qmd://code/garden.py"), "{}", out.stdout);
+    let bad = run(&env, &["query", "--chunk-strategy", "tree", "seeds"]).failure();
+    assert!(bad.stderr.contains(r#"--chunk-strategy must be "auto" or "regex" (got "tree")"#), "{}", bad.stderr);
+}

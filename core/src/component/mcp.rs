@@ -30,6 +30,7 @@ impl Guest for Component {
             intent,
             candidate_limit: 40,
             rerank: false,
+            ..Default::default()
         };
         Ok(engine().query_with(&request, None)?.hits.into_iter().map(|h| hit(h.hit)).collect())
     }

@@ -74,6 +74,14 @@ fn typed_search_in(s: wit::TypedSearch) -> crate::TypedSearch {
     crate::TypedSearch { kind, query: s.query }
 }
 
+#[cfg(not(feature = "mcp"))]
+fn chunk_strategy_in(s: wit::ChunkStrategy) -> crate::chunk::ChunkStrategy {
+    match s {
+        wit::ChunkStrategy::Regex => crate::chunk::ChunkStrategy::Regex,
+        wit::ChunkStrategy::Auto => crate::chunk::ChunkStrategy::Auto,
+    }
+}
+
 fn document(d: crate::Document) -> wit::Document {
     wit::Document {
         docid: d.docid,

@@ -98,6 +98,7 @@ fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {
         // The host runs passes side by side on its cores (or on a GPU):
         // give it a batch's chunks in one call.
         texts_per_call: 256,
+        chunk_strategy: o.chunk_strategy.map(super::chunk_strategy_in),
     };
     let mut progress = |phase: &str, done: u64, total: u64| super::qmd::engine::host::progress(phase, done, total);
     let started = std::time::Instant::now();
@@ -113,5 +114,7 @@ fn embed(o: wit::EmbedOptions) -> R<wit::EmbedReport> {
         total_bytes: r.total_bytes,
         cleared: r.cleared,
         stopped: r.stopped,
+        rechunked: r.rechunked,
+        fallbacks: r.fallbacks,
     })
 }

@@ -166,6 +166,7 @@ impl Guest for Component {
             intent: r.intent,
             candidate_limit: r.candidate_limit as usize,
             rerank: r.rerank,
+            chunk_strategy: r.chunk_strategy.map(super::chunk_strategy_in),
         };
         #[cfg(not(feature = "plugin"))]
         let models: Option<&dyn crate::inference::Inference> = Some(&super::models::HostModels);

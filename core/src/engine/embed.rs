@@ -10,7 +10,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use super::Engine;
-use crate::chunk::{Chunk, TokenChunking, TokenDensity};
+use crate::chunk::{Chunk, ChunkStrategy, Declarations, Language, TokenChunking, TokenDensity};
 use crate::document::content_hash;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
@@ -28,6 +28,10 @@ pub struct EmbedOptions {
     /// Texts per embedding call. qmd's `embedBatch` is 32; a native host
     /// asks for more, so its passes can fill every core or a GPU.
     pub texts_per_call: usize,
+    /// Code files cut at their declarations too (`auto`) or not; `None`
+    /// keeps the strategy the index's vectors were made with (`regex` for
+    /// an index without vectors).
+    pub chunk_strategy: Option<ChunkStrategy>,
 }
 
 impl Default for EmbedOptions {
@@ -38,6 +42,7 @@ impl Default for EmbedOptions {
             max_docs_per_batch: 64,
             max_batch_bytes: 64 << 20,
             texts_per_call: 32,
+            chunk_strategy: None,
         }
     }
 }
@@ -57,6 +62,11 @@ pub struct EmbedReport {
     /// The run stopped at a batch boundary before finishing (a time
     /// limit); the next run resumes there.
     pub stopped: bool,
+    /// Contents whose code chunking changed strategy, re-embedded.
+    pub rechunked: u64,
+    /// Code files `auto` could not parse, chunked by the markdown rules:
+    /// one line per language (its first such file).
+    pub fallbacks: Vec<String>,
 }
 
 struct Pending {
@@ -65,6 +75,8 @@ struct Pending {
     /// with the title of the document it meets first).
     title: String,
     address: DocAddress,
+    /// The first pending document's path: its language under `auto`.
+    path: String,
     bytes: u64,
 }
 
@@ -83,6 +95,9 @@ pub struct EmbedJob {
     embedder: EmbedderInfo,
     fingerprint: String,
     chunking: TokenChunking,
+    chunk_strategy: ChunkStrategy,
+    /// Languages a fallback was reported for (once each).
+    fell_back: HashSet<Language>,
     density: TokenDensity,
     pending: VecDeque<Pending>,
     batch: Vec<WorkContent>,
@@ -135,11 +150,31 @@ impl Engine {
         let mut report = EmbedReport::default();
         let index = self.index()?;
         let in_scope = |collection: &str| options.collection.as_deref().is_none_or(|c| c == collection);
-        let clear = match (options.force && index.manifest.vectors.is_some(), &options.collection) {
+        let mut clear = match (options.force && index.manifest.vectors.is_some(), &options.collection) {
             (false, _) => None,
             (true, None) => Some(VectorChange::ClearAll),
             (true, Some(_)) => Some(VectorChange::Remove(exclusive_hashes(&index, &in_scope)?)),
         };
+        let stored_strategy = index.vectors()?.map(|set| set.manifest.chunk_strategy);
+        let chunk_strategy = options.chunk_strategy.or(stored_strategy).unwrap_or_default();
+        // Vectors of code files chunked the other way are dropped, in every
+        // collection (the record is the index's); markdown is cut the same
+        // either way and keeps its vectors.
+        if let Some(set) = index.vectors()?
+            && set.manifest.chunk_strategy != chunk_strategy
+            && !matches!(clear, Some(VectorChange::ClearAll))
+        {
+            let stored = set.hashes();
+            let mut stale: HashSet<String> =
+                code_hashes(&index)?.into_iter().filter(|h| stored.contains(h.as_str())).collect();
+            report.rechunked = stale.len() as u64;
+            if let Some(VectorChange::Remove(forced)) = clear.take() {
+                stale.extend(forced);
+            }
+            if !stale.is_empty() {
+                clear = Some(VectorChange::Remove(stale));
+            }
+        }
         // The vectors the run keeps: those the pending clear leaves.
         let have: HashSet<String> = match (index.vectors()?, &clear) {
             (None, _) | (Some(_), Some(VectorChange::ClearAll)) => HashSet::new(),
@@ -171,6 +206,7 @@ impl Engine {
                     hash: entry.record.hash.clone(),
                     title: entry.record.title.clone(),
                     address: entry.address,
+                    path: entry.record.path.clone(),
                     bytes,
                 });
             }
@@ -178,6 +214,8 @@ impl Engine {
         report.pending = pending.len() as u64;
         Ok(EmbedJob {
             chunking: TokenChunking::for_window(embedder.max_tokens),
+            chunk_strategy,
+            fell_back: HashSet::new(),
             density: TokenDensity::default(),
             embedder,
             fingerprint,
@@ -316,8 +354,18 @@ impl Engine {
             let next = job.pending.pop_front().expect("front exists");
             bytes += next.bytes;
             let body = body_at(&index, next.address)?;
-            let chunks =
-                if body.trim().is_empty() { Vec::new() } else { job.chunking.first_pass(&body, chars_per_token) };
+            let chunks = if body.trim().is_empty() {
+                Vec::new()
+            } else {
+                let declarations = Declarations::of(&body, &next.path, job.chunk_strategy).unwrap_or_else(|fallback| {
+                    if job.fell_back.insert(fallback.language) {
+                        let path = crate::display::escape_controls(&next.path);
+                        job.report.fallbacks.push(format!("{path}: {fallback}"));
+                    }
+                    Declarations::default()
+                });
+                job.chunking.first_pass(&body, chars_per_token, &declarations)
+            };
             job.batch.push(WorkContent {
                 hash: next.hash,
                 title: next.title,
@@ -353,6 +401,7 @@ impl Engine {
         let change = VectorChange::Add {
             model: job.embedder.model.clone(),
             fingerprint: job.fingerprint.clone(),
+            chunk_strategy: job.chunk_strategy,
             dimension: job.embedder.dimension,
             builder,
         };
@@ -363,6 +412,17 @@ impl Engine {
 fn body_at(index: &Index, address: DocAddress) -> Result<String> {
     let segment = &index.segments[address.segment];
     segment.body(&segment.doc(address.doc)?)
+}
+
+/// Hashes of the live code files (by extension), which `auto` and `regex`
+/// chunk apart.
+fn code_hashes(index: &Index) -> Result<HashSet<String>> {
+    Ok(index
+        .catalog()?
+        .iter()
+        .filter(|e| Language::of_path(&e.record.path).is_some())
+        .map(|e| e.record.hash.clone())
+        .collect())
 }
 
 /// Hashes used in scope and by no document outside it (qmd keeps vectors

@@ -17,7 +17,7 @@ use super::read::{Found, SnippetFocus};
 use super::vsearch::{DocsByHash, usable_vectors, vector_list};
 use super::{Engine, passing};
 use crate::api::*;
-use crate::chunk::{Chunk, chunk_document};
+use crate::chunk::{Chunk, Declarations, chunk_document};
 use crate::collection::Config;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
@@ -117,12 +117,12 @@ fn fallback_expansion(query: &str) -> Vec<TypedSearch> {
 
 /// The chunk with most query terms (longer than 2 chars) plus half-weighted
 /// intent terms, by case-insensitive substring; ties keep the first.
-fn best_chunk(body: &str, query: &str, intent: Option<&str>) -> Chunk {
+fn best_chunk(body: &str, declarations: &Declarations, query: &str, intent: Option<&str>) -> Chunk {
     let lowered = query.to_lowercase();
     let terms: Vec<&str> = lowered.split_whitespace().filter(|t| t.chars().count() > 2).collect();
     let intent_terms = intent.map(extract_intent_terms).unwrap_or_default();
     let mut best: Option<(f64, Chunk)> = None;
-    for chunk in chunk_document(body) {
+    for chunk in chunk_document(body, declarations) {
         let text = chunk.text.to_lowercase();
         let score = terms.iter().filter(|t| text.contains(**t)).count() as f64
             + intent_terms.iter().filter(|t| text.contains(t.as_str())).count() as f64 * INTENT_WEIGHT_CHUNK;
@@ -531,11 +531,20 @@ impl Engine {
     /// reranking when a reranker is there and wanted.
     fn query_fuse(&self, job: &mut QueryJob) -> Result<QueryStep> {
         let fused = reciprocal_rank_fusion(&job.ranked);
+        let stored = job.index.vectors()?.map(|set| set.manifest.chunk_strategy);
+        let chunk_strategy = job.request.chunk_strategy.or(stored).unwrap_or_default();
         for rrf in fused.into_iter().take(job.request.candidate_limit.max(1)) {
             let segment = &job.index.segments[rrf.key.segment];
             let record = segment.doc(rrf.key.doc)?;
             let body = segment.body(&record)?;
-            let chunk = best_chunk(&body, &job.plan.primary, job.plan.intent.as_deref());
+            let declarations = Declarations::of(&body, &record.path, chunk_strategy).unwrap_or_else(|fallback| {
+                let note = format!("{fallback} ({})", crate::display::escape_controls(&record.path));
+                if !job.result.notes.iter().any(|n| n.starts_with(fallback.language.name())) {
+                    job.result.notes.push(note);
+                }
+                Declarations::default()
+            });
+            let chunk = best_chunk(&body, &declarations, &job.plan.primary, job.plan.intent.as_deref());
             job.candidates.push(Candidate { address: rrf.key, rrf, body, chunk });
         }
         if !job.request.rerank || job.candidates.is_empty() {
@@ -709,7 +718,7 @@ mod tests {
     #[test]
     fn best_chunk_prefers_query_terms() {
         let body = format!("# A\n\n{}\n# B\n\nthe raft leader\n{}", "filler ".repeat(700), "more ".repeat(600));
-        let chunk = best_chunk(&body, "raft leader", None);
+        let chunk = best_chunk(&body, &Declarations::default(), "raft leader", None);
         assert!(chunk.text.contains("raft leader") && chunk.pos > 0);
     }
 }

@@ -127,6 +127,11 @@ fn query_request(body: &Value) -> Result<QueryRequest, HttpResponse> {
         intent: args.string("intent")?,
         candidate_limit: args.count("candidateLimit")?.unwrap_or(40) as usize,
         rerank: args.bool("rerank")?.unwrap_or(true),
+        chunk_strategy: args
+            .string("chunkStrategy")?
+            .map(|s| crate::chunk::ChunkStrategy::parse(&s))
+            .transpose()
+            .map_err(|_| wrong_type("chunkStrategy", "\"auto\" or \"regex\""))?,
     })
 }
 

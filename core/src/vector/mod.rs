@@ -16,6 +16,7 @@ pub use search::{VectorMatch, search};
 pub use segment::{ChunkVector, VectorSegment, VectorSegmentBuilder, VectorSegmentMeta, dimension_mismatch};
 pub use writer::{VectorChange, commit_vectors};
 
+use crate::chunk::ChunkStrategy;
 use crate::directory::Directory;
 use crate::error::{Error, Result};
 
@@ -29,6 +30,10 @@ pub struct VectorManifest {
     /// What else changes the vectors: prompts, chunk sizes (qmd's
     /// `embed_fingerprint`).
     pub fingerprint: String,
+    /// How code files were chunked (`--chunk-strategy`); qmd keeps no such
+    /// record, so switching there mixes chunkings. Absent: `regex`.
+    #[serde(default, skip_serializing_if = "ChunkStrategy::is_regex")]
+    pub chunk_strategy: ChunkStrategy,
     pub segments: Vec<VectorSegmentMeta>,
 }
 

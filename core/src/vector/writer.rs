@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use super::VectorManifest;
 use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
+use crate::chunk::ChunkStrategy;
 use crate::directory::Directory;
 use crate::error::Result;
 use crate::index::segment::reader::cached;
@@ -18,8 +19,15 @@ use crate::index::{Index, Manifest, new_file_name, next_generation, publish, wri
 
 /// What a vector commit changes.
 pub enum VectorChange {
-    /// New contents' vectors, from the named model.
-    Add { model: String, fingerprint: String, builder: VectorSegmentBuilder, dimension: usize },
+    /// New contents' vectors, from the named model, code files chunked
+    /// by `chunk_strategy`.
+    Add {
+        model: String,
+        fingerprint: String,
+        chunk_strategy: ChunkStrategy,
+        builder: VectorSegmentBuilder,
+        dimension: usize,
+    },
     /// Drops every vector (`embed -f`).
     ClearAll,
     /// Drops the vectors of these contents (`embed -f -c name`).
@@ -44,14 +52,23 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
                 next.vectors = Some(rewrite(&dir, &mut next, vectors, &all, &keep)?);
             }
         }
-        VectorChange::Add { model, fingerprint, builder, dimension } => {
+        VectorChange::Add { model, fingerprint, chunk_strategy, builder, dimension } => {
             let mut vectors = match next.vectors.take() {
                 Some(v) => {
                     v.check_model(&model, dimension, &fingerprint)?;
                     v
                 }
-                None => VectorManifest { model, dimension: dimension as u32, fingerprint, segments: Vec::new() },
+                None => VectorManifest {
+                    model,
+                    dimension: dimension as u32,
+                    fingerprint,
+                    chunk_strategy,
+                    segments: Vec::new(),
+                },
             };
+            // The run re-chunked every code content it found chunked the
+            // other way (`Engine::embed_start`).
+            vectors.chunk_strategy = chunk_strategy;
             if !builder.is_empty() {
                 let meta = write(dir.as_ref(), &mut next, builder)?;
                 vectors.segments.push(meta);

@@ -387,6 +387,10 @@ pub struct QueryArgs {
     /// Candidates considered after fusion.
     #[arg(short = 'C', long, default_value_t = 40)]
     pub candidate_limit: u32,
+    /// How candidates are cut to pick the chunk the reranker reads:
+    /// `regex` or `auto` (unset: as the index's vectors were chunked).
+    #[arg(long)]
+    pub chunk_strategy: Option<String>,
     /// Show how each result was ranked.
     #[arg(long)]
     pub explain: bool,
@@ -484,8 +488,9 @@ pub struct EmbedArgs {
     /// hand; a next run resumes.
     #[arg(long, default_value = "30", allow_hyphen_values = true)]
     pub timeout: String,
-    /// `regex` (markdown break points) or `auto` (the same here: no
-    /// syntax-aware chunking of code files, see the README).
+    /// `regex` (markdown break points) or `auto` (code files also cut at
+    /// their declarations: TypeScript, JavaScript, Python, Go, Rust).
+    /// Unset: as the index's vectors were chunked (`regex` at first).
     #[arg(long)]
     pub chunk_strategy: Option<String>,
 }

@@ -189,6 +189,7 @@ fn run_backend(
                 intent: None,
                 candidate_limit: 40,
                 rerank: backend == "full",
+                chunk_strategy: None,
             };
             let result = session.read(|store, engine| engine_result(engine.call_query(store, &request)))?;
             Ok(files(result.hits.into_iter().map(|h| h.hit).collect()))

@@ -577,9 +577,7 @@ pub fn status(session: &Session) -> Result<ExitCode> {
 /// The engine's embed options from `qmd embed`'s flags, and the time cap
 /// in minutes (0: none).
 fn embed_options(args: &super::args::EmbedArgs) -> Result<(crate::component::bindings::EmbedOptions, f64)> {
-    if let Some(strategy) = args.chunk_strategy.as_deref().filter(|s| !matches!(*s, "auto" | "regex")) {
-        bail!("--chunk-strategy must be \"auto\" or \"regex\" (got \"{strategy}\")");
-    }
+    let chunk_strategy = super::chunk_strategy(args.chunk_strategy.as_deref())?;
     let minutes: f64 = args
         .timeout
         .trim()
@@ -593,6 +591,7 @@ fn embed_options(args: &super::args::EmbedArgs) -> Result<(crate::component::bin
         max_docs_per_batch: args.max_docs_per_batch.max(1),
         max_batch_bytes: args.max_batch_mb.max(1).saturating_mul(1 << 20),
         max_duration_ms: (minutes > 0.0).then_some((minutes * 60_000.0) as u64),
+        chunk_strategy,
     };
     Ok((options, minutes))
 }
@@ -621,6 +620,12 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
     let report = session.call(true, Vec::new(), embed_progress(), |store, engine| {
         engine_result(engine.qmd_engine_vectors().call_embed(store, &options))
     })?;
+    for fallback in &report.fallbacks {
+        eprintln!("⚠ {}", shown(fallback));
+    }
+    if report.rechunked > 0 {
+        println!("Chunk strategy changed: {} code files chunked the other way are embedded again.", report.rechunked);
+    }
     if report.pending == 0 {
         println!("✓ All content hashes already have embeddings.");
     } else if report.chunks == 0 {

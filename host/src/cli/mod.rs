@@ -168,6 +168,15 @@ fn display_path(source: &str) -> String {
 }
 
 /// Result limit and engine options shared by `search` and `query`.
+/// `--chunk-strategy`, with qmd's error for a value it does not take.
+fn chunk_strategy(value: Option<&str>) -> Result<Option<bindings::ChunkStrategy>> {
+    let Some(value) = value else { return Ok(None) };
+    Ok(Some(match qmd_core::chunk::ChunkStrategy::parse(value).map_err(|e| anyhow!(e))? {
+        qmd_core::chunk::ChunkStrategy::Regex => bindings::ChunkStrategy::Regex,
+        qmd_core::chunk::ChunkStrategy::Auto => bindings::ChunkStrategy::Auto,
+    }))
+}
+
 fn search_options(args: &SearchArgs, format: Format, all_limit: u32, min_score: f64) -> bindings::SearchOptions {
     let limit = if args.all {
         all_limit
@@ -267,6 +276,7 @@ fn query(session: &Session, args: QueryArgs) -> Result<ExitCode> {
         intent: args.intent,
         candidate_limit: args.candidate_limit,
         rerank: !args.no_rerank,
+        chunk_strategy: chunk_strategy(args.chunk_strategy.as_deref())?,
     };
     let result = session.read(|store, engine| {
         index_health_notes(store, engine)?;

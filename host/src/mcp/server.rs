@@ -176,6 +176,7 @@ impl QueryParams {
             intent: self.intent,
             candidate_limit: self.candidate_limit.unwrap_or(40),
             rerank: self.rerank,
+            chunk_strategy: None,
         }
     }
 }

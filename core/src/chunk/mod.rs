@@ -2,9 +2,20 @@
 //! best-scoring break point (headings, fences, rules, paragraphs, lines)
 //! near each target size, never inside a code fence.
 //!
+//! Under `--chunk-strategy auto` a code file's declarations join the break
+//! points ([`Declarations`], from tree-sitter in [`code`]).
+//!
 //! Positions and sizes count Unicode scalar values (qmd counts UTF-16 code
 //! units; the two agree outside the astral planes, and a scalar can never be
 //! split, which qmd has to guard against separately).
+
+#[cfg(feature = "code-chunks")]
+mod code;
+mod strategy;
+
+#[cfg(feature = "code-chunks")]
+pub use code::MAX_SOURCE_BYTES;
+pub use strategy::{ChunkStrategy, Declarations, Language, SyntaxFallback};
 
 /// Character sizes of the char chunker (qmd's token sizes × 4).
 pub const CHUNK_SIZE_CHARS: usize = 3600;
@@ -95,14 +106,16 @@ impl TokenChunking {
         TokenChunking { size, overlap: size * 15 / 100, window: size * 2 / 9 }
     }
 
-    /// The first pass, in chars, at `chars_per_token`.
-    pub fn first_pass(&self, content: &str, chars_per_token: f64) -> Vec<Chunk> {
+    /// The first pass, in chars, at `chars_per_token`, cutting at the
+    /// markdown break points and `declarations`.
+    pub fn first_pass(&self, content: &str, chars_per_token: f64, declarations: &Declarations) -> Vec<Chunk> {
         let chars = |tokens: usize| (tokens as f64 * chars_per_token).floor() as usize;
-        chunk_with(content, chars(self.size).max(1), chars(self.overlap), chars(self.window))
+        chunk_declared(content, declarations, chars(self.size).max(1), chars(self.overlap), chars(self.window))
     }
 
     /// Re-splits a chunk the tokenizer measured at `tokens` (> `size`), at
-    /// 95% of the density it showed; positions stay document-relative. An
+    /// 95% of the density it showed, by the markdown break points alone
+    /// (as qmd does); positions stay document-relative. An
     /// unsplittable chunk comes back whole (it is embedded truncated).
     pub fn resplit(&self, chunk: &Chunk, tokens: usize) -> Vec<Chunk> {
         let chars = chunk.text.chars().count();
@@ -121,18 +134,31 @@ impl TokenChunking {
     }
 }
 
-/// Chunks `content` with qmd's default char sizes.
-pub fn chunk_document(content: &str) -> Vec<Chunk> {
-    chunk_with(content, CHUNK_SIZE_CHARS, CHUNK_OVERLAP_CHARS, CHUNK_WINDOW_CHARS)
+/// Chunks `content` with qmd's default char sizes, cutting at the markdown
+/// break points and `declarations` (qmd's `chunkDocumentAsync`).
+pub fn chunk_document(content: &str, declarations: &Declarations) -> Vec<Chunk> {
+    chunk_declared(content, declarations, CHUNK_SIZE_CHARS, CHUNK_OVERLAP_CHARS, CHUNK_WINDOW_CHARS)
 }
 
 /// qmd's `chunkDocumentWithBreakPoints` over regex break points.
 pub fn chunk_with(content: &str, max_chars: usize, overlap_chars: usize, window_chars: usize) -> Vec<Chunk> {
+    chunk_declared(content, &Declarations::default(), max_chars, overlap_chars, window_chars)
+}
+
+/// qmd's `chunkDocumentWithBreakPoints` over the regex break points merged
+/// with `declarations` (the best score at each position).
+pub fn chunk_declared(
+    content: &str,
+    declarations: &Declarations,
+    max_chars: usize,
+    overlap_chars: usize,
+    window_chars: usize,
+) -> Vec<Chunk> {
     let chars: Vec<char> = content.chars().collect();
     if chars.len() <= max_chars {
         return vec![Chunk { text: content.to_string(), pos: 0 }];
     }
-    let points = break_points(&chars);
+    let points = merge(break_points(&chars), &declarations.0);
     let fences = code_fences(&chars);
     let mut chunks: Vec<Chunk> = Vec::new();
     let mut pos = 0usize;
@@ -182,6 +208,33 @@ fn best_cutoff(points: &[BreakPoint], target: usize, window: usize, fences: &[(u
         }
     }
     best_pos
+}
+
+/// Both sets of points (each sorted by position, one a position) as one,
+/// the higher score where both have a position.
+fn merge(regex: Vec<BreakPoint>, declared: &[BreakPoint]) -> Vec<BreakPoint> {
+    if declared.is_empty() {
+        return regex;
+    }
+    let mut merged = Vec::with_capacity(regex.len() + declared.len());
+    let (mut a, mut b) = (regex.into_iter().peekable(), declared.iter().copied().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.pos == y.pos => {
+                let score = x.score.max(y.score);
+                let pos = x.pos;
+                a.next();
+                b.next();
+                BreakPoint { pos, score }
+            }
+            (Some(x), Some(y)) if x.pos < y.pos => a.next().expect("peeked"),
+            (Some(_), Some(_)) | (None, Some(_)) => b.next().expect("peeked"),
+            (Some(_), None) => a.next().expect("peeked"),
+            (None, None) => break,
+        };
+        merged.push(next);
+    }
+    merged
 }
 
 /// qmd's `\s` (JavaScript whitespace, close enough: Unicode White_Space).
@@ -305,14 +358,14 @@ mod tests {
     fn first_pass_sizes_follow_the_density() {
         let chunking = TokenChunking::for_window(256);
         let doc = "word ".repeat(1000);
-        let at = |cpt: f64| chunking.first_pass(&doc, cpt)[0].text.chars().count();
+        let at = |cpt: f64| chunking.first_pass(&doc, cpt, &Declarations::default())[0].text.chars().count();
         assert!(at(3.0) <= 254 * 3 && at(3.0) > 254 * 2);
         assert!(at(2.0) <= 254 * 2 && at(2.0) > 254);
     }
 
     #[test]
     fn short_documents_are_one_chunk() {
-        assert_eq!(chunk_document("hello"), vec![Chunk { text: "hello".into(), pos: 0 }]);
+        assert_eq!(chunk_document("hello", &Declarations::default()), vec![Chunk { text: "hello".into(), pos: 0 }]);
     }
 
     #[test]
