@@ -8,7 +8,7 @@
 //! Files are drawn evenly from each language's sorted list (TypeScript's
 //! without its `.d.ts` declaration files), leaving out
 //! those this project reads differently on purpose: past 512 KB (to bound
-//! the test's time; the chunker itself parses up to 4 MB), not UTF-8, or
+//! the test's time; the chunker itself parses up to 1 MB), not UTF-8, or
 //! holding characters beyond the BMP (qmd counts UTF-16 units, this
 //! project chars; the README says so).
 

@@ -441,6 +441,7 @@ fn exclusive_hashes(index: &Index, in_scope: &dyn Fn(&str) -> bool) -> Result<Ha
 #[cfg(test)]
 pub(crate) mod tests {
     use std::cell::Cell;
+    use std::rc::Rc;
 
     use super::*;
     use crate::api::{QueryRequest, SearchOptions};
@@ -637,6 +638,39 @@ pub(crate) mod tests {
         let set = engine.index().unwrap();
         let set = set.vectors().unwrap().unwrap();
         assert!(set.segments.iter().all(|s| s.positions.windows(2).all(|w| w[0] != w[1] || w[0] == 0)));
+    }
+
+    /// Under `auto`, code files the chunker cannot read as their language
+    /// fall back to the markdown rules with one line per language, and
+    /// every document is embedded all the same.
+    #[test]
+    fn hostile_code_files_fall_back_once_per_language_and_all_embed() {
+        use crate::chunk::MAX_SOURCE_BYTES;
+        let mut files = MemorySource::new();
+        let minified = "var a=function(b){return b+1};".repeat(MAX_SOURCE_BYTES / 30 + 1);
+        files.insert("/c", "big.js", minified.as_str(), 0);
+        files.insert("/c", "big2.js", format!("{minified}//2").as_str(), 0);
+        files.insert("/c", "nested.ts", format!("{}x{}", "{".repeat(10_000), "}".repeat(10_000)).as_str(), 0);
+        files.insert("/c", "binary.py", (0..20_000u32).map(|i| (i * 2_654_435_761 >> 24) as u8).collect::<Vec<_>>(), 0);
+        files.insert("/c", "prose.rs", "The garden { opens } in March, \"unless\" it rains.\n".repeat(400).as_str(), 0);
+        files.insert("/c", "ok.go", "package main\n\nfunc main() {}\n", 0);
+        files.insert("/c", "notes.md", "# Notes\n\nPlain text.\n", 0);
+        let engine = Engine::new(
+            Rc::new(crate::RamDirectory::new()),
+            Rc::new(crate::RamDirectory::new()),
+            "index.yml",
+            Rc::new(files),
+        );
+        engine.collection_add("/c", Some("c"), Some("**/*")).unwrap();
+        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        let options = EmbedOptions { chunk_strategy: Some(ChunkStrategy::Auto), ..Default::default() };
+        let report = engine.embed_with(&WordHash::new(256), &options, &mut |_, _, _| {}).unwrap();
+        assert_eq!(report.docs, 7, "{report:?}");
+        assert_eq!(report.fallbacks.len(), 1, "{:?}", report.fallbacks);
+        assert!(report.fallbacks[0].starts_with("big"), "{:?}", report.fallbacks);
+        assert!(report.fallbacks[0].contains("javascript chunked by the markdown rules only: the file is over 1 MB"));
+        let index = engine.index().unwrap();
+        assert_eq!(index.vectors().unwrap().unwrap().hashes().len(), 7);
     }
 
     #[test]

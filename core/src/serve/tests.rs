@@ -33,7 +33,10 @@ fn rest_query_answers_in_qmds_shape() {
     assert_eq!(results[0]["file"], "qmd://notes/cap.md");
     assert!(results[0]["docid"].as_str().unwrap().starts_with('#'));
     assert!(results[0]["snippet"].as_str().unwrap().contains(": "), "numbered snippet");
-    assert_eq!(call(&engine, "POST", "/search", &body), (status, value));
+    assert_eq!(call(&engine, "POST", "/search", &body), (status, value.clone()));
+    // qmd's SDK option; markdown is chunked alike either way.
+    let auto = json!({"searches": [{"type": "lex", "query": "consistency"}], "limit": 5, "chunkStrategy": "auto"});
+    assert_eq!(call(&engine, "POST", "/query", &auto.to_string()), (status, value));
 }
 
 #[test]
@@ -49,6 +52,14 @@ fn bad_bodies_are_refused_by_name() {
         (r#"{"searches": [{"type": "lex", "query": "a"}], "limit": "5"}"#, "Invalid field: limit must be a number"),
         (r#"{"searches": [{"type": "lex", "query": "a"}], "collections": "notes"}"#, "collections must be an array"),
         (r#"{"searches": [{"type": "lex", "query": "a"}], "collections": ["nope"]}"#, "Collection not found: nope"),
+        (
+            r#"{"searches": [{"type": "lex", "query": "a"}], "chunkStrategy": "ast"}"#,
+            r#"Invalid field: chunkStrategy must be "auto" or "regex""#,
+        ),
+        (
+            r#"{"searches": [{"type": "lex", "query": "a"}], "chunkStrategy": 1}"#,
+            r#"Invalid field: chunkStrategy must be a string"#,
+        ),
     ];
     for (body, expected) in cases {
         let (status, error) = error_of(&engine, "POST", "/query", body);
