@@ -2,6 +2,7 @@
 
 pub mod anchor;
 pub mod bench;
+pub mod code_eval;
 pub mod data;
 pub mod eval;
 pub mod fuzz;

@@ -18,22 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use qmd_core::chunk::{ChunkStrategy, Declarations, Language, chunk_document};
+use qmd_tests::code_eval::chunk_parity_parts;
 
 /// Files a language, at least.
 const PER_LANGUAGE: usize = 220;
 const MAX_FILE_BYTES: u64 = 512 << 10;
-
-fn parts() -> BTreeMap<String, PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/chunk-parity.sh");
-    let out = Command::new("bash").arg(&script).output().expect("run chunk-parity.sh");
-    assert!(out.status.success(), "chunk-parity.sh failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
-        .collect()
-}
 
 /// Every file under `dir` (links not followed) whose language is `language`.
 fn files_of(dir: &Path, language: Language, out: &mut Vec<PathBuf>) {
@@ -90,7 +79,7 @@ fn sample(mut files: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 fn corpus() -> (BTreeMap<&'static str, Vec<PathBuf>>, PathBuf) {
-    let parts = parts();
+    let parts = chunk_parity_parts();
     let node_modules = parts["node_modules"].clone();
     let mut corpus = BTreeMap::new();
     for language in Language::ALL {

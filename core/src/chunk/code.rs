@@ -295,7 +295,12 @@ mod tests {
             (Language::TypeScript, format!("let x = {}1{};\n", "(".repeat(10_000), ")".repeat(10_000))),
             (Language::Rust, format!("{}{}\n", "mod a {".repeat(10_000), "}".repeat(10_000))),
             (Language::Go, format!("package main\nfunc f() {{{}{}}}\n", "{".repeat(10_000), "}".repeat(10_000))),
-            (Language::Python, (0..1000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>() + &" ".repeat(1000) + "pass\n"),
+            (
+                Language::Python,
+                (0..1000).map(|i| format!("{}if x:\n", " ".repeat(i))).collect::<String>()
+                    + &" ".repeat(1000)
+                    + "pass\n",
+            ),
         ];
         for (language, source) in nested {
             let found = finishes("a nested parse", move || declaration_points(&source, language));

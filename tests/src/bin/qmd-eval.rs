@@ -2,7 +2,7 @@
 //! --no-rerank`) retrieval.
 //!
 //! ```text
-//! cargo run --release -p qmd-tests --bin qmd-eval -- [scifact|nfcorpus|qmd-eval|all]
+//! cargo run --release -p qmd-tests --bin qmd-eval -- [scifact|nfcorpus|qmd-eval|all|code]
 //!     [--mode bm25|vector|hybrid|all] [--model DIR|FILE.gguf]
 //!     [--split test|train|dev] [--k1 X] [--b Y] [--prefix-weight Z]
 //!     [--min-prefix-len N] [--max-expansions N]
@@ -15,15 +15,20 @@
 //! Each parameter also takes a comma list (`--k1 0.9,1.2 --b 0.4,0.75`):
 //! the grid of all combinations is evaluated on one index per data set,
 //! one line per combination. Unset parameters keep `Bm25Params::default()`.
+//!
+//! `code` is retrieval on Go's standard library (`qmd_tests::code_eval`):
+//! Hit@1/Hit@3 of each mode with code chunked by `--chunk-strategy regex`
+//! and by `auto`.
 
 use std::time::Instant;
 
+use qmd_core::chunk::ChunkStrategy;
 use qmd_core::inference::Inference;
 use qmd_core::search::lex::Bm25Params;
 use qmd_tests::eval::{BeirDataset, Mode, QmdEval, beir_table, embed_all};
 use qmd_tests::models::{NativeEmbedder, test_model_dir};
 
-const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all] [--mode bm25|vector|hybrid|all] [--model DIR|FILE.gguf] [--split test|train|dev] \
+const USAGE: &str = "usage: qmd-eval [scifact|nfcorpus|qmd-eval|all|code] [--mode bm25|vector|hybrid|all] [--model DIR|FILE.gguf] [--split test|train|dev] \
 [--k1 X[,X..]] [--b Y[,Y..]] [--prefix-weight Z[,Z..]] [--min-prefix-len N[,N..]] [--max-expansions N[,N..]]";
 
 fn list<T: std::str::FromStr>(flag: &str, value: Option<String>) -> Vec<T> {
@@ -76,6 +81,7 @@ fn main() {
     let datasets: Vec<&str> = match target.as_str() {
         "all" => vec!["scifact", "nfcorpus", "qmd-eval"],
         "scifact" | "nfcorpus" | "qmd-eval" => vec![target.as_str()],
+        "code" => Vec::new(),
         other => fail(&format!("unknown data set {other}")),
     };
 
@@ -109,6 +115,9 @@ fn main() {
     });
     let models = embedder.as_ref().map(|e| e as &dyn Inference);
 
+    if target == "code" {
+        return code(&modes, models);
+    }
     let mut rows = Vec::new();
     for name in datasets {
         if name == "qmd-eval" {
@@ -176,6 +185,20 @@ fn main() {
         if !rows.is_empty() {
             println!("BEIR ({}; published numbers are BM25's, for the test split)", mode.name());
             print!("{}", beir_table(&rows));
+        }
+    }
+}
+
+/// Hit@1/Hit@3 on Go's standard library, code chunked each way.
+fn code(modes: &[Mode], models: Option<&dyn Inference>) {
+    let eval = qmd_tests::code_eval::CodeEval::load(&qmd_tests::code_eval::chunk_parity_parts()["go"]);
+    println!("code: {} Go files, {} queries\n", eval.files, eval.queries.len());
+    println!("| mode | chunking | chunks | Hit@1 | Hit@3 |\n|---|---|---:|---:|---:|");
+    for strategy in [ChunkStrategy::Regex, ChunkStrategy::Auto] {
+        let chunks = models.map(|m| eval.embed(m, strategy)).unwrap_or(0);
+        for &mode in modes {
+            let (at1, at3) = eval.hits(mode, models);
+            println!("| {} | {} | {chunks} | {at1:.3} | {at3:.3} |", mode.name(), strategy.name());
         }
     }
 }
