@@ -651,7 +651,12 @@ pub(crate) mod tests {
         files.insert("/c", "big.js", minified.as_str(), 0);
         files.insert("/c", "big2.js", format!("{minified}//2").as_str(), 0);
         files.insert("/c", "nested.ts", format!("{}x{}", "{".repeat(10_000), "}".repeat(10_000)).as_str(), 0);
-        files.insert("/c", "binary.py", (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect::<Vec<_>>(), 0);
+        files.insert(
+            "/c",
+            "binary.py",
+            (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect::<Vec<_>>(),
+            0,
+        );
         files.insert("/c", "prose.rs", "The garden { opens } in March, \"unless\" it rains.\n".repeat(400).as_str(), 0);
         files.insert("/c", "ok.go", "package main\n\nfunc main() {}\n", 0);
         files.insert("/c", "notes.md", "# Notes\n\nPlain text.\n", 0);
