@@ -333,3 +333,39 @@ def test_bad_requests_get_clear_4xx(setup: Setup, method: str, path: str, body: 
         assert b"root:" not in resp.body
         # The instance that answered did not trap, and the server goes on.
         assert request(port, "GET", "/health").status == 200
+
+
+def test_code_chunking_answers_as_the_native_server(tmp_path: Path):
+    """An index whose code was chunked with `--chunk-strategy auto`: the edge
+    component (its grammars built in) picks each candidate's chunk as the
+    native server does, under the index's strategy and either one asked."""
+    root = Path(os.path.realpath(tmp_path))
+    (root / "code").mkdir()
+    seasons = "".join(
+        f'def season_{i}(garden):\n    """Plant the seeds of season {i} in the garden beds, water them every morning '
+        f'and note which ones sprout first."""\n    beds = garden.beds({i})\n    return [bed.plant() for bed in beds]\n\n\n'
+        for i in range(30)
+    )
+    (root / "code" / "garden.py").write_text(seasons)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QMD_")}
+    env.update(HOME=str(root), XDG_CACHE_HOME=str(root / "cache"), XDG_CONFIG_HOME=str(root / "config"), NO_COLOR="1")
+    env["QMD_EMBED_MODEL"] = MODEL_DIR
+    run_qmd(env, root, "collection", "add", str(root / "code"), "--name", "code", "--mask", "**/*.py")
+    run_qmd(env, root, "embed", "--chunk-strategy", "auto")
+    edge = serve_build(run_qmd(env, root, "edge", "build", "--out", str(root / "edge")), root / "edge")
+    port = free_port()
+    listening = re.compile(r"listening on http://127\.0\.0\.1:(\d+)/mcp")
+    native = Server([QMD_BIN, "mcp", "--http", "--port", str(port), "--host", "127.0.0.1"], root, env, listening)
+    try:
+        lines = {}
+        for strategy in [None, "auto", "regex"]:
+            body = lex("season 17 seeds sprout", **({"chunkStrategy": strategy} if strategy else {}))
+            answers = [request(server.port, "POST", "/query", body) for server in (edge, native)]
+            assert [a.status for a in answers] == [200, 200], [a.body for a in answers]
+            assert answers[0].json()["results"] == answers[1].json()["results"]
+            lines[strategy] = answers[0].json()["results"][0]["snippet"]
+        assert lines[None] == lines["auto"], "without the flag, chunks as the index was cut"
+    finally:
+        edge.stop()
+        native.stop()
+    assert "trap" not in edge.log().lower(), edge.log()
