@@ -239,6 +239,9 @@ pub struct IndexStatus {
     /// Chunk vectors stored, and the model that made them.
     pub vectors: u64,
     pub embed_model: Option<String>,
+    /// How the vectors' code files were chunked (shown when `auto`).
+    #[serde(skip_serializing_if = "crate::chunk::ChunkStrategy::is_regex")]
+    pub chunk_strategy: crate::chunk::ChunkStrategy,
     pub index_bytes: u64,
     pub segments: u32,
     pub generation: u64,

@@ -702,11 +702,14 @@ fn auto_chunk_strategy_cuts_code_at_declarations_and_switching_rechunks() {
 
     let out = run(&env, &["embed"]).success().stdout;
     assert!(out.contains("All content hashes already have embeddings"), "a plain embed keeps auto: {out}");
+    let status = run(&env, &["status"]).success().stdout;
+    assert!(status.contains("Chunking: auto (code files cut at their declarations)"), "{status}");
 
     let out = run(&env, &["embed", "--chunk-strategy", "regex"]).success().stdout;
     assert!(out.contains("Chunk strategy changed: 1 code files"), "{out}");
     assert!(out.contains("from 1 documents"), "the markdown file keeps its vectors: {out}");
     assert_eq!(stored_chunks(&env, "garden.py"), (ChunkStrategy::Regex, regex));
+    assert!(!run(&env, &["status"]).success().stdout.contains("Chunking:"), "regex, as qmd, says nothing");
 
     // query reads the flag too, with qmd's error for other values.
     let out = run(&env, &["query", "--no-expand", "--chunk-strategy", "auto", "seeds that sprout first"]).success();

@@ -108,6 +108,10 @@ fn index_status(s: crate::IndexStatus) -> wit::IndexStatus {
         has_vector_index: s.has_vector_index,
         vectors: s.vectors,
         embed_model: s.embed_model,
+        chunk_strategy: match s.chunk_strategy {
+            crate::chunk::ChunkStrategy::Regex => wit::ChunkStrategy::Regex,
+            crate::chunk::ChunkStrategy::Auto => wit::ChunkStrategy::Auto,
+        },
         index_bytes: s.index_bytes,
         segments: s.segments,
         generation: s.generation,

@@ -441,7 +441,6 @@ fn exclusive_hashes(index: &Index, in_scope: &dyn Fn(&str) -> bool) -> Result<Ha
 #[cfg(test)]
 pub(crate) mod tests {
     use std::cell::Cell;
-    use std::rc::Rc;
 
     use super::*;
     use crate::api::{QueryRequest, SearchOptions};
@@ -644,8 +643,10 @@ pub(crate) mod tests {
     /// fall back to the markdown rules with one line per language, and
     /// every document is embedded all the same.
     #[test]
+    #[cfg(feature = "code-chunks")]
     fn hostile_code_files_fall_back_once_per_language_and_all_embed() {
         use crate::chunk::MAX_SOURCE_BYTES;
+        use std::rc::Rc;
         let mut files = MemorySource::new();
         let minified = "var a=function(b){return b+1};".repeat(MAX_SOURCE_BYTES / 30 + 1);
         files.insert("/c", "big.js", minified.as_str(), 0);

@@ -227,9 +227,9 @@ impl Engine {
         let live = index.live_hashes()?;
         let needs_embedding =
             live.iter().filter(|hash| have.as_ref().is_none_or(|have| !have.contains(*hash))).count() as u32;
-        let (vectors, embed_model) = match &vectors {
-            None => (0, None),
-            Some(set) => (set.manifest.rows(), Some(set.manifest.model.clone())),
+        let (vectors, embed_model, chunk_strategy) = match &vectors {
+            None => (0, None, Default::default()),
+            Some(set) => (set.manifest.rows(), Some(set.manifest.model.clone()), set.manifest.chunk_strategy),
         };
         let newest_document = index.catalog()?.iter().map(|e| e.record.modified_ms).max();
         let (mut with_metadata, mut invalid_metadata) = (0, 0);
@@ -247,6 +247,7 @@ impl Engine {
             has_vector_index: vectors > 0,
             vectors,
             embed_model,
+            chunk_strategy,
             index_bytes: index.size_bytes(),
             segments: index.segments.len() as u32,
             generation: index.manifest.generation,

@@ -510,6 +510,9 @@ pub fn status(session: &Session) -> Result<ExitCode> {
     println!("Documents");
     println!("  Total:    {} files indexed", s.total_documents);
     println!("  Vectors:  {} embedded", s.vectors);
+    if matches!(s.chunk_strategy, crate::component::bindings::ChunkStrategy::Auto) {
+        println!("  Chunking: auto (code files cut at their declarations)");
+    }
     if s.needs_embedding > 0 {
         println!("  Pending:  {} need embedding (run 'qmd embed')", s.needs_embedding);
     }
