@@ -5,6 +5,9 @@
 
 mod common;
 
+// Node runs qmd's own chunker: kept apart from the engine binary's GPU
+// tests, whose software Vulkan device is slow to share the two cores.
+mod chunk_parity;
 mod cli;
 mod containment;
 mod crash;
