@@ -82,6 +82,13 @@ fn chunk_strategy_in(s: wit::ChunkStrategy) -> crate::chunk::ChunkStrategy {
     }
 }
 
+fn chunk_strategy_out(s: crate::chunk::ChunkStrategy) -> wit::ChunkStrategy {
+    match s {
+        crate::chunk::ChunkStrategy::Regex => wit::ChunkStrategy::Regex,
+        crate::chunk::ChunkStrategy::Auto => wit::ChunkStrategy::Auto,
+    }
+}
+
 fn document(d: crate::Document) -> wit::Document {
     wit::Document {
         docid: d.docid,
@@ -108,10 +115,7 @@ fn index_status(s: crate::IndexStatus) -> wit::IndexStatus {
         has_vector_index: s.has_vector_index,
         vectors: s.vectors,
         embed_model: s.embed_model,
-        chunk_strategy: match s.chunk_strategy {
-            crate::chunk::ChunkStrategy::Regex => wit::ChunkStrategy::Regex,
-            crate::chunk::ChunkStrategy::Auto => wit::ChunkStrategy::Auto,
-        },
+        chunk_strategy: chunk_strategy_out(s.chunk_strategy),
         index_bytes: s.index_bytes,
         segments: s.segments,
         generation: s.generation,

@@ -155,12 +155,13 @@ impl Engine {
             (true, None) => Some(VectorChange::ClearAll),
             (true, Some(_)) => Some(VectorChange::Remove(exclusive_hashes(&index, &in_scope)?)),
         };
-        let stored_strategy = index.vectors()?.map(|set| set.manifest.chunk_strategy);
-        let chunk_strategy = options.chunk_strategy.or(stored_strategy).unwrap_or_default();
+        let stored = index.vectors()?;
+        let chunk_strategy =
+            options.chunk_strategy.or(stored.map(|set| set.manifest.chunk_strategy)).unwrap_or_default();
         // Vectors of code files chunked the other way are dropped, in every
         // collection (the record is the index's); markdown is cut the same
         // either way and keeps its vectors.
-        if let Some(set) = index.vectors()?
+        if let Some(set) = stored
             && set.manifest.chunk_strategy != chunk_strategy
             && !matches!(clear, Some(VectorChange::ClearAll))
         {

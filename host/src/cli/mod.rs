@@ -167,7 +167,6 @@ fn display_path(source: &str) -> String {
     source.to_string()
 }
 
-/// Result limit and engine options shared by `search` and `query`.
 /// `--chunk-strategy`, with qmd's error for a value it does not take.
 fn chunk_strategy(value: Option<&str>) -> Result<Option<bindings::ChunkStrategy>> {
     let Some(value) = value else { return Ok(None) };
@@ -177,6 +176,7 @@ fn chunk_strategy(value: Option<&str>) -> Result<Option<bindings::ChunkStrategy>
     }))
 }
 
+/// Result limit and engine options shared by `search` and `query`.
 fn search_options(args: &SearchArgs, format: Format, all_limit: u32, min_score: f64) -> bindings::SearchOptions {
     let limit = if args.all {
         all_limit
