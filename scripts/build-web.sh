@@ -26,13 +26,24 @@ for build in pkg:"" pkg-relaxed:relaxed-simd; do
     "$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section \
         --out-dir "$staging/$folder" "$CARGO_TARGET_DIR/wasm32-unknown-unknown/web/qmd_web.wasm"
 done
+# The code grammars of `--chunk-strategy auto`, a module of their own
+# (web/grammars) that the engine's Worker loads only to chunk code. Their C
+# needs libc headers, which wasm32-unknown-unknown lacks: tree-sitter-
+# language ships a small set for it (fetched first, so its folder exists).
+cargo fetch --locked --target wasm32-unknown-unknown
+ts_language="$(awk '/^name = "tree-sitter-language"$/ { getline; gsub(/"/, "", $3); print $3 }' Cargo.lock)"
+ts_headers="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"tree-sitter-language-$ts_language"/wasm/include | head -1)"
+CFLAGS_wasm32_unknown_unknown="${CFLAGS_wasm32_unknown_unknown:--isystem $ts_headers}" \
+    cargo build --profile web --locked -p qmd-web-grammars --target wasm32-unknown-unknown
+"$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section \
+    --out-dir "$staging/grammars" "$CARGO_TARGET_DIR/wasm32-unknown-unknown/web/qmd_web_grammars.wasm"
 cp www/*.html www/*.js www/*.css "$staging/"
 # The service worker's cache is named after the build, so a new build
 # replaces what returning visitors have cached.
-build="$(cat "$staging"/*.js "$staging"/*.html "$staging"/*.css "$staging"/pkg*/* | sha256sum | cut -c1-12)"
+build="$(cat "$staging"/*.js "$staging"/*.html "$staging"/*.css "$staging"/pkg*/* "$staging"/grammars/* | sha256sum | cut -c1-12)"
 sed -i "s/__QMD_BUILD__/$build/" "$staging/sw.js"
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 cp -r "$staging" "$out"
 chmod -R a+rX "$out"
-echo "built $out ($(du -sh "$out" | cut -f1), wasm $(stat -c %s "$out/pkg/qmd_web_bg.wasm") bytes, relaxed $(stat -c %s "$out/pkg-relaxed/qmd_web_bg.wasm"))" >&2
+echo "built $out ($(du -sh "$out" | cut -f1), wasm $(stat -c %s "$out/pkg/qmd_web_bg.wasm") bytes, relaxed $(stat -c %s "$out/pkg-relaxed/qmd_web_bg.wasm"), grammars $(stat -c %s "$out/grammars/qmd_web_grammars_bg.wasm"))" >&2

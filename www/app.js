@@ -157,8 +157,12 @@ function freeName(base) {
 }
 
 /** Adds a folder (a directory handle) as a collection and indexes it. */
-async function addFolder(handle, name = freeName(handle.name)) {
-  const report = await busy(`Indexing ${name}`, () => call('addFolder', { name, handle }));
+/** The files a new collection takes: the mask field's glob (as `qmd
+ * collection add --mask`), qmd's `**\/*.md` when it is empty. */
+const maskChoice = () => $('mask').value.trim() || null;
+
+async function addFolder(handle, name = freeName(handle.name), mask = maskChoice()) {
+  const report = await busy(`Indexing ${name}`, () => call('addFolder', { name, handle, mask }));
   await folderStore.put(name, handle);
   reportUpdate(report);
   await refreshCollections();
@@ -173,7 +177,7 @@ async function addFiles(fileList) {
   const name = existing ? existing.name : freeName(folder);
   const report = existing
     ? await busy(`Updating ${name}`, () => call('update', { folders: [{ name, files }] }))
-    : await busy(`Indexing ${name}`, () => call('addFolder', { name, files }));
+    : await busy(`Indexing ${name}`, () => call('addFolder', { name, files, mask: maskChoice() }));
   reportUpdate(report);
   await refreshCollections();
 }
@@ -474,16 +478,19 @@ function renderModel() {
   $('load-generator').disabled = Boolean(state.generator) || state.busy;
   $('embed').disabled = !model || !pending || Boolean(embedding) || state.busy;
   $('device').value = deviceChoice();
+  // The index's strategy until the user picks one for the next run.
+  $('chunk-strategy').value = state.chunkStrategy ?? status?.chunk_strategy ?? 'regex';
 }
 
 /** Embeds every document without vectors (of one collection, if named);
  * resolves when the run ends. Each step is also announced as a
  * `qmd-embed` event ({state, report}) on the window. */
-async function embedDocuments({ force = false, collection = null, maxDocsPerBatch = null } = {}) {
+async function embedDocuments({ force = false, collection = null, maxDocsPerBatch = null, chunkStrategy = null } = {}) {
   state.busy = true;
   showProgress('Embedding…', true);
   try {
-    const report = await call('embed', { force, collection, maxDocsPerBatch });
+    chunkStrategy ??= $('chunk-strategy').value;
+    const report = await call('embed', { force, collection, maxDocsPerBatch, chunkStrategy });
     return await new Promise((resolve, reject) => {
       state.embedding = { resolve, reject, started: performance.now(), report };
       renderModel();
@@ -506,12 +513,20 @@ function onEmbed({ state: runState, report, error }) {
   state.busy = false;
   hideProgress();
   const seconds = ((performance.now() - run.started) / 1000).toFixed(1);
-  if (runState === 'failed') run.reject(new Error(error));
-  else {
-    $('result-summary').textContent = `${runState === 'done' ? 'Embedded' : 'Cancelled after'} ${report.docs} documents (${report.chunks} chunks) in ${seconds} s`;
-    run.resolve({ state: runState, report });
+  if (runState !== 'failed') {
+    $('result-summary').textContent = `${runState === 'done' ? 'Embedded' : 'Cancelled after'} ${report.docs} documents (${report.chunks} chunks) in ${seconds} s` +
+      (report.rechunked ? `; ${report.rechunked} code files re-chunked for the new strategy` : '');
+    state.chunkStrategy = null;
   }
-  refreshCollections().catch((e) => showNotice(e.message));
+  // Settled once the page shows the index after the run (its strategy too).
+  refreshCollections()
+    .catch((e) => showNotice(e.message))
+    .finally(() => {
+      if (runState === 'failed') return run.reject(new Error(error));
+      // Code files no grammar could read keep the markdown break points.
+      if (report.fallbacks.length) showNotice(report.fallbacks.join('; '));
+      run.resolve({ state: runState, report });
+    });
 }
 
 // ---- document view --------------------------------------------------------------
@@ -603,6 +618,7 @@ if (window.showDirectoryPicker) {
 $('update').onclick = guard(update);
 $('load-model').onclick = guard(() => loadModel());
 $('embed').onclick = guard(() => embedDocuments());
+$('chunk-strategy').addEventListener('change', (e) => (state.chunkStrategy = e.target.value));
 $('load-generator').onclick = guard(() => loadGenerator());
 $('cancel').onclick = () => call(state.querying ? 'cancelQuery' : 'cancelEmbed');
 $('device').onchange = () => {
@@ -645,7 +661,7 @@ ready.catch(() => {}); // reported on the page; awaiters still see the rejection
 // For automation and the browser tests: the same calls the buttons make.
 window.qmd = {
   ready,
-  addFolder: async (handle, name) => (await ready, addFolder(handle, name)),
+  addFolder: async (handle, name, mask) => (await ready, addFolder(handle, name, mask ?? maskChoice())),
   update: async () => (await ready, update()),
   // As typed into the page: `options.filter` (a metadata filter tree)
   // goes into the filter box, which is cleared without one.
@@ -673,5 +689,6 @@ window.qmd = {
   cancelQuery: () => call('cancelQuery'),
   followTokens: (text, reference) => call('followTokens', { text, reference }),
   status: () => call('status'),
+  chunkDocument: (content, path, chunkStrategy) => call('chunkDocument', { content, path, chunkStrategy }),
   call,
 };

@@ -16,6 +16,8 @@ import { HelperPool } from './helpers.js';
 const HELPER_MODEL_BYTES = 1.5e9;
 
 let index = null;
+/** The engine module's bindings (engine.js), once loaded. */
+let engine = null;
 /** The engine build the page chose (engine.js); helpers load the same. */
 let buildInUse;
 let queue = Promise.resolve();
@@ -135,10 +137,24 @@ async function scanFolders(folders) {
   return count;
 }
 
+/** The code grammars of `--chunk-strategy auto` (web/grammars): fetched
+ * the first time the engine chunks a code file that way, not before. A
+ * failed import stays failed for its URL in this Worker's module map, so
+ * a retry (the next run) asks under another. */
+let grammarAttempts = 0;
+async function loadGrammars() {
+  const retry = grammarAttempts++ ? `?attempt=${grammarAttempts}` : '';
+  const grammars = await import(`./grammars/qmd_web_grammars.js${retry}`);
+  await grammars.default();
+  return grammars.declarations;
+}
+
 const methods = {
   async open({ name, build }) {
     buildInUse = build;
-    const { QmdIndex } = await loadEngine(build);
+    engine = await loadEngine(build);
+    engine.setSyntaxLoader(loadGrammars);
+    const { QmdIndex } = engine;
     index = await QmdIndex.open(name ?? 'default');
     return index.status();
   },
@@ -203,14 +219,16 @@ const methods = {
   // on the CPU) on texts as given: {vectors, tokens}, for the browser bench.
   embedShared: ({ texts }) =>
     helpers?.workers > 1 ? helpers.embed(texts, (t) => index.embedShare(t)) : index.embedShare(texts),
-  async embed({ force, collection, maxDocsPerBatch }) {
+  async embed({ force, collection, maxDocsPerBatch, chunkStrategy }) {
     if (embedRun) throw new Error('an embedding run is already going on');
     // Registered before the first await, so a cancel that comes while the
     // run is being planned is not lost.
     const run = { cancelled: false, report: null };
     embedRun = run;
     try {
-      run.report = await index.embedStart(Boolean(force), collection ?? undefined, maxDocsPerBatch ?? undefined);
+      run.report = await index.embedStart(
+        Boolean(force), collection ?? undefined, maxDocsPerBatch ?? undefined, chunkStrategy ?? undefined,
+      );
     } catch (e) {
       embedRun = null;
       throw e;
@@ -219,6 +237,8 @@ const methods = {
     return run.report;
   },
   get: ({ file, options }) => index.get(file, options),
+  /** qmd's `chunkDocumentAsync`, as the SDK offers it. */
+  chunkDocument: ({ content, path, chunkStrategy }) => engine.chunkDocument(content, path, chunkStrategy ?? undefined),
 };
 
 onmessage = ({ data: { id, method, args } }) => {

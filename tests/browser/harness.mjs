@@ -140,15 +140,16 @@ export async function stageFolder(page, name, files) {
   );
 }
 
-/** Adds the staged OPFS folder `fixtures/<name>` as collection `collection`. */
-export function addStagedFolder(page, name, collection) {
+/** Adds the staged OPFS folder `fixtures/<name>` as collection
+ * `collection`, of the files `mask` matches (qmd's markdown by default). */
+export function addStagedFolder(page, name, collection, mask = null) {
   return page.evaluate(
-    async ({ name, collection }) => {
+    async ({ name, collection, mask }) => {
       const root = await navigator.storage.getDirectory();
       const folder = await (await root.getDirectoryHandle('fixtures')).getDirectoryHandle(name);
-      return window.qmd.addFolder(folder, collection);
+      return window.qmd.addFolder(folder, collection, mask ?? undefined);
     },
-    { name, collection },
+    { name, collection, mask },
   );
 }
 

@@ -8,9 +8,11 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import {
-  addStagedFolder, cli, cosine, evalDir, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
+  addStagedFolder, cli, cosine, evalDir, repoRoot, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
   stageFolder, testModelDir, writeFolder,
 } from './harness.mjs';
 
@@ -23,6 +25,7 @@ const modelDir = testModelDir();
 let server;
 let browser;
 let cliEnv;
+let cliHome;
 let native;
 
 before(async () => {
@@ -30,6 +33,7 @@ before(async () => {
   // then the CLI's `--no-rerank`, and nothing is fetched from elsewhere.
   const { env, home } = isolatedEnv({ QMD_EMBED_MODEL: modelDir, QMD_RERANK_MODEL: './no-reranker' });
   cliEnv = env;
+  cliHome = home;
   cli(cliEnv, ['collection', 'add', writeFolder(path.join(home, 'eval-docs'), docs), '--name', 'eval']);
   native = nativeEmbeddings(modelDir, texts);
   server = await serveApp(env);
@@ -173,6 +177,126 @@ function assertSameTop(query, web, fromCli) {
   }
   console.log(`query ${JSON.stringify(query)}: a near-tie ordered the other way (${differ.flat().join(', ')})`);
 }
+
+/** Small source files of this repository in three of the grammars'
+ * languages (the boundaries themselves are checked on real sources below). */
+function codeFiles() {
+  const read = (relative) => fs.readFileSync(path.join(repoRoot, relative), 'utf8');
+  return {
+    'web/engine.js': read('www/engine.js'),
+    'rust/strategy.rs': read('core/src/chunk/strategy.rs'),
+    'python/quantize.py': read('tests/models/quantize.py'),
+  };
+}
+
+/** The chunk count the CLI's `embed` printed. */
+function embeddedChunks(output) {
+  const count = /Embedded (\d+) chunks/.exec(output)?.[1];
+  assert.ok(count, `no chunk count in: ${output}`);
+  return Number(count);
+}
+
+test('code files are cut at their declarations as the CLI cuts them; the grammars load only then, and a failed load changes nothing', async () => {
+  const { page, context } = browser;
+  // Every run so far embedded markdown: the grammar module was never fetched.
+  const grammarRequests = () => browser.requests.filter((url) => url.includes('/grammars/'));
+  assert.deepEqual(grammarRequests(), []);
+  const code = codeFiles();
+  const mask = '**/*.{js,rs,py}';
+  cli(cliEnv, ['collection', 'add', writeFolder(path.join(cliHome, 'code'), code), '--name', 'code', '--mask', mask]);
+  const regexChunks = embeddedChunks(cli(cliEnv, ['embed', '-c', 'code', '--chunk-strategy', 'regex']));
+  const autoChunks = embeddedChunks(cli(cliEnv, ['embed', '-c', 'code', '--chunk-strategy', 'auto']));
+
+  await stageFolder(page, 'code', code);
+  await addStagedFolder(page, 'code', 'code', mask);
+  const before = await page.evaluate(() => window.qmd.status());
+  await assert.rejects(
+    page.evaluate(() => window.qmd.embed({ chunkStrategy: 'ast' })),
+    /--chunk-strategy must be "auto" or "regex" \(got "ast"\)/,
+  );
+  // The grammar module cannot be fetched: the run fails naming it, and the
+  // index is as it was (its code is not recorded as cut by `auto`).
+  await context.route('**/grammars/**', (route) => route.fulfill({ status: 404, body: 'gone' }));
+  await assert.rejects(page.evaluate(() => window.qmd.embed({ chunkStrategy: 'auto' })), /loading the code grammars/);
+  await context.unroute('**/grammars/**');
+  const failed = await page.evaluate(() => window.qmd.status());
+  assert.equal(failed.vectors, before.vectors);
+  assert.equal(failed.needs_embedding, before.needs_embedding);
+  assert.equal(failed.chunk_strategy, undefined, 'still regex');
+
+  // The next run loads them (a new import, not the failed one) and cuts as the CLI.
+  const auto = await page.evaluate(() => window.qmd.embed({ chunkStrategy: 'auto' }));
+  assert.equal(auto.state, 'done');
+  assert.deepEqual(auto.report.fallbacks, []);
+  assert.equal(auto.report.docs, 3);
+  assert.equal(auto.report.chunks, autoChunks, 'the CLI cut these files into as many chunks');
+  assert.ok(grammarRequests().some((url) => url.endsWith('/qmd_web_grammars_bg.wasm')));
+  const status = await page.evaluate(() => window.qmd.status());
+  assert.equal(status.chunk_strategy, 'auto');
+  assert.equal(status.needs_embedding, 0);
+  assert.equal(await page.locator('#chunk-strategy').inputValue(), 'auto', 'the page shows the index\'s strategy');
+
+  // Back to the markdown rules from the page's own choice: only the code is embedded again.
+  await page.locator('#chunk-strategy').selectOption('regex');
+  const regex = await page.evaluate(() => window.qmd.embed());
+  assert.equal(regex.report.rechunked, 3);
+  assert.equal(regex.report.chunks, regexChunks);
+  assert.equal((await page.evaluate(() => window.qmd.status())).chunk_strategy, undefined);
+});
+
+/** Up to `count` source files under `dir` with one of `extensions`, evenly
+ * over the sorted list: UTF-8, at most 200 KB, nothing past the BMP (qmd
+ * counts UTF-16 units, the engine chars: chunk_parity.rs says why). */
+function sourcesOf(dir, extensions, count) {
+  const files = fs
+    .readdirSync(dir, { recursive: true })
+    .filter((f) => extensions.some((e) => f.endsWith(e)) && !f.endsWith('.d.ts'))
+    .map((f) => path.join(dir, f))
+    .sort()
+    .filter((file) => {
+      const stat = fs.statSync(file, { throwIfNoEntry: false });
+      if (!stat?.isFile() || stat.size > 200_000) return false;
+      const bytes = fs.readFileSync(file);
+      const text = bytes.toString('utf8');
+      return Buffer.from(text, 'utf8').equals(bytes) && ![...text].some((c) => c.codePointAt(0) > 0xffff);
+    });
+  if (files.length < count) return files;
+  return Array.from({ length: count }, (_, i) => files[Math.floor((i * files.length) / count)]);
+}
+
+test('the page chunks real sources as qmd 2.8.3 itself does, under auto and regex', async () => {
+  // qmd's own chunker under Node, installed with the sources by the parity script.
+  const parts = Object.fromEntries(
+    execFileSync('bash', [path.join(repoRoot, 'scripts/chunk-parity.sh')], { encoding: 'utf8' })
+      .trim().split('\n').map((line) => line.split('=')),
+  );
+  const files = [
+    ...sourcesOf(parts.node_modules, ['.ts'], 12),
+    ...sourcesOf(parts.node_modules, ['.tsx', '.jsx'], 12),
+    ...sourcesOf(parts.node_modules, ['.js', '.mjs', '.cjs'], 12),
+    ...sourcesOf(parts.python, ['.py'], 12),
+    ...sourcesOf(parts.go, ['.go'], 12),
+    ...sourcesOf(path.join(repoRoot, 'core/src'), ['.rs'], 12),
+  ];
+  const list = path.join(cliHome, 'parity-files.txt');
+  fs.writeFileSync(list, files.join('\n'));
+  const theirs = execFileSync('node', [path.join(repoRoot, 'tests/parity/qmd-chunks.mjs'), parts.node_modules, list], {
+    encoding: 'utf8', maxBuffer: 1 << 28,
+  }).trim().split('\n').map((line) => JSON.parse(line));
+  assert.equal(theirs.length, files.length);
+  let cutApart = 0;
+  for (const qmd of theirs) {
+    const content = fs.readFileSync(qmd.file, 'utf8');
+    for (const strategy of ['auto', 'regex']) {
+      const page = await browser.page.evaluate(({ c, p, s }) => window.qmd.chunkDocument(c, p, s), { c: content, p: qmd.file, s: strategy });
+      assert.equal(page.fallback, null, `${qmd.file}: ${page.fallback}`);
+      assert.deepEqual(page.chunks.map((chunk) => [chunk.pos, chunk.text.length]), qmd[strategy], `${qmd.file} under ${strategy}`);
+    }
+    if (JSON.stringify(qmd.auto) !== JSON.stringify(qmd.regex)) cutApart++;
+  }
+  console.log(`${theirs.length} files chunked as qmd does; ${cutApart} cut apart by auto`);
+  assert.ok(cutApart >= theirs.length / 4, `auto cut only ${cutApart} files apart from regex`);
+});
 
 test('only the model fetch and the app are requested, all from the page origin', () => {
   const origin = new URL(server.url).origin;

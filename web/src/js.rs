@@ -9,12 +9,16 @@ use web_sys::{FileSystemDirectoryHandle, StorageManager, WorkerGlobalScope};
 
 /// An engine error from a failed browser call, naming what was attempted.
 pub fn js_error(context: &str, e: JsValue) -> Error {
-    let message = Reflect::get(&e, &"message".into())
+    Error::new(ErrorKind::Io, format!("{context}: {}", message_of(&e)))
+}
+
+/// What a thrown JavaScript value says: an `Error`'s message, a string.
+pub fn message_of(e: &JsValue) -> String {
+    Reflect::get(e, &"message".into())
         .ok()
         .and_then(|m| m.as_string())
         .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"));
-    Error::new(ErrorKind::Io, format!("{context}: {message}"))
+        .unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// An engine error as a JavaScript `Error` (its message is qmd's wording).

@@ -16,12 +16,14 @@ mod js;
 mod models;
 mod opfs;
 mod source;
+mod syntax;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Function, Object, Promise};
+use qmd_core::chunk::ChunkStrategy;
 use qmd_core::collection::PathFilter;
 use qmd_core::metadata::Filter;
 use qmd_core::source::FileStat;
@@ -111,6 +113,10 @@ struct SearchArgs {
     expand: Option<bool>,
     /// A metadata filter tree (`--filter`), as an object.
     filter: Option<serde_json::Value>,
+    /// `query` only: `"auto"` or `"regex"` (`--chunk-strategy`), how the
+    /// candidates are cut to pick each one's best chunk; the index's by
+    /// default.
+    chunk_strategy: Option<String>,
 }
 
 impl SearchArgs {
@@ -313,6 +319,10 @@ impl QmdIndex {
         let args = from_value::<SearchArgs>(options);
         future_to_promise(async move {
             let args = args?;
+            let chunk_strategy = strategy_arg(args.chunk_strategy.as_deref()).map_err(|e| JsError::new(&e))?;
+            if inner.engine.query_reads_code(chunk_strategy).map_err(to_js)? {
+                syntax::ensure_loaded().await.map_err(to_js)?;
+            }
             let hooks = Hooks { on_progress: on_progress.as_ref(), cancelled: cancelled.as_ref() };
             if hooks.is_cancelled() {
                 return Err(JsError::new(CANCELLED).into());
@@ -324,6 +334,7 @@ impl QmdIndex {
                 parse_document: true,
                 options: args.options(10)?,
                 rerank: reranker.is_some(),
+                chunk_strategy,
                 ..QueryRequest::default()
             };
             let embedder = inner.embedder.borrow().clone();
@@ -463,18 +474,31 @@ impl QmdIndex {
 
     /// Plans an `embed` run (`force`: drop existing vectors first, `-f`;
     /// `collection`: only its documents, `-c`; `max_docs_per_batch`, as
-    /// `--max-docs-per-batch`). Resolves to its report so far (contents
-    /// pending, bytes).
+    /// `--max-docs-per-batch`; `chunk_strategy`, `"auto"` or `"regex"` as
+    /// `--chunk-strategy`, the index's by default). Loads the code grammars
+    /// when the run will chunk a code file under `auto`. Resolves to its
+    /// report so far (contents pending, bytes, code files to re-chunk).
     #[wasm_bindgen(js_name = embedStart)]
-    pub fn embed_start(&self, force: bool, collection: Option<String>, max_docs_per_batch: Option<u32>) -> Promise {
+    pub fn embed_start(
+        &self,
+        force: bool,
+        collection: Option<String>,
+        max_docs_per_batch: Option<u32>,
+        chunk_strategy: Option<String>,
+    ) -> Promise {
+        let chunk_strategy = strategy_arg(chunk_strategy.as_deref());
         writing(&self.inner, async move |inner: &Inner| {
+            let chunk_strategy = chunk_strategy.map_err(Error::invalid)?;
             let embedder =
                 inner.embedder.borrow().clone().ok_or_else(|| Error::invalid("no embedding model loaded"))?;
-            let mut options = EmbedOptions { force, collection, ..EmbedOptions::default() };
+            let mut options = EmbedOptions { force, collection, chunk_strategy, ..EmbedOptions::default() };
             if let Some(max) = max_docs_per_batch {
                 options.max_docs_per_batch = max.max(1) as usize;
             }
             let job = inner.engine.embed_start(embedder.info.clone(), &options)?;
+            if job.reads_code() {
+                syntax::ensure_loaded().await?;
+            }
             let report = job.report.clone();
             *inner.embed_job.borrow_mut() = Some(job);
             Ok(report)
@@ -540,6 +564,11 @@ impl QmdIndex {
     pub fn status(&self) -> Result<JsValue, JsError> {
         to_value(&self.inner.engine.status().map_err(to_js)?)
     }
+}
+
+/// A `chunkStrategy` argument: absent, or qmd's two values.
+fn strategy_arg(value: Option<&str>) -> Result<Option<ChunkStrategy>, String> {
+    value.map(ChunkStrategy::parse).transpose()
 }
 
 /// `{vectors, tokens}` of `texts`: what a Worker hands back for its share.

@@ -15,7 +15,9 @@ mod strategy;
 
 #[cfg(feature = "code-chunks")]
 pub use code::MAX_SOURCE_BYTES;
-pub use strategy::{ChunkStrategy, Declarations, Language, SyntaxFallback};
+pub use strategy::{
+    ChunkStrategy, Declarations, Language, SyntaxFallback, SyntaxFinder, install_syntax_finder, syntax_available,
+};
 
 /// Character sizes of the char chunker (qmd's token sizes × 4).
 pub const CHUNK_SIZE_CHARS: usize = 3600;

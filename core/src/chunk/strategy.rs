@@ -1,6 +1,8 @@
 //! `--chunk-strategy`: markdown break points only (`regex`, qmd's
 //! default), or with a code file's declarations merged in (`auto`).
 
+use std::cell::RefCell;
+
 use super::BreakPoint;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -65,6 +67,11 @@ impl Language {
         })
     }
 
+    /// The language [`Language::name`] names.
+    pub fn named(name: &str) -> Option<Language> {
+        Language::ALL.into_iter().find(|language| language.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Language::TypeScript => "typescript",
@@ -100,7 +107,35 @@ impl Declarations {
         let Some(language) = Language::of_path(path).filter(|_| strategy == ChunkStrategy::Auto) else {
             return Ok(Declarations::default());
         };
-        find(content, language).map(Declarations).map_err(|reason| SyntaxFallback { language, reason })
+        Declarations::parse(content, language).map_err(|reason| SyntaxFallback { language, reason })
+    }
+
+    /// `language`'s declarations in `content`, or why they could not be
+    /// read: from the finder installed on this thread, else the grammars
+    /// compiled in.
+    pub fn parse(content: &str, language: Language) -> Result<Declarations, String> {
+        let installed = FINDER.with_borrow(|finder| finder.as_ref().map(|find| find(content, language)));
+        match installed {
+            Some(found) => found.map(|pairs| Declarations::from_pairs(pairs, content)),
+            None => compiled_in(content, language).map(Declarations),
+        }
+    }
+
+    /// (char position, score) of each declaration, by position: what a
+    /// [`SyntaxFinder`] returns.
+    pub fn pairs(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        self.0.iter().map(|point| (point.pos, point.score))
+    }
+
+    /// A finder's answer as break points: sorted, the best score at each
+    /// position, none past the end of `content` (it comes from another
+    /// module, so it is not trusted to be in order).
+    fn from_pairs(mut pairs: Vec<(usize, u32)>, content: &str) -> Declarations {
+        let end = content.chars().count();
+        pairs.retain(|&(pos, _)| pos <= end);
+        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        pairs.dedup_by_key(|pair| pair.0);
+        Declarations(pairs.into_iter().map(|(pos, score)| BreakPoint { pos, score }).collect())
     }
 
     pub fn len(&self) -> usize {
@@ -112,13 +147,35 @@ impl Declarations {
     }
 }
 
+/// Finds a language's declarations for a build without the grammars
+/// compiled in: the browser page loads them as a module of their own, and
+/// only once a code file is chunked under `auto`. (char position, score)
+/// pairs, or why the file could not be read.
+pub type SyntaxFinder = Box<dyn Fn(&str, Language) -> Result<Vec<(usize, u32)>, String>>;
+
+thread_local! {
+    static FINDER: RefCell<Option<SyntaxFinder>> = const { RefCell::new(None) };
+}
+
+/// Installs `finder` for this thread's chunking (the browser engine runs
+/// on one thread); it takes precedence over compiled-in grammars.
+pub fn install_syntax_finder(finder: Option<SyntaxFinder>) {
+    FINDER.set(finder);
+}
+
+/// Whether `auto` can read code on this thread: grammars compiled in or a
+/// finder installed.
+pub fn syntax_available() -> bool {
+    cfg!(feature = "code-chunks") || FINDER.with_borrow(Option::is_some)
+}
+
 #[cfg(feature = "code-chunks")]
-fn find(content: &str, language: Language) -> Result<Vec<BreakPoint>, String> {
+fn compiled_in(content: &str, language: Language) -> Result<Vec<BreakPoint>, String> {
     super::code::declaration_points(content, language)
 }
 
 #[cfg(not(feature = "code-chunks"))]
-fn find(_: &str, _: Language) -> Result<Vec<BreakPoint>, String> {
+fn compiled_in(_: &str, _: Language) -> Result<Vec<BreakPoint>, String> {
     Err("this build has no code grammars".to_string())
 }
 
@@ -148,6 +205,31 @@ mod tests {
         let code = "fn f() {}\n";
         assert!(Declarations::of(code, "a.rs", ChunkStrategy::Regex).unwrap().is_empty());
         assert!(Declarations::of(code, "a.md", ChunkStrategy::Auto).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_installed_finder_is_used_and_its_answer_put_in_order() {
+        let content = "fn a() {}\nfn b() {}\n";
+        install_syntax_finder(Some(Box::new(|_, language| match language {
+            // Out of order, a position twice, one past the end.
+            Language::Rust => Ok(vec![(10, 90), (0, 60), (10, 100), (500, 90)]),
+            _ => Err("no grammar".to_string()),
+        })));
+        let found = Declarations::of(content, "a.rs", ChunkStrategy::Auto).unwrap();
+        assert_eq!(found.pairs().collect::<Vec<_>>(), vec![(0, 60), (10, 100)]);
+        let failed = Declarations::of(content, "a.py", ChunkStrategy::Auto).unwrap_err();
+        assert_eq!(failed.to_string(), "python chunked by the markdown rules only: no grammar");
+        assert!(syntax_available());
+        install_syntax_finder(None);
+        assert_eq!(syntax_available(), cfg!(feature = "code-chunks"));
+    }
+
+    #[test]
+    fn languages_are_found_by_name() {
+        for language in Language::ALL {
+            assert_eq!(Language::named(language.name()), Some(language));
+        }
+        assert_eq!(Language::named("markdown"), None);
     }
 
     #[test]

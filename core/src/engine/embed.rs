@@ -114,6 +114,12 @@ pub struct EmbedJob {
 }
 
 impl EmbedJob {
+    /// Whether the run will read a code file's syntax: `auto` with a code
+    /// file pending (the browser loads its grammars only then).
+    pub fn reads_code(&self) -> bool {
+        self.chunk_strategy == ChunkStrategy::Auto && self.pending.iter().any(|p| Language::of_path(&p.path).is_some())
+    }
+
     /// Whether the batch in hand has no answer yet (it was just loaded).
     fn batch_untouched(&self) -> bool {
         self.batch.iter().all(|c| c.chunks.iter().all(|w| w.vector.is_none()))
@@ -139,6 +145,18 @@ pub fn embed_fingerprint(embedder: &EmbedderInfo) -> String {
 }
 
 impl Engine {
+    /// Whether a query chunking by `requested` (else the strategy the
+    /// index records) may read a code file's syntax: `auto` over an index
+    /// with code files.
+    pub fn query_reads_code(&self, requested: Option<ChunkStrategy>) -> Result<bool> {
+        let index = self.index()?;
+        let stored = index.vectors()?.map(|set| set.manifest.chunk_strategy);
+        if requested.or(stored).unwrap_or_default() != ChunkStrategy::Auto {
+            return Ok(false);
+        }
+        Ok(index.catalog()?.iter().any(|e| Language::of_path(&e.record.path).is_some()))
+    }
+
     /// Plans a run: clears vectors when forced, checks the model against
     /// the index's vectors, and lists the contents that need vectors.
     pub fn embed_start(&self, embedder: EmbedderInfo, options: &EmbedOptions) -> Result<EmbedJob> {
