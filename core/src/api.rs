@@ -215,6 +215,9 @@ pub struct CollectionStatus {
     pub documents: u32,
     pub last_updated: Option<i64>,
     pub include_by_default: bool,
+    /// The collection's own `chunk_strategy:` (`index.yml`), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_strategy: Option<crate::chunk::ChunkStrategy>,
 }
 
 /// What `cleanup` reclaimed (or, in a dry run, would).

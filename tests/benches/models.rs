@@ -129,6 +129,7 @@ fn main() {
             dimension: dim as u32,
             fingerprint: String::new(),
             chunk_strategy: Default::default(),
+            collection_chunk_strategies: Default::default(),
             segments: vec![meta],
         };
         let set = VectorSet::open(&dir, &manifest).unwrap();

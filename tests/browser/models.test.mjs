@@ -296,6 +296,16 @@ test('the page chunks real sources as qmd 2.8.3 itself does, under auto and rege
   }
   console.log(`${theirs.length} files chunked as qmd does; ${cutApart} cut apart by auto`);
   assert.ok(cutApart >= theirs.length / 4, `auto cut only ${cutApart} files apart from regex`);
+
+  // Hostile sources stay bounded in the grammar module as natively: past
+  // 1 MB nothing is parsed, 10,000 nested blocks end in points or a reason.
+  const hostile = await browser.page.evaluate(async () => {
+    const big = await window.qmd.chunkDocument('a=function(b){return b+1};'.repeat(45_000), 'big.js', 'auto');
+    const nested = await window.qmd.chunkDocument(`${'{'.repeat(10_000)}x${'}'.repeat(10_000)}`, 'deep.ts', 'auto');
+    return { big: big.fallback, nested: nested.chunks.length };
+  });
+  assert.equal(hostile.big, 'javascript chunked by the markdown rules only: the file is over 1 MB');
+  assert.ok(hostile.nested > 0);
 });
 
 test('only the model fetch and the app are requested, all from the page origin', () => {

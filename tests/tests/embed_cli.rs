@@ -716,4 +716,20 @@ fn auto_chunk_strategy_cuts_code_at_declarations_and_switching_rechunks() {
     assert!(out.stdout.contains("qmd://code/garden.py"), "{}", out.stdout);
     let bad = run(&env, &["query", "--chunk-strategy", "tree", "seeds"]).failure();
     assert!(bad.stderr.contains(r#"--chunk-strategy must be "auto" or "regex" (got "tree")"#), "{}", bad.stderr);
+
+    // The collection's own `chunk_strategy:` wins over the flag; setting it
+    // re-embeds its code, and status shows it.
+    let config = env.config_home().join("qmd/index.yml");
+    let yml = std::fs::read_to_string(&config).unwrap();
+    let keyed = |value: &str| yml.replace("    pattern:", &format!("    chunk_strategy: {value}\n    pattern:"));
+    std::fs::write(&config, keyed("auto")).unwrap();
+    let out = run(&env, &["embed", "--chunk-strategy", "regex"]).success().stdout;
+    assert!(out.contains("Chunk strategy changed: 1 code files"), "{out}");
+    assert_eq!(stored_chunks(&env, "garden.py"), (ChunkStrategy::Regex, auto), "the index's default stays regex");
+    let status = run(&env, &["status"]).success().stdout;
+    assert!(status.contains("Chunking: auto (its chunk_strategy in index.yml)"), "{status}");
+    std::fs::write(&config, keyed("tree")).unwrap();
+    let bad = run(&env, &["status"]).failure();
+    let refusal = r#"index.yml: collection 'code': chunk_strategy must be "auto" or "regex" (got tree)"#;
+    assert!(bad.stderr.contains(refusal), "{}", bad.stderr);
 }

@@ -16,7 +16,8 @@ mod strategy;
 #[cfg(feature = "code-chunks")]
 pub use code::MAX_SOURCE_BYTES;
 pub use strategy::{
-    ChunkStrategy, Declarations, Language, SyntaxFallback, SyntaxFinder, install_syntax_finder, syntax_available,
+    ChunkStrategy, Declarations, Language, StrategyPlan, SyntaxFallback, SyntaxFinder, install_syntax_finder,
+    syntax_available,
 };
 
 /// Character sizes of the char chunker (qmd's token sizes × 4).

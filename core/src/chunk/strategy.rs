@@ -2,6 +2,7 @@
 //! default), or with a code file's declarations merged in (`auto`).
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 use super::BreakPoint;
 
@@ -32,6 +33,28 @@ impl ChunkStrategy {
             ChunkStrategy::Regex => "regex",
             ChunkStrategy::Auto => "auto",
         }
+    }
+}
+
+/// The strategy each collection's code is cut by: the run's (the flag,
+/// else what the index records), unless the collection's `index.yml`
+/// entry names its own (`chunk_strategy:`), which wins for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StrategyPlan {
+    pub default: ChunkStrategy,
+    /// Collections with a strategy of their own.
+    pub collections: BTreeMap<String, ChunkStrategy>,
+}
+
+impl StrategyPlan {
+    /// `default` for every collection of `config` without a key of its own.
+    pub fn new(default: ChunkStrategy, config: &crate::collection::Config) -> StrategyPlan {
+        let collections = config.collections.iter().filter_map(|c| Some((c.name.clone(), c.chunk_strategy?))).collect();
+        StrategyPlan { default, collections }
+    }
+
+    pub fn of(&self, collection: &str) -> ChunkStrategy {
+        self.collections.get(collection).copied().unwrap_or(self.default)
     }
 }
 

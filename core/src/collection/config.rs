@@ -3,6 +3,7 @@
 
 use serde_norway::{Mapping, Value};
 
+use crate::chunk::ChunkStrategy;
 use crate::error::{Error, Result};
 
 pub const DEFAULT_PATTERN: &str = "**/*.md";
@@ -18,6 +19,9 @@ pub struct Collection {
     pub ignore: Vec<String>,
     pub update_command: Option<String>,
     pub include_by_default: bool,
+    /// `chunk_strategy:`, how this collection's code files are cut, over
+    /// the `--chunk-strategy` flag (qmd has no such key).
+    pub chunk_strategy: Option<ChunkStrategy>,
     /// Prefix (`/` or `/sub/dir`) → context text, in file order.
     pub contexts: Vec<(String, String)>,
     /// Keys of this collection we do not interpret.
@@ -36,6 +40,7 @@ impl Collection {
             ignore: Vec::new(),
             update_command: None,
             include_by_default: true,
+            chunk_strategy: None,
             contexts: Vec::new(),
             extra: Mapping::new(),
             written_path: None,
@@ -72,6 +77,17 @@ pub struct Config {
     pub collections: Vec<Collection>,
     /// Top-level keys we do not interpret (models, editor_uri, …).
     extra: Mapping,
+}
+
+/// A collection's `chunk_strategy:`, with the flag's two values.
+fn chunk_strategy_key(collection: &str, value: &Value) -> Result<ChunkStrategy> {
+    string(value).and_then(|s| ChunkStrategy::parse(&s).ok()).ok_or_else(|| {
+        let shown = serde_norway::to_string(value).unwrap_or_default();
+        Error::invalid(format!(
+            "index.yml: collection '{collection}': chunk_strategy must be \"auto\" or \"regex\" (got {})",
+            crate::display::escape_controls(shown.trim())
+        ))
+    })
 }
 
 fn string(value: &Value) -> Option<String> {
@@ -129,6 +145,10 @@ impl Config {
         };
         let update_command = map.shift_remove("update").as_ref().and_then(string);
         let include_by_default = !matches!(map.shift_remove("includeByDefault"), Some(Value::Bool(false)));
+        let chunk_strategy = match map.shift_remove("chunk_strategy") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(chunk_strategy_key(&name, &value)?),
+        };
         let contexts = match map.shift_remove("context") {
             Some(Value::Mapping(entries)) => {
                 entries.iter().filter_map(|(k, v)| Some((super::normalize_prefix(&string(k)?), string(v)?))).collect()
@@ -142,6 +162,7 @@ impl Config {
             ignore,
             update_command,
             include_by_default,
+            chunk_strategy,
             contexts,
             extra: map,
             written_path: None,
@@ -181,6 +202,9 @@ impl Config {
             }
             if !c.include_by_default {
                 map.insert("includeByDefault".into(), false.into());
+            }
+            if let Some(strategy) = c.chunk_strategy {
+                map.insert("chunk_strategy".into(), strategy.name().into());
             }
             if !c.contexts.is_empty() {
                 let contexts =
@@ -266,6 +290,26 @@ collections:
     includeByDefault: false
     update: git pull
 "#;
+
+    #[test]
+    fn a_collections_chunk_strategy_is_read_written_back_and_checked() {
+        let text = "collections:\n  code:\n    path: /src\n    pattern: '**/*.py'\n    chunk_strategy: auto\n  notes:\n    path: /n\n    pattern: '**/*.md'\n    chunk_strategy:\n";
+        let config = Config::parse(text).unwrap();
+        assert_eq!(config.require("code").unwrap().chunk_strategy, Some(ChunkStrategy::Auto));
+        assert_eq!(config.require("notes").unwrap().chunk_strategy, None, "an empty key is no key");
+        let yaml = config.to_yaml().unwrap();
+        assert!(yaml.contains("chunk_strategy: auto\n"), "{yaml}");
+        assert_eq!(Config::parse(&yaml).unwrap(), config);
+        for (bad, shown) in [("ast", "ast"), ("[auto]", "- auto"), ("\"\\e[31mx\"", "\"\\e[31mx\"")] {
+            let text = format!("collections:\n  code:\n    path: /src\n    chunk_strategy: {bad}\n");
+            let err = Config::parse(&text).unwrap_err();
+            assert!(
+                err.message.starts_with("index.yml: collection 'code': chunk_strategy must be \"auto\" or \"regex\"")
+            );
+            assert!(err.message.contains(shown) || bad.contains("31m"), "{}", err.message);
+            assert!(!err.message.contains('\x1b'), "control characters are escaped: {}", err.message);
+        }
+    }
 
     #[test]
     fn round_trips_qmd_config() {

@@ -133,6 +133,7 @@ fn index_status(s: crate::IndexStatus) -> wit::IndexStatus {
                 documents: c.documents,
                 last_updated: c.last_updated,
                 include_by_default: c.include_by_default,
+                chunk_strategy: c.chunk_strategy.map(chunk_strategy_out),
             })
             .collect(),
         contexts: s.contexts.into_iter().map(context_entry).collect(),

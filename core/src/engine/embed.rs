@@ -7,10 +7,11 @@
 //! most one batch and the next run resumes after the last commit. A
 //! content's vectors are written together or not at all.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::Engine;
-use crate::chunk::{Chunk, ChunkStrategy, Declarations, Language, TokenChunking, TokenDensity};
+use crate::chunk::{Chunk, ChunkStrategy, Declarations, Language, StrategyPlan, TokenChunking, TokenDensity};
+use crate::collection::Config;
 use crate::document::content_hash;
 use crate::error::{Error, Result};
 use crate::index::{DocAddress, Index};
@@ -77,6 +78,8 @@ struct Pending {
     address: DocAddress,
     /// The first pending document's path: its language under `auto`.
     path: String,
+    /// How this content is cut: its first document's collection's strategy.
+    strategy: ChunkStrategy,
     bytes: u64,
 }
 
@@ -95,7 +98,8 @@ pub struct EmbedJob {
     embedder: EmbedderInfo,
     fingerprint: String,
     chunking: TokenChunking,
-    chunk_strategy: ChunkStrategy,
+    /// Each collection's strategy, recorded with the vectors.
+    plan: StrategyPlan,
     /// Languages a fallback was reported for (once each).
     fell_back: HashSet<Language>,
     density: TokenDensity,
@@ -117,7 +121,7 @@ impl EmbedJob {
     /// Whether the run will read a code file's syntax: `auto` with a code
     /// file pending (the browser loads its grammars only then).
     pub fn reads_code(&self) -> bool {
-        self.chunk_strategy == ChunkStrategy::Auto && self.pending.iter().any(|p| Language::of_path(&p.path).is_some())
+        self.pending.iter().any(|p| p.strategy == ChunkStrategy::Auto && Language::of_path(&p.path).is_some())
     }
 
     /// Whether the batch in hand has no answer yet (it was just loaded).
@@ -150,11 +154,23 @@ impl Engine {
     /// with code files.
     pub fn query_reads_code(&self, requested: Option<ChunkStrategy>) -> Result<bool> {
         let index = self.index()?;
+        let plan = self.strategy_plan(&index, &self.config()?, requested)?;
+        Ok(index.catalog()?.iter().any(|e| {
+            plan.of(&e.record.collection) == ChunkStrategy::Auto && Language::of_path(&e.record.path).is_some()
+        }))
+    }
+
+    /// How each collection's code is cut by a run asking for `requested`
+    /// (`--chunk-strategy`): a collection's own `chunk_strategy:` first,
+    /// then the flag, then the strategy the index records.
+    pub(crate) fn strategy_plan(
+        &self,
+        index: &Index,
+        config: &Config,
+        requested: Option<ChunkStrategy>,
+    ) -> Result<StrategyPlan> {
         let stored = index.vectors()?.map(|set| set.manifest.chunk_strategy);
-        if requested.or(stored).unwrap_or_default() != ChunkStrategy::Auto {
-            return Ok(false);
-        }
-        Ok(index.catalog()?.iter().any(|e| Language::of_path(&e.record.path).is_some()))
+        Ok(StrategyPlan::new(requested.or(stored).unwrap_or_default(), config))
     }
 
     /// Plans a run: clears vectors when forced, checks the model against
@@ -174,18 +190,22 @@ impl Engine {
             (true, Some(_)) => Some(VectorChange::Remove(exclusive_hashes(&index, &in_scope)?)),
         };
         let stored = index.vectors()?;
-        let chunk_strategy =
-            options.chunk_strategy.or(stored.map(|set| set.manifest.chunk_strategy)).unwrap_or_default();
-        // Vectors of code files chunked the other way are dropped, in every
+        let plan = self.strategy_plan(&index, &config, options.chunk_strategy)?;
+        // A code content is cut as its first document's collection says.
+        let code = code_owners(&index)?;
+        // Vectors of code files chunked another way are dropped, in every
         // collection (the record is the index's); markdown is cut the same
         // either way and keeps its vectors.
         if let Some(set) = stored
-            && set.manifest.chunk_strategy != chunk_strategy
+            && set.manifest.strategy_plan() != plan
             && !matches!(clear, Some(VectorChange::ClearAll))
         {
-            let stored = set.hashes();
-            let mut stale: HashSet<String> =
-                code_hashes(&index)?.into_iter().filter(|h| stored.contains(h.as_str())).collect();
+            let (stored, was) = (set.hashes(), set.manifest.strategy_plan());
+            let mut stale: HashSet<String> = code
+                .iter()
+                .filter(|(hash, owner)| stored.contains(hash.as_str()) && was.of(owner) != plan.of(owner))
+                .map(|(hash, _)| hash.clone())
+                .collect();
             report.rechunked = stale.len() as u64;
             if let Some(VectorChange::Remove(forced)) = clear.take() {
                 stale.extend(forced);
@@ -221,11 +241,13 @@ impl Engine {
                 // without decoding every pending body up front.
                 let bytes = entry.record.size;
                 report.total_bytes += bytes;
+                let strategy = code.get(&entry.record.hash).map_or(ChunkStrategy::Regex, |owner| plan.of(owner));
                 pending.push_back(Pending {
                     hash: entry.record.hash.clone(),
                     title: entry.record.title.clone(),
                     address: entry.address,
                     path: entry.record.path.clone(),
+                    strategy,
                     bytes,
                 });
             }
@@ -233,7 +255,7 @@ impl Engine {
         report.pending = pending.len() as u64;
         Ok(EmbedJob {
             chunking: TokenChunking::for_window(embedder.max_tokens),
-            chunk_strategy,
+            plan,
             fell_back: HashSet::new(),
             density: TokenDensity::default(),
             embedder,
@@ -376,7 +398,7 @@ impl Engine {
             let chunks = if body.trim().is_empty() {
                 Vec::new()
             } else {
-                let declarations = Declarations::of(&body, &next.path, job.chunk_strategy).unwrap_or_else(|fallback| {
+                let declarations = Declarations::of(&body, &next.path, next.strategy).unwrap_or_else(|fallback| {
                     if job.fell_back.insert(fallback.language) {
                         let path = crate::display::escape_controls(&next.path);
                         job.report.fallbacks.push(format!("{path}: {fallback}"));
@@ -420,7 +442,7 @@ impl Engine {
         let change = VectorChange::Add {
             model: job.embedder.model.clone(),
             fingerprint: job.fingerprint.clone(),
-            chunk_strategy: job.chunk_strategy,
+            chunking: job.plan.clone(),
             dimension: job.embedder.dimension,
             builder,
         };
@@ -433,15 +455,18 @@ fn body_at(index: &Index, address: DocAddress) -> Result<String> {
     segment.body(&segment.doc(address.doc)?)
 }
 
-/// Hashes of the live code files (by extension), which `auto` and `regex`
-/// chunk apart.
-fn code_hashes(index: &Index) -> Result<HashSet<String>> {
-    Ok(index
-        .catalog()?
-        .iter()
-        .filter(|e| Language::of_path(&e.record.path).is_some())
-        .map(|e| e.record.hash.clone())
-        .collect())
+/// The live code contents (by extension), which `auto` and `regex` chunk
+/// apart, each with the collection of its first document in (collection,
+/// path) order: the one whose strategy cuts it.
+fn code_owners(index: &Index) -> Result<HashMap<String, String>> {
+    let catalog = index.catalog()?;
+    let mut code: Vec<_> = catalog.iter().filter(|e| Language::of_path(&e.record.path).is_some()).collect();
+    code.sort_by(|a, b| (&a.record.collection, &a.record.path).cmp(&(&b.record.collection, &b.record.path)));
+    let mut owners = HashMap::new();
+    for entry in code {
+        owners.entry(entry.record.hash.clone()).or_insert_with(|| entry.record.collection.clone());
+    }
+    Ok(owners)
 }
 
 /// Hashes used in scope and by no document outside it (qmd keeps vectors
@@ -696,6 +721,85 @@ pub(crate) mod tests {
         assert!(report.fallbacks[0].contains("javascript chunked by the markdown rules only: the file is over 1 MB"));
         let index = engine.index().unwrap();
         assert_eq!(index.vectors().unwrap().unwrap().hashes().len(), 7);
+    }
+
+    /// Where each stored chunk of `content` starts.
+    fn stored_positions(engine: &Engine, content: &str) -> Vec<u32> {
+        let hash = content_hash(content.as_bytes());
+        let index = engine.index().unwrap();
+        let set = index.vectors().unwrap().unwrap();
+        let mut positions = Vec::new();
+        for segment in &set.segments {
+            for c in segment.contents.iter().filter(|c| c.hash == hash) {
+                positions.extend_from_slice(&segment.positions[c.first as usize..(c.first + c.rows) as usize]);
+            }
+        }
+        positions
+    }
+
+    /// A collection's own `chunk_strategy:` cuts its code whatever the run
+    /// asks for; changing it re-embeds that collection's code alone.
+    #[test]
+    fn a_collections_own_strategy_cuts_its_code_and_a_change_rechunks_it_alone() {
+        use crate::chunk::install_syntax_finder;
+        use std::rc::Rc;
+        // A declaration at every `def ` (a stand-in for the grammars, so
+        // this runs in builds without them too).
+        install_syntax_finder(Some(Box::new(|content: &str, _| {
+            let chars: Vec<char> = content.chars().collect();
+            Ok((0..chars.len()).filter(|&i| chars[i..].starts_with(&['d', 'e', 'f', ' '])).map(|i| (i, 90)).collect())
+        })));
+        let code =
+            |name: &str| (0..80).map(|i| format!("def {name}{i}(x):\n    return x + {i}\n\n")).collect::<String>();
+        let (mine, theirs) = (code("mine"), code("theirs"));
+        let mut files = MemorySource::new();
+        files.insert("/own", "a.py", mine.as_str(), 0);
+        files.insert("/rest", "b.py", theirs.as_str(), 0);
+        files.insert("/rest", "n.md", "# Note\n\nPlain text.\n", 0);
+        let engine = Engine::new(
+            Rc::new(crate::RamDirectory::new()),
+            Rc::new(crate::RamDirectory::new()),
+            "index.yml",
+            Rc::new(files),
+        );
+        engine.collection_add("/own", Some("own"), Some("**/*")).unwrap();
+        engine.collection_add("/rest", Some("rest"), Some("**/*")).unwrap();
+        let set_own = |strategy: Option<ChunkStrategy>| {
+            let mut config = engine.config().unwrap();
+            config.collections.iter_mut().find(|c| c.name == "own").unwrap().chunk_strategy = strategy;
+            engine.save_config(&config).unwrap();
+        };
+        set_own(Some(ChunkStrategy::Auto));
+        engine.update(&[], 0, &mut |_, _, _| {}).unwrap();
+        let model = WordHash::new(64);
+        let expected = |content: &str, strategy| -> Vec<u32> {
+            let declarations = Declarations::of(content, "x.py", strategy).unwrap();
+            let chunks = TokenChunking::for_window(64).first_pass(content, 3.0, &declarations);
+            chunks.iter().map(|c| c.pos as u32).collect()
+        };
+        assert_ne!(expected(&mine, ChunkStrategy::Auto), expected(&mine, ChunkStrategy::Regex), "the two cut apart");
+
+        // The run asks for regex: `own` keeps its auto, `rest` follows the flag.
+        let regex = EmbedOptions { chunk_strategy: Some(ChunkStrategy::Regex), ..Default::default() };
+        let report = engine.embed_with(&model, &regex, &mut |_, _, _| {}).unwrap();
+        assert_eq!(report.docs, 3);
+        assert_eq!(stored_positions(&engine, &mine), expected(&mine, ChunkStrategy::Auto));
+        assert_eq!(stored_positions(&engine, &theirs), expected(&theirs, ChunkStrategy::Regex));
+        let recorded = engine.index().unwrap().vectors().unwrap().unwrap().manifest.strategy_plan();
+        assert_eq!(recorded.of("own"), ChunkStrategy::Auto);
+        assert_eq!(recorded.of("rest"), ChunkStrategy::Regex);
+        assert!(engine.query_reads_code(None).unwrap(), "a query picks `own`'s chunks by its syntax");
+
+        // Nothing changed: nothing to do. The key dropped: `own`'s code alone is cut again.
+        let again = engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        assert_eq!((again.pending, again.rechunked), (0, 0));
+        set_own(None);
+        let report = engine.embed_with(&model, &EmbedOptions::default(), &mut |_, _, _| {}).unwrap();
+        assert_eq!((report.rechunked, report.docs), (1, 1), "{report:?}");
+        assert_eq!(stored_positions(&engine, &mine), expected(&mine, ChunkStrategy::Regex));
+        assert!(!engine.query_reads_code(None).unwrap());
+        assert!(engine.index().unwrap().vectors().unwrap().unwrap().manifest.collection_chunk_strategies.is_empty());
+        install_syntax_finder(None);
     }
 
     #[test]

@@ -531,13 +531,13 @@ impl Engine {
     /// reranking when a reranker is there and wanted.
     fn query_fuse(&self, job: &mut QueryJob) -> Result<QueryStep> {
         let fused = reciprocal_rank_fusion(&job.ranked);
-        let stored = job.index.vectors()?.map(|set| set.manifest.chunk_strategy);
-        let chunk_strategy = job.request.chunk_strategy.or(stored).unwrap_or_default();
+        let plan = self.strategy_plan(&job.index, &self.config()?, job.request.chunk_strategy)?;
         for rrf in fused.into_iter().take(job.request.candidate_limit.max(1)) {
             let segment = &job.index.segments[rrf.key.segment];
             let record = segment.doc(rrf.key.doc)?;
             let body = segment.body(&record)?;
-            let declarations = Declarations::of(&body, &record.path, chunk_strategy).unwrap_or_else(|fallback| {
+            let strategy = plan.of(&record.collection);
+            let declarations = Declarations::of(&body, &record.path, strategy).unwrap_or_else(|fallback| {
                 let note = format!("{fallback} ({})", crate::display::escape_controls(&record.path));
                 if !job.result.notes.iter().any(|n| n.starts_with(fallback.language.name())) {
                     job.result.notes.push(note);

@@ -218,6 +218,7 @@ impl Engine {
                 documents: counts.get(&c.name).copied().unwrap_or(0),
                 last_updated: index.manifest.last_update.get(&c.name).copied(),
                 include_by_default: c.include_by_default,
+                chunk_strategy: c.chunk_strategy,
             })
             .collect();
         // Distinct contents without vectors (qmd counts hashes, not

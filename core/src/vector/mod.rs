@@ -7,7 +7,7 @@ mod search;
 pub mod segment;
 mod writer;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -16,7 +16,7 @@ pub use search::{VectorMatch, search};
 pub use segment::{ChunkVector, VectorSegment, VectorSegmentBuilder, VectorSegmentMeta, dimension_mismatch};
 pub use writer::{VectorChange, commit_vectors};
 
-use crate::chunk::ChunkStrategy;
+use crate::chunk::{ChunkStrategy, StrategyPlan};
 use crate::directory::Directory;
 use crate::error::{Error, Result};
 
@@ -34,10 +34,19 @@ pub struct VectorManifest {
     /// record, so switching there mixes chunkings. Absent: `regex`.
     #[serde(default, skip_serializing_if = "ChunkStrategy::is_regex")]
     pub chunk_strategy: ChunkStrategy,
+    /// Collections whose code was cut by a `chunk_strategy:` of their own
+    /// (`index.yml`), and by which.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub collection_chunk_strategies: BTreeMap<String, ChunkStrategy>,
     pub segments: Vec<VectorSegmentMeta>,
 }
 
 impl VectorManifest {
+    /// How the code of each collection was cut.
+    pub fn strategy_plan(&self) -> StrategyPlan {
+        StrategyPlan { default: self.chunk_strategy, collections: self.collection_chunk_strategies.clone() }
+    }
+
     pub fn files(&self) -> impl Iterator<Item = &str> {
         self.segments.iter().map(|s| s.file.as_str())
     }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::VectorManifest;
 use super::segment::{VectorSegment, VectorSegmentBuilder, VectorSegmentMeta};
-use crate::chunk::ChunkStrategy;
+use crate::chunk::StrategyPlan;
 use crate::directory::Directory;
 use crate::error::Result;
 use crate::index::segment::reader::cached;
@@ -19,15 +19,9 @@ use crate::index::{Index, Manifest, new_file_name, next_generation, publish, wri
 
 /// What a vector commit changes.
 pub enum VectorChange {
-    /// New contents' vectors, from the named model, code files chunked
-    /// by `chunk_strategy`.
-    Add {
-        model: String,
-        fingerprint: String,
-        chunk_strategy: ChunkStrategy,
-        builder: VectorSegmentBuilder,
-        dimension: usize,
-    },
+    /// New contents' vectors, from the named model, each collection's
+    /// code files chunked as `chunking` says.
+    Add { model: String, fingerprint: String, chunking: StrategyPlan, builder: VectorSegmentBuilder, dimension: usize },
     /// Drops every vector (`embed -f`).
     ClearAll,
     /// Drops the vectors of these contents (`embed -f -c name`).
@@ -52,7 +46,7 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
                 next.vectors = Some(rewrite(&dir, &mut next, vectors, &all, &keep)?);
             }
         }
-        VectorChange::Add { model, fingerprint, chunk_strategy, builder, dimension } => {
+        VectorChange::Add { model, fingerprint, chunking, builder, dimension } => {
             let mut vectors = match next.vectors.take() {
                 Some(v) => {
                     v.check_model(&model, dimension, &fingerprint)?;
@@ -62,13 +56,15 @@ pub fn commit_vectors(index: &Index, change: VectorChange) -> Result<()> {
                     model,
                     dimension: dimension as u32,
                     fingerprint,
-                    chunk_strategy,
+                    chunk_strategy: chunking.default,
+                    collection_chunk_strategies: chunking.collections.clone(),
                     segments: Vec::new(),
                 },
             };
-            // The run re-chunked every code content it found chunked the
-            // other way (`Engine::embed_start`).
-            vectors.chunk_strategy = chunk_strategy;
+            // The run re-chunked every code content it found chunked
+            // another way (`Engine::embed_start`).
+            vectors.chunk_strategy = chunking.default;
+            vectors.collection_chunk_strategies = chunking.collections;
             if !builder.is_empty() {
                 let meta = write(dir.as_ref(), &mut next, builder)?;
                 vectors.segments.push(meta);

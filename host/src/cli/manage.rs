@@ -532,6 +532,15 @@ pub fn status(session: &Session) -> Result<ExitCode> {
         let excluded = if c.include_by_default { "" } else { " [excluded]" };
         println!("  {} (qmd://{}/){excluded}", shown(&c.name), shown(&c.name));
         println!("    Pattern:  {}", shown(&c.pattern));
+        match c.chunk_strategy {
+            Some(crate::component::bindings::ChunkStrategy::Auto) => {
+                println!("    Chunking: auto (its chunk_strategy in index.yml)")
+            }
+            Some(crate::component::bindings::ChunkStrategy::Regex) => {
+                println!("    Chunking: regex (its chunk_strategy in index.yml)")
+            }
+            None => {}
+        }
         let updated = c.last_updated.map(|t| format!(" (updated {})", ago(t, now))).unwrap_or_default();
         println!("    Files:    {}{updated}", c.documents);
         let contexts: Vec<_> = s.contexts.iter().filter(|e| e.collection == c.name).collect();
