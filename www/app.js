@@ -156,11 +156,11 @@ function freeName(base) {
   return name;
 }
 
-/** Adds a folder (a directory handle) as a collection and indexes it. */
 /** The files a new collection takes: the mask field's glob (as `qmd
  * collection add --mask`), qmd's `**\/*.md` when it is empty. */
 const maskChoice = () => $('mask').value.trim() || null;
 
+/** Adds a folder (a directory handle) as a collection and indexes it. */
 async function addFolder(handle, name = freeName(handle.name), mask = maskChoice()) {
   const report = await busy(`Indexing ${name}`, () => call('addFolder', { name, handle, mask }));
   await folderStore.put(name, handle);

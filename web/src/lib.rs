@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, Float32Array, Function, Object, Promise};
-use qmd_core::chunk::ChunkStrategy;
+use qmd_core::chunk::syntax_available;
 use qmd_core::collection::PathFilter;
 use qmd_core::metadata::Filter;
 use qmd_core::source::FileStat;
@@ -319,8 +319,9 @@ impl QmdIndex {
         let args = from_value::<SearchArgs>(options);
         future_to_promise(async move {
             let args = args?;
-            let chunk_strategy = strategy_arg(args.chunk_strategy.as_deref()).map_err(|e| JsError::new(&e))?;
-            if inner.engine.query_reads_code(chunk_strategy).map_err(to_js)? {
+            let chunk_strategy = syntax::strategy_arg(args.chunk_strategy.as_deref()).map_err(|e| JsError::new(&e))?;
+            // Once the grammars are in, the index need not be asked.
+            if !syntax_available() && inner.engine.query_reads_code(chunk_strategy).map_err(to_js)? {
                 syntax::ensure_loaded().await.map_err(to_js)?;
             }
             let hooks = Hooks { on_progress: on_progress.as_ref(), cancelled: cancelled.as_ref() };
@@ -486,7 +487,7 @@ impl QmdIndex {
         max_docs_per_batch: Option<u32>,
         chunk_strategy: Option<String>,
     ) -> Promise {
-        let chunk_strategy = strategy_arg(chunk_strategy.as_deref());
+        let chunk_strategy = syntax::strategy_arg(chunk_strategy.as_deref());
         writing(&self.inner, async move |inner: &Inner| {
             let chunk_strategy = chunk_strategy.map_err(Error::invalid)?;
             let embedder =
@@ -564,11 +565,6 @@ impl QmdIndex {
     pub fn status(&self) -> Result<JsValue, JsError> {
         to_value(&self.inner.engine.status().map_err(to_js)?)
     }
-}
-
-/// A `chunkStrategy` argument: absent, or qmd's two values.
-fn strategy_arg(value: Option<&str>) -> Result<Option<ChunkStrategy>, String> {
-    value.map(ChunkStrategy::parse).transpose()
 }
 
 /// `{vectors, tokens}` of `texts`: what a Worker hands back for its share.

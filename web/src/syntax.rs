@@ -21,6 +21,11 @@ thread_local! {
     static LOADER: RefCell<Option<Function>> = const { RefCell::new(None) };
 }
 
+/// A `chunkStrategy` argument: absent, or qmd's two values.
+pub fn strategy_arg(value: Option<&str>) -> Result<Option<ChunkStrategy>, String> {
+    value.map(ChunkStrategy::parse).transpose()
+}
+
 /// How to load the grammars: `() => Promise<(content, language) =>
 /// Uint32Array>`, the grammar module's `declarations` once initialised.
 /// Without a loader, code files under `auto` keep the markdown break
@@ -87,8 +92,7 @@ struct DocumentChunk {
 #[wasm_bindgen(js_name = chunkDocument)]
 pub fn chunk_document(content: String, path: String, chunk_strategy: Option<String>) -> Promise {
     future_to_promise(async move {
-        let strategy = chunk_strategy.as_deref().map(ChunkStrategy::parse).transpose().map_err(|e| JsError::new(&e))?;
-        let strategy = strategy.unwrap_or_default();
+        let strategy = strategy_arg(chunk_strategy.as_deref()).map_err(|e| JsError::new(&e))?.unwrap_or_default();
         if strategy == ChunkStrategy::Auto && Language::of_path(&path).is_some() {
             ensure_loaded().await.map_err(to_js)?;
         }

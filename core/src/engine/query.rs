@@ -531,7 +531,7 @@ impl Engine {
     /// reranking when a reranker is there and wanted.
     fn query_fuse(&self, job: &mut QueryJob) -> Result<QueryStep> {
         let fused = reciprocal_rank_fusion(&job.ranked);
-        let plan = self.strategy_plan(&job.index, &self.config()?, job.request.chunk_strategy)?;
+        let plan = self.strategy_plan(&job.index, &job.config, job.request.chunk_strategy)?;
         for rrf in fused.into_iter().take(job.request.candidate_limit.max(1)) {
             let segment = &job.index.segments[rrf.key.segment];
             let record = segment.doc(rrf.key.doc)?;
