@@ -143,10 +143,17 @@ fn q8_0_kernels_match_the_scalar_reference() {
         let x = QuantizedRows::quantize(&activations(m, k), k);
         let mut expected = vec![0f32; m * n];
         scalar::q8_0_matmul(&x, 0..m, &w, &mut expected);
-        #[cfg(target_arch = "x86_64")]
-        if let Some(packed) = x86::pack_for_vnni(&w) {
+        // The whole matrix packed once (products of many rows).
+        #[cfg(any(
+            target_arch = "x86_64",
+            all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")
+        ))]
+        if let Some(packed) = pack_q8_0(&w) {
             let mut got = vec![0f32; m * n];
-            x86::vnni_matmul_packed(&x, 0..m, &packed, &mut got);
+            q8_0_packed_matmul(&x, 0..m, &packed, &mut got);
+            // Relaxed SIMD's sums are exact and scaled in the scalar order.
+            #[cfg(target_arch = "wasm32")]
+            assert_eq!(got, expected, "packed {m}×{n}×{k}");
             for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
                 assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
             }

@@ -113,39 +113,91 @@ impl Panel {
     }
 }
 
-/// The packed kernel: per panel, every activation row passes over it,
-/// [`PANEL_RM`] at a time. Each block's integer sums are those of the
-/// unpacked kernel, scaled in the same order: the same floats, bit for bit.
-#[target_feature(enable = "relaxed-simd")]
+/// A whole Q8_0 matrix in [`Panel`]s, packed once for a product with many
+/// activation rows (packing per task of rows, as [`q8_0_packed`] does,
+/// repacks every weight for every task).
+pub struct PackedMatrix {
+    panels: Vec<Panel>,
+    rows: usize,
+}
+
+/// `w` packed for [`matmul_packed`]. (Always `Some`: the x86 packer it
+/// stands beside answers `None` where the CPU lacks its instructions.)
+pub fn pack(w: &QMatrix) -> Option<PackedMatrix> {
+    let panels = (0..w.rows)
+        .step_by(PANEL)
+        .map(|c| {
+            let mut panel = Panel::new(w.cols / 32);
+            panel.pack(w, c);
+            panel
+        })
+        .collect();
+    Some(PackedMatrix { panels, rows: w.rows })
+}
+
+pub fn matmul_packed(x: &QuantizedRows, rows: Range<usize>, packed: &PackedMatrix, out: &mut [f32]) {
+    let split = SplitRows::new(x, rows);
+    for (p, panel) in packed.panels.iter().enumerate() {
+        panel_rows(&split, panel, p * PANEL, packed.rows, out);
+    }
+}
+
+/// Packs each panel of `w` in turn and runs every activation row over it:
+/// for a task with too few rows to pack the whole matrix for.
 fn q8_0_packed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     debug_assert_eq!(w.kind, GgmlType::Q8_0);
-    let blocks = w.cols / 32;
-    let split: Vec<[v128; 4]> = rows.clone().flat_map(|r| x.row(r).0.chunks_exact(32).map(halves)).collect();
-    let scales: Vec<&[f32]> = rows.clone().map(|r| x.row(r).1).collect();
-    let mut panel = Panel::new(blocks);
+    let split = SplitRows::new(x, rows);
+    let mut panel = Panel::new(w.cols / 32);
     for c in (0..w.rows).step_by(PANEL) {
         panel.pack(w, c);
-        let width = PANEL.min(w.rows - c);
-        let mut i = 0;
-        while i < rows.len() {
-            let count = if rows.len() - i >= PANEL_RM { PANEL_RM } else { 1 };
-            let sums: [[v128; 2]; PANEL_RM] = if count == PANEL_RM {
-                panel_tile::<PANEL_RM>(&split[i * blocks..], &scales[i..], &panel)
-            } else {
-                let [one] = panel_tile::<1>(&split[i * blocks..], &scales[i..], &panel);
-                [one, one]
-            };
-            for (j, sums) in sums.iter().enumerate().take(count) {
-                let mut lanes = [0f32; PANEL];
-                // SAFETY: eight floats.
-                unsafe {
-                    v128_store(lanes.as_mut_ptr() as *mut v128, sums[0]);
-                    v128_store(lanes.as_mut_ptr().add(4) as *mut v128, sums[1]);
-                }
-                out[(i + j) * w.rows + c..][..width].copy_from_slice(&lanes[..width]);
-            }
-            i += count;
+        panel_rows(&split, &panel, c, w.rows, out);
+    }
+}
+
+/// Activation rows as the packed kernel reads them: each block split
+/// ([`halves`]) and its scale.
+struct SplitRows<'x> {
+    blocks: Vec<[v128; 4]>,
+    scales: Vec<&'x [f32]>,
+}
+
+impl<'x> SplitRows<'x> {
+    fn new(x: &'x QuantizedRows, rows: Range<usize>) -> SplitRows<'x> {
+        SplitRows {
+            blocks: rows.clone().flat_map(|r| x.row(r).0.chunks_exact(32).map(halves)).collect(),
+            scales: rows.map(|r| x.row(r).1).collect(),
         }
+    }
+}
+
+/// Every row of `split` over the panel of output columns from `c` (of
+/// `n`), [`PANEL_RM`] rows at a time. Each block's integer sums are those
+/// of the unpacked kernel, scaled in the same order: the same floats, bit
+/// for bit.
+#[target_feature(enable = "relaxed-simd")]
+fn panel_rows(split: &SplitRows, panel: &Panel, c: usize, n: usize, out: &mut [f32]) {
+    let (rows, blocks) = (split.scales.len(), panel.scales.len() / PANEL);
+    let width = PANEL.min(n - c);
+    let mut i = 0;
+    while i < rows {
+        let count = if rows - i >= PANEL_RM { PANEL_RM } else { 1 };
+        let (blocks_from, scales_from) = (&split.blocks[i * blocks..], &split.scales[i..]);
+        let sums: [[v128; 2]; PANEL_RM] = if count == PANEL_RM {
+            panel_tile::<PANEL_RM>(blocks_from, scales_from, panel)
+        } else {
+            let [one] = panel_tile::<1>(blocks_from, scales_from, panel);
+            [one, one]
+        };
+        for (j, sums) in sums.iter().enumerate().take(count) {
+            let mut lanes = [0f32; PANEL];
+            // SAFETY: eight floats.
+            unsafe {
+                v128_store(lanes.as_mut_ptr() as *mut v128, sums[0]);
+                v128_store(lanes.as_mut_ptr().add(4) as *mut v128, sums[1]);
+            }
+            out[(i + j) * n + c..][..width].copy_from_slice(&lanes[..width]);
+        }
+        i += count;
     }
 }
 
