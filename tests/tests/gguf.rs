@@ -392,10 +392,10 @@ fn gguf_models_on_wgpu_match_llama_cpp() {
     assert!(device.gpu.is_some(), "a wgpu device for the GGUF kernels");
     fixtures().quantized("gemma", "q4_k_m");
     let files = [
-        ("minilm-q8_0.gguf", 0.999, 6),
-        ("gemma-f32.gguf", 0.9999, 2),
-        ("gemma-q8_0.gguf", 0.999, 2),
-        ("gemma-q4_k_m.gguf", 0.999, 2),
+        ("minilm-q8_0.gguf", 0.999, 12),
+        ("gemma-f32.gguf", 0.9999, 4),
+        ("gemma-q8_0.gguf", 0.999, 4),
+        ("gemma-q4_k_m.gguf", 0.999, 4),
     ];
     for (file, min_cosine, step) in files {
         compare_with_llama_on(file, min_cosine, device, step);
@@ -603,7 +603,9 @@ fn decoding_on_wgpu_matches_llama_cpp() {
         assert_eq!(run.agreed, 32);
         assert!(run.first_step <= 1e-3, "first-step probabilities differ by {}", run.first_step);
     }
-    for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS, &on_gpu()) {
+    // Q4_K_M on its first prompt: the F32 run above holds the decoding
+    // loop on the GPU to llama.cpp; this one its K-quant kernels.
+    for run in greedy_with_the_kv_cache_on(&f.quantized("qwen3", "q4_k_m"), &QWEN3_PROMPTS[..1], &on_gpu()) {
         assert!(run.first_step <= 8e-2, "Q4_K_M first-step probabilities differ by {}", run.first_step);
         assert!(run.agreed >= 16 || run.gap <= 0.1, "Q4_K_M parted at token {} by {}", run.agreed, run.gap);
     }

@@ -75,12 +75,15 @@ fn texts() -> Vec<String> {
 
 #[test]
 fn minilm_embeddings_match_numpy_reference_on_cpu() {
-    minilm_embeddings_match_numpy_reference(&Device::flex());
+    minilm_embeddings_match_numpy_reference(&Device::flex(), 1);
 }
 
+/// Every third text on the GPU (12 of 24, a window-long one among them):
+/// in CI it is lavapipe, the GPU's work on two CPU cores, minutes for
+/// them all; the CPU takes every one.
 #[test]
 fn minilm_embeddings_match_numpy_reference_on_wgpu() {
-    minilm_embeddings_match_numpy_reference(&gpu_device().device);
+    minilm_embeddings_match_numpy_reference(&gpu_device().device, 3);
 }
 
 #[test]
@@ -93,12 +96,15 @@ fn cross_encoder_matches_numpy_reference_on_wgpu() {
     cross_encoder_matches_numpy_reference(&gpu_device().device);
 }
 
-fn minilm_embeddings_match_numpy_reference(device: &Device) {
+/// [`texts`]: the first six (the checks below name two of them), then
+/// every `step`-th.
+fn minilm_embeddings_match_numpy_reference(device: &Device, step: usize) {
     let dir = test_model_dir();
     let encoder = SentenceEncoder::load(model_files(&dir), device).unwrap();
     assert_eq!(encoder.dimension(), 384);
     assert_eq!(encoder.tokenizer().max_tokens(), 256, "max_seq_length from sentence_bert_config.json");
-    let texts = texts();
+    let texts: Vec<String> =
+        texts().into_iter().enumerate().filter(|(i, _)| *i < 6 || i % step == 0).map(|(_, t)| t).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let ours = encoder.embed(&refs).unwrap();
     let expected = reference(&["embed", dir.to_str().unwrap()], &serde_json::json!(texts));
