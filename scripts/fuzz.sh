@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 iterations="${1:-20000}"
 shift || true
-cargo build --release --locked -q -p qmd-tests --bin qmd-fuzz
+# Workspace-wide features, as `cargo test --workspace` resolves them: with
+# `-p qmd-tests` alone cargo resolves them differently and builds its own
+# copy of every dependency and of qmd-core.
+cargo build --release --locked -q --workspace --bin qmd-fuzz
 "$CARGO_TARGET_DIR/release/qmd-fuzz" --iterations "$iterations" --seed "${QMD_FUZZ_SEED:-1}" \
     --artifacts "$CARGO_TARGET_DIR/fuzz-artifacts" "$@"
