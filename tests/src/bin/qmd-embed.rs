@@ -18,6 +18,9 @@ fn main() {
     let choice =
         DeviceChoice::parse(args.get(1).map_or("cpu", String::as_str)).unwrap_or_else(|e| panic!("{}", e.message));
     let f32 = args.get(2).is_some_and(|a| a == "f32");
+    if let Ok(name) = std::env::var("QMD_KERNELS") {
+        qmd_core::kernels::dispatch::Level::parse(&name).unwrap_or_else(|e| panic!("QMD_KERNELS: {e}")).cap();
+    }
     let device = ModelDevice::select(choice).unwrap_or_else(|e| panic!("{}", e.message));
     let texts: Vec<String> = serde_json::from_reader(std::io::stdin()).expect("stdin is a JSON array of strings");
     let embedder = if path.ends_with(".gguf") {
