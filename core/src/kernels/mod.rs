@@ -89,9 +89,15 @@ const Q8_0_BLOCK_BYTES: usize = GgmlType::Q8_0.block_bytes();
 const TASK_ROWS: usize = 64;
 
 /// From this many activation rows on, a Q8_0 matrix is packed once for
-/// the whole product rather than once per task.
-#[cfg(target_arch = "x86_64")]
+/// the whole product rather than once per task (where this build's
+/// kernel packs its weights: x86 with AVX-512 VNNI, the page's relaxed
+/// SIMD module).
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")))]
 const PREPACK_ROWS: usize = 2 * TASK_ROWS;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+use wasm_relaxed::{matmul_packed as q8_0_packed_matmul, pack as pack_q8_0};
+#[cfg(target_arch = "x86_64")]
+use x86::{pack_for_vnni as pack_q8_0, vnni_matmul_packed as q8_0_packed_matmul};
 
 /// Weight types whose products run on Q8_0/Q8_1 activations.
 fn integer(kind: GgmlType) -> bool {
@@ -190,13 +196,16 @@ fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
     let (x, k, n) = (inputs.x, w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
     let m = x.len() / k;
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")
+    ))]
     if w.kind == GgmlType::Q8_0
         && m >= PREPACK_ROWS
-        && let Some(packed) = x86::pack_for_vnni(w)
+        && let Some(packed) = pack_q8_0(w)
     {
         let rows = inputs.q8();
-        return by_rows(out, n, &|range, out| x86::vnni_matmul_packed(rows, range, &packed, out));
+        return by_rows(out, n, &|range, out| q8_0_packed_matmul(rows, range, &packed, out));
     }
     let work = work(inputs, w.kind);
     // Up to a task per core, split the weight rows instead: 81 prompt

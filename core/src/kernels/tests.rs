@@ -132,7 +132,7 @@ fn activations(m: usize, k: usize) -> Vec<f32> {
 /// tile edge (rows and columns not multiples of the tile).
 #[test]
 fn q8_0_kernels_match_the_scalar_reference() {
-    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
+    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (5, 16, 64), (9, 7, 96), (70, 13, 384)] {
         let mut w_bytes = random_matrix(GgmlType::Q8_0, n, k, (m * 31 + n) as u64);
         // −128, which llama.cpp's quantizer never writes but a file may hold
         // (relaxed SIMD's 7-bit operand must never be the weight).
@@ -143,10 +143,17 @@ fn q8_0_kernels_match_the_scalar_reference() {
         let x = QuantizedRows::quantize(&activations(m, k), k);
         let mut expected = vec![0f32; m * n];
         scalar::q8_0_matmul(&x, 0..m, &w, &mut expected);
-        #[cfg(target_arch = "x86_64")]
-        if let Some(packed) = x86::pack_for_vnni(&w) {
+        // The whole matrix packed once (products of many rows).
+        #[cfg(any(
+            target_arch = "x86_64",
+            all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")
+        ))]
+        if let Some(packed) = pack_q8_0(&w) {
             let mut got = vec![0f32; m * n];
-            x86::vnni_matmul_packed(&x, 0..m, &packed, &mut got);
+            q8_0_packed_matmul(&x, 0..m, &packed, &mut got);
+            // Relaxed SIMD's sums are exact and scaled in the scalar order.
+            #[cfg(target_arch = "wasm32")]
+            assert_eq!(got, expected, "packed {m}×{n}×{k}");
             for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
                 assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
             }
@@ -259,7 +266,7 @@ fn matmul_each_equals_separate_products() {
 #[test]
 fn q4_kernels_match_the_scalar_reference() {
     let kernel = q4_kernel();
-    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (9, 7, 96), (70, 13, 384)] {
+    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (5, 16, 64), (9, 7, 96), (70, 13, 384)] {
         let x = QuantizedRows::quantize(&activations(m, k), k);
         for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
             let bytes = random_matrix(kind, n, k, (m * 7 + n) as u64);

@@ -16,8 +16,11 @@
 //! No pair of products can saturate (2 · 128 · 127 < 2¹⁵), so each block's
 //! integer sum is exact, and it is scaled in the scalar kernel's order:
 //! the results equal [`super::scalar`]'s (and the simd128 kernels') bit
-//! for bit. Four weight rows share each activation load, their block sums
-//! gathered into one vector.
+//! for bit. With a few activation rows or more, the Q8_0 weights are
+//! packed eight rows at a time ([`Panel`], the x86 VNNI kernel's layout),
+//! so each lane of a dot sums one output and nothing is summed across
+//! lanes; a decoded token's one row takes four weight rows at a time
+//! unpacked, their block sums gathered into one vector.
 
 use core::arch::wasm32::*;
 // `c + Σ a·b` over each lane's four byte pairs (`b` within 0–127).
@@ -59,7 +62,182 @@ fn bytemuck_bytes(v: &[i8]) -> &[u8] {
 pub fn q8_0_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     // Safe on wasm: a module with relaxed SIMD in it does not validate
     // where the engine lacks it (the page picks the module by that test).
-    q8_0_relaxed(x, rows, w, out)
+    if rows.len() < PACK_ROWS { q8_0_relaxed(x, rows, w, out) } else { q8_0_packed(x, rows, w, out) }
+}
+
+/// From this many activation rows on, the weights are packed into
+/// [`Panel`]s: for fewer (a decoded token) the packing would cost more
+/// than the products it saves.
+const PACK_ROWS: usize = 4;
+/// Weight rows per panel: two vectors of four outputs.
+const PANEL: usize = 8;
+/// Activation rows per pass over a panel (their sums and the panel's
+/// vectors fill V8's sixteen SIMD registers).
+const PANEL_RM: usize = 2;
+
+/// Eight weight rows of a Q8_0 matrix, interleaved four bytes a row
+/// (`[block][group of 4 bytes][row][4 bytes]`), as the x86 VNNI kernel
+/// packs its panels: one dot multiplies an activation's four bytes,
+/// splatted, with four bytes of each of four rows, so each i32 lane sums
+/// one output's block: no horizontal sums, and one scaling per block for
+/// four outputs.
+struct Panel {
+    quants: Vec<u8>,
+    /// Per block: the eight rows' scales.
+    scales: Vec<f32>,
+}
+
+impl Panel {
+    fn new(blocks: usize) -> Panel {
+        Panel { quants: vec![0; blocks * 8 * PANEL * 4], scales: vec![0.0; blocks * PANEL] }
+    }
+
+    /// Rows `first..first + PANEL` of `w`, the last row repeated past the
+    /// matrix (those outputs are not stored).
+    fn pack(&mut self, w: &QMatrix, first: usize) {
+        let rows: [&[u8]; PANEL] = std::array::from_fn(|j| w.row((first + j).min(w.rows - 1)));
+        let per_block = self.quants.chunks_exact_mut(8 * PANEL * 4).zip(self.scales.chunks_exact_mut(PANEL));
+        for (b, (quants, scales)) in per_block.enumerate() {
+            let at = b * Q8_0_BLOCK_BYTES;
+            for (half, scales) in scales.chunks_exact_mut(4).enumerate() {
+                let four: [&[u8]; 4] = std::array::from_fn(|j| rows[half * 4 + j]);
+                // SAFETY: four floats.
+                unsafe { v128_store(scales.as_mut_ptr() as *mut v128, halves_at(&four, at)) };
+            }
+            for (g, group) in quants.chunks_exact_mut(PANEL * 4).enumerate() {
+                for (dst, row) in group.chunks_exact_mut(4).zip(&rows) {
+                    dst.copy_from_slice(&row[at + 2 + 4 * g..][..4]);
+                }
+            }
+        }
+    }
+}
+
+/// A whole Q8_0 matrix in [`Panel`]s, packed once for a product with many
+/// activation rows (packing per task of rows, as [`q8_0_packed`] does,
+/// repacks every weight for every task).
+pub struct PackedMatrix {
+    panels: Vec<Panel>,
+    rows: usize,
+}
+
+/// `w` packed for [`matmul_packed`]. (Always `Some`: the x86 packer it
+/// stands beside answers `None` where the CPU lacks its instructions.)
+pub fn pack(w: &QMatrix) -> Option<PackedMatrix> {
+    let panels = (0..w.rows)
+        .step_by(PANEL)
+        .map(|c| {
+            let mut panel = Panel::new(w.cols / 32);
+            panel.pack(w, c);
+            panel
+        })
+        .collect();
+    Some(PackedMatrix { panels, rows: w.rows })
+}
+
+pub fn matmul_packed(x: &QuantizedRows, rows: Range<usize>, packed: &PackedMatrix, out: &mut [f32]) {
+    let split = SplitRows::new(x, rows);
+    for (p, panel) in packed.panels.iter().enumerate() {
+        panel_rows(&split, panel, p * PANEL, packed.rows, out);
+    }
+}
+
+/// Packs each panel of `w` in turn and runs every activation row over it:
+/// for a task with too few rows to pack the whole matrix for.
+fn q8_0_packed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    debug_assert_eq!(w.kind, GgmlType::Q8_0);
+    let split = SplitRows::new(x, rows);
+    let mut panel = Panel::new(w.cols / 32);
+    for c in (0..w.rows).step_by(PANEL) {
+        panel.pack(w, c);
+        panel_rows(&split, &panel, c, w.rows, out);
+    }
+}
+
+/// Activation rows as the packed kernel reads them: each block split
+/// ([`halves`]) and its scale.
+struct SplitRows<'x> {
+    blocks: Vec<[v128; 4]>,
+    scales: Vec<&'x [f32]>,
+}
+
+impl<'x> SplitRows<'x> {
+    fn new(x: &'x QuantizedRows, rows: Range<usize>) -> SplitRows<'x> {
+        SplitRows {
+            blocks: rows.clone().flat_map(|r| x.row(r).0.chunks_exact(32).map(halves)).collect(),
+            scales: rows.map(|r| x.row(r).1).collect(),
+        }
+    }
+}
+
+/// Every row of `split` over the panel of output columns from `c` (of
+/// `n`), [`PANEL_RM`] rows at a time. Each block's integer sums are those
+/// of the unpacked kernel, scaled in the same order: the same floats, bit
+/// for bit.
+#[target_feature(enable = "relaxed-simd")]
+fn panel_rows(split: &SplitRows, panel: &Panel, c: usize, n: usize, out: &mut [f32]) {
+    let (rows, blocks) = (split.scales.len(), panel.scales.len() / PANEL);
+    let width = PANEL.min(n - c);
+    let mut i = 0;
+    while i < rows {
+        let count = if rows - i >= PANEL_RM { PANEL_RM } else { 1 };
+        let (blocks_from, scales_from) = (&split.blocks[i * blocks..], &split.scales[i..]);
+        let sums: [[v128; 2]; PANEL_RM] = if count == PANEL_RM {
+            panel_tile::<PANEL_RM>(blocks_from, scales_from, panel)
+        } else {
+            let [one] = panel_tile::<1>(blocks_from, scales_from, panel);
+            [one, one]
+        };
+        for (j, sums) in sums.iter().enumerate().take(count) {
+            let mut lanes = [0f32; PANEL];
+            // SAFETY: eight floats.
+            unsafe {
+                v128_store(lanes.as_mut_ptr() as *mut v128, sums[0]);
+                v128_store(lanes.as_mut_ptr().add(4) as *mut v128, sums[1]);
+            }
+            out[(i + j) * n + c..][..width].copy_from_slice(&lanes[..width]);
+        }
+        i += count;
+    }
+}
+
+/// `R` activation rows (their split blocks from `split`, block scales
+/// from `scales`) against one panel: each row's eight outputs.
+#[target_feature(enable = "relaxed-simd")]
+fn panel_tile<const R: usize>(split: &[[v128; 4]], scales: &[&[f32]], panel: &Panel) -> [[v128; 2]; R] {
+    let blocks = panel.scales.len() / PANEL;
+    let zero = i32x4_splat(0);
+    let mut acc = [[f32x4_splat(0.0); 2]; R];
+    let per_block = panel.quants.chunks_exact(8 * PANEL * 4).zip(panel.scales.chunks_exact(PANEL));
+    for (b, (quants, weight_scales)) in per_block.enumerate() {
+        // Each row's block as bytes: 32 of max(x, 0), then 32 of max(−x, 0).
+        let xs: [*const u8; R] = std::array::from_fn(|i| split[i * blocks + b].as_ptr() as *const u8);
+        let (mut pos, mut neg) = ([[zero; 2]; R], [[zero; 2]; R]);
+        for (g, group) in quants.chunks_exact(PANEL * 4).enumerate() {
+            let (w0, w1) = (load(&group[..16]), load(&group[16..]));
+            for i in 0..R {
+                // SAFETY: byte 4g (and 32 + 4g) of a 64-byte block, g < 8.
+                let (p, n) = unsafe {
+                    (
+                        v128_load32_splat(xs[i].add(4 * g) as *const u32),
+                        v128_load32_splat(xs[i].add(32 + 4 * g) as *const u32),
+                    )
+                };
+                pos[i] = [dot(w0, p, pos[i][0]), dot(w1, p, pos[i][1])];
+                neg[i] = [dot(w0, n, neg[i][0]), dot(w1, n, neg[i][1])];
+            }
+        }
+        // SAFETY: eight scales a block.
+        let dw = unsafe {
+            [v128_load(weight_scales.as_ptr() as *const v128), v128_load(weight_scales.as_ptr().add(4) as *const v128)]
+        };
+        for i in 0..R {
+            for h in 0..2 {
+                acc[i][h] = add_scaled(acc[i][h], i32x4_sub(pos[i][h], neg[i][h]), scales[i][b], dw[h]);
+            }
+        }
+    }
+    acc
 }
 
 #[target_feature(enable = "relaxed-simd")]
