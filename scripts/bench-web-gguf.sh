@@ -10,7 +10,9 @@
 #   BENCH_ROUNDS   timed runs of each, the best reported (default 3)
 #   BENCH_ONLY     `embed`, `decode`, `ours` (the page's two GGUF rows: a
 #                  kernel change's quick check) or `references` (wllama and
-#                  Transformers.js alone): that part alone
+#                  Transformers.js alone): that part alone, written to
+#                  bench/web-gguf-results.PART.md (the committed file is
+#                  a whole run's)
 #   BENCH_THREADS  wllama's threads (default 2, this machine's cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,5 +22,8 @@ texts="$(mktemp)"
 trap 'rm -f "$texts"' EXIT
 "$CARGO_TARGET_DIR/release/qmd-bench-texts" "${BENCH_TEXTS:-100}" >"$texts"
 mkdir -p bench
-node tests/browser/bench-gguf.mjs "$texts" | tee bench/web-gguf-results.md.partial
-mv bench/web-gguf-results.md.partial bench/web-gguf-results.md
+# A part alone (BENCH_ONLY) goes to a file of its own: the committed
+# results are a whole run's.
+results=bench/web-gguf-results${BENCH_ONLY:+.$BENCH_ONLY}.md
+node tests/browser/bench-gguf.mjs "$texts" | tee "$results.partial"
+mv "$results.partial" "$results"

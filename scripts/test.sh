@@ -35,16 +35,40 @@ step() {
     "$@"
     steps+=("$(printf '%-28s %5d s' "$name" $((SECONDS - start)))")
 }
+# cargo test's time per test binary (the slowest first), for the report.
+binary_times_file="$(mktemp)"
 report_steps() {
     echo
+    if [ -s "$binary_times_file" ]; then
+        echo "cargo test, the slowest test binaries (building them comes first):"
+        sort -rn "$binary_times_file" | head -12 | sed 's/^/  /'
+    fi
+    rm -f "$binary_times_file"
     echo "test.sh step times:"
     printf '  %s\n' "${steps[@]}"
     printf '  %-28s %5d s\n' total $((SECONDS - suite_start))
 }
+# Passes cargo test's output through, noting when each test binary starts
+# ("Running …", "Doc-tests …") and so how long each took.
+time_test_binaries() {
+    local current="building the tests" start=$SECONDS line
+    while IFS= read -r line; do
+        printf '%s\n' "$line"
+        if [[ $line =~ ^[[:space:]]+(Running|Doc-tests)[[:space:]]+(.+)$ ]]; then
+            printf '%5d s  %s\n' $((SECONDS - start)) "$current" >>"$binary_times_file"
+            current="${BASH_REMATCH[2]/$CARGO_TARGET_DIR\//}"
+            start=$SECONDS
+        fi
+    done
+    printf '%5d s  %s\n' $((SECONDS - start)) "$current" >>"$binary_times_file"
+}
+cargo_test() {
+    cargo test --release --locked --workspace --no-fail-fast 2>&1 | time_test_binaries
+}
 trap report_steps EXIT
 step "build qmd" cargo build --release --locked -p qmd
 bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
-step "cargo test" cargo test --release --locked --workspace --no-fail-fast
+step "cargo test" cargo_test
 # The AArch64 kernels, cross-compiled and run under qemu-user.
 step "arm kernels (qemu)" bash scripts/test-arm.sh
 # The browser's and edge's kernels (simd128, relaxed SIMD) under wasmtime.

@@ -126,7 +126,7 @@ test('a damaged model cache is detected and downloaded again', async () => {
 test('auto picks the CPU over a software adapter; embedded documents give the CLI hybrid top 3; a cancelled run resumes', async () => {
   const { page } = browser;
   const loaded = await loadOn('auto');
-  assert.match(loaded.device, /^CPU: WebAssembly (relaxed )?SIMD, the WebGPU adapter is software/);
+  assert.match(loaded.device, /^CPU: WebAssembly (relaxed )?SIMD( \([^)]*\))?, the WebGPU adapter is software/);
   assert.match(await page.locator('#notice').textContent(), /No hardware WebGPU here/);
   // Bulk embedding spreads over helper Workers, one per core (at most 8):
   // the documents below are embedded by them.

@@ -90,6 +90,17 @@ fn run_constructors() {
     }
     // SAFETY: called once, by wasm-bindgen's start-up, before any export.
     unsafe { __wasm_call_ctors() }
+    // The kernels time themselves once, to pick the faster of two that
+    // give the same results (the relaxed-SIMD module's Q8_0 products).
+    qmd_core::kernels::install_clock(performance_now);
+}
+
+#[cfg(target_family = "wasm")]
+#[wasm_bindgen]
+extern "C" {
+    /// `performance.now()`, in a Worker as in a window.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
 }
 
 /// One qmd index in this origin's OPFS.

@@ -23,6 +23,10 @@ mod arm;
 pub mod dispatch;
 pub mod float;
 pub mod k_quants;
+// Only the relaxed-SIMD module has kernels to race; the page installs the
+// clock in either module.
+#[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")), allow(dead_code))]
+mod race;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 // The relaxed-SIMD module replaces its kernels (their helpers serve both).
@@ -34,6 +38,7 @@ mod wasm_relaxed;
 mod x86;
 
 pub use activations::QuantizedRows;
+pub use race::{Clock, install_clock};
 
 use std::cell::OnceCell;
 use std::ops::Range;
@@ -202,6 +207,7 @@ fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
     ))]
     if w.kind == GgmlType::Q8_0
         && m >= PREPACK_ROWS
+        && packing_q8_0_kernel()
         && let Some(packed) = pack_q8_0(w)
     {
         let rows = inputs.q8();
@@ -297,8 +303,10 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
         arm::q8_0_kernel()
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-    {
+    if relaxed_q8_0_is_faster() {
         (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD")
+    } else {
+        (wasm::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 on simd128: faster on this CPU)")
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
     {
@@ -308,6 +316,43 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     {
         (scalar::q8_0_matmul, "portable code")
     }
+}
+
+/// Whether the Q8_0 kernel that runs here packs its weights, so that
+/// [`product`] may pack a whole matrix for it.
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")))]
+fn packing_q8_0_kernel() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        true // `pack_for_vnni` answers for the CPU
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    {
+        relaxed_q8_0_is_faster()
+    }
+}
+
+/// In the relaxed-SIMD module: whether its Q8_0 kernel beats the simd128
+/// one on this CPU, raced once (see [`race`]) on a product of MiniLM's
+/// width; yes where nothing can time them. Both give the scalar kernel's
+/// results bit for bit, so the choice changes speed alone.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+fn relaxed_q8_0_is_faster() -> bool {
+    static FASTER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FASTER.get_or_init(|| {
+        let (m, n, k) = (64, 192, 384);
+        let x: Vec<f32> = (0..m * k).map(|i| ((i * 7919 % 2003) as f32 / 1001.0) - 1.0).collect();
+        let rows = QuantizedRows::quantize(&x, k);
+        let mut data = Vec::with_capacity(n * k / 32 * Q8_0_BLOCK_BYTES);
+        for b in 0..n * k / 32 {
+            data.extend_from_slice(&[0x00, 0x20]); // an f16 scale of 2⁻⁷
+            data.extend((0..32).map(|i| ((b * 31 + i * 17) % 256) as u8));
+        }
+        let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &data };
+        let mut out = vec![0f32; m * n];
+        let kernels: [Q8Kernel; 2] = [wasm_relaxed::q8_0_matmul, wasm::q8_0_matmul];
+        race::fastest(kernels.len(), |c| kernels[c](&rows, 0..m, &w, &mut out)) != Some(1)
+    })
 }
 
 /// The widest Q4_0/Q4_1 kernel this CPU runs.
