@@ -429,6 +429,36 @@ mod tests {
         device.gpu.clone().expect("the GPU kernels' context")
     }
 
+    /// Threads sharing one context (as a server's requests share the
+    /// model's): each uploads values of its own, copies them through
+    /// pooled buffers and reads them back, so buffers pass between threads
+    /// through the pool and every read races the others' recording and
+    /// submitting. Each thread reads its own values, every round.
+    #[test]
+    fn threads_sharing_a_context_read_their_own_results() {
+        let context = test_context();
+        std::thread::scope(|scope| {
+            for thread in 0..4usize {
+                let context = &context;
+                scope.spawn(move || {
+                    for round in 0..150usize {
+                        let values: Vec<f32> =
+                            (0..1024).map(|j| (thread * 1_000_000 + round * 1024 + j) as f32).collect();
+                        let source = context.activation_with(&values);
+                        let target = context.activation(values.len());
+                        context.copy(&source, &target, values.len());
+                        drop(source);
+                        let read = context.read(&target, values.len()).unwrap();
+                        assert!(
+                            read == values,
+                            "thread {thread}, round {round}: another thread's values or stale ones"
+                        );
+                    }
+                });
+            }
+        });
+    }
+
     /// ggml's number of each type (the reader's `GgmlType::from_id`).
     const TYPES: [(GgmlType, u32); 9] = [
         (GgmlType::F32, 0),

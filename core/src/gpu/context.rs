@@ -282,18 +282,33 @@ impl GpuContext {
         pass.dispatch_workgroups(groups.0, groups.1, 1);
     }
 
-    /// The encoder holding what was recorded since the last submission.
-    fn take_pending(&self) -> Option<wgpu::CommandEncoder> {
+    /// Submits what was recorded, then `last` recorded after it (where
+    /// there is a `last`), without waiting. The encoder is taken and
+    /// submitted under the recording lock: threads sharing this context
+    /// record into one encoder, and were one to take it while another
+    /// submitted a later one in between, the later commands would run
+    /// first (a read's copy before the dispatches it reads, a reused
+    /// buffer's upload before the commands still reading it). It happened
+    /// under the test harness's threads: a greedy decode on the GPU parted
+    /// from llama.cpp at its second token while other models ran.
+    fn submit_then(&self, last: Option<&dyn Fn(&mut wgpu::CommandEncoder)>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         pending.commands = 0;
-        pending.encoder.take()
+        let encoder = match (pending.encoder.take(), last) {
+            (None, None) => return,
+            (Some(encoder), None) => encoder,
+            (encoder, Some(last)) => {
+                let mut encoder = encoder.unwrap_or_else(|| self.device.create_command_encoder(&Default::default()));
+                last(&mut encoder);
+                encoder
+            }
+        };
+        self.queue.submit([encoder.finish()]);
     }
 
     /// Submits what was recorded, without waiting.
     fn submit(&self) {
-        if let Some(encoder) = self.take_pending() {
-            self.queue.submit([encoder.finish()]);
-        }
+        self.submit_then(None);
     }
 
     /// Submits what was recorded and waits until the GPU has run it.
@@ -346,20 +361,30 @@ impl GpuContext {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder =
-            self.take_pending().unwrap_or_else(|| self.device.create_command_encoder(&Default::default()));
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
-        self.queue.submit([encoder.finish()]);
-        let (sender, receiver) = futures_channel::oneshot::channel();
+        self.submit_then(Some(&|encoder| encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size)));
+        #[cfg_attr(target_family = "wasm", allow(unused_mut))]
+        let (sender, mut receiver) = futures_channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |result| {
             let _ = sender.send(result);
         });
         let failed = |e: String| Error::io(format!("reading the GPU's result: {e}"));
-        // Natively the callback runs inside `poll`; a browser runs it from
-        // its event loop.
+        // Natively the callback runs inside a `poll`, but not always this
+        // thread's: with threads sharing the device, another's poll may
+        // have taken the callback and not run it yet when this one returns
+        // (it happened under the tests' threads), so wait for it. A
+        // browser runs it from its event loop.
         #[cfg(not(target_family = "wasm"))]
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| failed(e.to_string()))?;
-        receiver.await.map_err(|e| failed(e.to_string()))?.map_err(|e| failed(e.to_string()))?;
+        let mapped = loop {
+            self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| failed(e.to_string()))?;
+            match receiver.try_recv() {
+                Ok(Some(mapped)) => break mapped,
+                Ok(None) => std::thread::yield_now(),
+                Err(e) => return Err(failed(e.to_string())),
+            }
+        };
+        #[cfg(target_family = "wasm")]
+        let mapped = receiver.await.map_err(|e| failed(e.to_string()))?;
+        mapped.map_err(|e| failed(e.to_string()))?;
         let view = staging.get_mapped_range(..).map_err(|e| failed(e.to_string()))?;
         let values = bytemuck::cast_slice::<u8, f32>(&view[..size as usize]).to_vec();
         drop(view);
