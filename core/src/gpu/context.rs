@@ -294,16 +294,13 @@ impl GpuContext {
     fn submit_then(&self, last: Option<&dyn Fn(&mut wgpu::CommandEncoder)>) {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         pending.commands = 0;
-        let encoder = match (pending.encoder.take(), last) {
-            (None, None) => return,
-            (Some(encoder), None) => encoder,
-            (encoder, Some(last)) => {
-                let mut encoder = encoder.unwrap_or_else(|| self.device.create_command_encoder(&Default::default()));
-                last(&mut encoder);
-                encoder
-            }
-        };
-        self.queue.submit([encoder.finish()]);
+        let mut encoder = pending.encoder.take();
+        if let Some(last) = last {
+            last(encoder.get_or_insert_with(|| self.device.create_command_encoder(&Default::default())));
+        }
+        if let Some(encoder) = encoder {
+            self.queue.submit([encoder.finish()]);
+        }
     }
 
     /// Submits what was recorded, without waiting.
