@@ -6,8 +6,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
-qmd="${QMD_BIN:-$CARGO_TARGET_DIR/release/qmd}"
-[[ -n "${QMD_BIN:-}" ]] || (cd "$repo" && cargo build --release --locked --quiet -p qmd)
+qmd="${QMD_BIN:-$(bash "$repo/scripts/qmd-bin.sh")}"
 generator="${BENCH_GENERATOR:-$(bash "$repo/scripts/test-weights.sh" smollm2)}"
 embedder="$(bash "$repo/scripts/test-weights.sh")"
 python3 "$repo/scripts/bench/expansion_bench.py" --qmd "$qmd" --generator "$generator" --embedder "$embedder" \

@@ -31,7 +31,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 case "${1:-}" in
 pack)
     bash scripts/toolchain.sh
-    cargo build --release --locked -p qmd-tests --bin qmd-gguf-bench --bin qmd-gguf-fixtures --bin qmd-bench-texts
+    cargo build --release --locked --workspace --bin qmd-gguf-bench --bin qmd-gguf-fixtures --bin qmd-bench-texts
     fixtures="$("$CARGO_TARGET_DIR/release/qmd-gguf-fixtures")"
     llama="$(bash scripts/llama-ref.sh | tail -1)/llamacpp"
     model="$(bash scripts/test-weights.sh)"

@@ -26,7 +26,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 case "${1:-}" in
 pack)
     bash scripts/toolchain.sh
-    cargo build --release --locked -p qmd -p qmd-tests --bin qmd --bin qmd-embed
+    cargo build --release --locked --workspace --bin qmd --bin qmd-embed
     model="$(bash scripts/test-weights.sh)"
     corpus="$(bash scripts/bench-corpus.sh)"
     rm -rf "$pack" && mkdir -p "$pack/model" "$pack/debs"

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
-cargo build --release --locked -p qmd
+qmd="$(bash scripts/qmd-bin.sh)"
 data="$(bash scripts/data.sh all)"
 corpus="$(bash scripts/bench-corpus.sh)"
 # The semantic tier is distilled from all-MiniLM-L6-v2 (the test weights).
@@ -18,6 +18,6 @@ if [[ ! -x "$tools/node_modules/.bin/pagefind" ]]; then
 fi
 work="$HOME/.cache/qmd/bench-site"
 mkdir -p "$work" bench
-node scripts/bench/site.mjs "$work" "$data" "$corpus" "$CARGO_TARGET_DIR/release/qmd" \
+node scripts/bench/site.mjs "$work" "$data" "$corpus" "$qmd" \
     "$tools/node_modules/.bin/pagefind" "$model" | tee bench/site-results.md.partial
 mv bench/site-results.md.partial bench/site-results.md

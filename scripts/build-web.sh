@@ -13,7 +13,7 @@ bash scripts/toolchain.sh
 out="$CARGO_TARGET_DIR/www"
 bindgen="$(scripts/wasm-bindgen.sh)"
 
-cargo build --release --locked -p qmd
+bash scripts/qmd-bin.sh >/dev/null
 staging="$(mktemp -d)"
 trap 'rm -rf "$staging"' EXIT
 # Two builds of the engine (www/engine.js picks one in the page): pkg/ on

@@ -7,8 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 bash scripts/toolchain.sh
-cargo build --release --locked -p qmd
-qmd="$CARGO_TARGET_DIR/release/qmd"
+qmd="$(bash scripts/qmd-bin.sh)"
 demo="$(mktemp -d)"
 trap 'rm -rf "$demo"' EXIT
 export XDG_CACHE_HOME="$demo/cache" XDG_CONFIG_HOME="$demo/config"

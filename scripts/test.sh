@@ -66,7 +66,7 @@ cargo_test() {
     cargo test --release --locked --workspace --no-fail-fast 2>&1 | time_test_binaries
 }
 trap report_steps EXIT
-step "build qmd" cargo build --release --locked -p qmd
+step "build qmd" bash scripts/qmd-bin.sh
 bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
 step "cargo test" cargo_test
 # The AArch64 kernels, cross-compiled and run under qemu-user.

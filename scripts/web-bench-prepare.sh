@@ -4,7 +4,7 @@
 # test harness.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
 bash scripts/setup-system.sh
-cargo build --release --locked -p qmd -p qmd-tests --bins
+cargo build --release --locked --workspace --bins
 bash scripts/build-web.sh
 BENCH_CORPUS="$(bash scripts/bench-corpus.sh)"
 export BENCH_CORPUS

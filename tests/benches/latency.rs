@@ -177,7 +177,7 @@ fn main() {
     // The same index on disk, through the CLI.
     let qmd = qmd_bin();
     if !qmd.is_file() {
-        eprintln!("latency bench: no qmd binary at {} (cargo build --release -p qmd)", qmd.display());
+        eprintln!("latency bench: no qmd binary at {} (bash scripts/qmd-bin.sh)", qmd.display());
         return;
     }
     let tmp = std::env::temp_dir().join(format!("qmd-latency-{}", std::process::id()));

@@ -62,7 +62,7 @@ impl Output {
 /// The `qmd` binary ([`qmd_tests::bench::qmd_bin`]), which must be built.
 pub fn qmd_bin() -> PathBuf {
     let bin = qmd_tests::bench::qmd_bin();
-    assert!(bin.is_file(), "{} not found: build it first (cargo build --release -p qmd) or set QMD_BIN", bin.display());
+    assert!(bin.is_file(), "{} not found: build it first (bash scripts/qmd-bin.sh) or set QMD_BIN", bin.display());
     bin
 }
 
