@@ -35,6 +35,14 @@ before(async () => {
   execFileSync(qmdBin, ['site', 'build', site, '--out', path.join(site, 'sem'), '--semantic', '--model', testModelDir()], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  // A page that is not part of the site (written after the build): the
+  // modal box with facets, on a page that offers light and dark.
+  fs.writeFileSync(path.join(site, 'widget.html'), `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
+<title>Packrat</title><script type="module" src="/qmd/qmd-search.js"></script>
+<style>body { font: 16px system-ui, sans-serif; margin: 1.5rem 2rem; } header { display: flex; gap: 2rem; align-items: center; }</style></head>
+<body><header><strong>Packrat</strong> <qmd-search modal facets="section" placeholder="Search the docs"></qmd-search></header>
+<main><h1>Packrat</h1><p>A fast archiver.</p></main></body></html>`);
   server = await serve(site);
   origin = `http://127.0.0.1:${server.address().port}`;
   browser = await launch();
@@ -73,8 +81,11 @@ test('a query finds its pages with highlighted excerpts and sub-results, fetchin
   const marks = await page.locator('qmd-search li.result').first().locator('mark').allTextContents();
   assert.ok(marks.length > 0 && marks.every((m) => /^extract/i.test(m)), `marks: ${marks}`);
   const sub = page.locator('qmd-search li.result').first().locator('.sub a');
-  assert.ok((await sub.allTextContents()).includes('Extracting an archive'));
-  assert.equal(await sub.first().getAttribute('href'), '/guide/archives.html#archives');
+  const subTitles = await sub.allTextContents();
+  assert.ok(subTitles.includes('Extracting an archive'));
+  // The page's own heading (its title) is not repeated as a sub-result.
+  assert.ok(!subTitles.includes(titles[0]), `${subTitles}`);
+  assert.equal(await sub.first().getAttribute('href'), '/guide/archives.html#extract');
   const status = await page.getByRole('status').textContent();
   assert.match(status, /^\d+ results?$/);
   // Only the bundle's own origin, one term shard for one word, one
@@ -248,5 +259,157 @@ test('the semantic tier finds pages by meaning, and nothing for a query about no
   const keyword = await run('zstd', { semantic: false });
   const fused = await run('zstd');
   assert.ok(keyword.length === 2 && keyword.every((u) => fused.includes(u)), `${keyword} / ${fused}`);
+  assert.deepEqual(browser.errors, []);
+});
+
+/** The README's screenshots go where QMD_SCREENSHOTS_DIR says (a
+ * temporary folder otherwise: they are taken either way). */
+const shots = process.env.QMD_SCREENSHOTS_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'qmd-shots-'));
+
+/** WCAG relative luminance of a computed `rgb(…)` colour. */
+function luminance(color) {
+  const [r, g, b] = color.match(/[\d.]+/g).slice(0, 3).map((c) => {
+    const v = Number(c) / 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+const contrast = (a, b) => (Math.max(luminance(a), luminance(b)) + 0.05) / (Math.min(luminance(a), luminance(b)) + 0.05);
+
+test('Ctrl+K opens the modal search, facets count and narrow its results, Escape and the backdrop close it', async () => {
+  const { page } = browser;
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.goto(`${origin}/widget.html`);
+  await page.waitForFunction(() => customElements.get('qmd-search'));
+  const dialog = page.getByRole('dialog', { name: 'Search this site' });
+  const trigger = page.getByRole('button', { name: /^Search/ });
+  assert.match(await trigger.textContent(), /Ctrl K/);
+  assert.equal(await dialog.isVisible(), false);
+  await page.keyboard.press('Control+k');
+  await dialog.waitFor();
+  const focused = () => page.evaluate(() => document.querySelector('qmd-search').shadowRoot.activeElement?.getAttribute('role'));
+  assert.equal(await focused(), 'combobox', 'the box has the focus');
+  await page.keyboard.type('packrat');
+  const titles = page.locator('qmd-search li.result > a.title');
+  await titles.first().waitFor();
+  await page.getByRole('status').filter({ hasText: /^5 results$/ }).waitFor();
+  // Counts among the query's results (reference: none of its 5 pages).
+  const facetLabels = () => page.locator('qmd-search .facets label').allTextContents();
+  assert.deepEqual((await facetLabels()).map((t) => t.trim()), ['guide (3)', 'blog (1)', 'home (1)']);
+  const api = (filters) => urls(page, '/qmd/', 'packrat', { limit: 100, filters });
+  await page.getByRole('checkbox', { name: 'guide (3)' }).check();
+  await page.getByRole('status').filter({ hasText: /^3 results$/ }).waitFor();
+  const guide = await api({ section: 'guide' });
+  assert.equal(guide.length, 3);
+  assert.deepEqual(await page.locator('qmd-search li.result > a.title').evaluateAll((as) => as.map((a) => a.getAttribute('href'))), guide);
+  // Values of one key widen together; the counts stay the query's.
+  await page.getByRole('checkbox', { name: 'blog (1)' }).check();
+  await page.getByRole('status').filter({ hasText: /^4 results$/ }).waitFor();
+  assert.deepEqual((await facetLabels()).map((t) => t.trim()), ['guide (3)', 'blog (1)', 'home (1)']);
+  await page.getByRole('checkbox', { name: 'blog (1)' }).uncheck();
+  await page.getByRole('status').filter({ hasText: /^3 results$/ }).waitFor();
+  await page.screenshot({ path: path.join(shots, 'site-facets.png') });
+  // The keyboard moves through the dialog's results as through the inline box's.
+  await page.getByRole('combobox', { name: 'Search this site' }).focus();
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.getByRole('option').first().getAttribute('aria-selected'), 'true');
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({ state: 'hidden' });
+  // Opened again by its button; a click outside the dialog closes it.
+  await trigger.click();
+  await dialog.waitFor();
+  assert.equal(await focused(), 'combobox');
+  await page.mouse.click(5, 790);
+  await dialog.waitFor({ state: 'hidden' });
+  // A result's link closes the dialog (same-page anchors included).
+  await page.keyboard.press('Control+k');
+  await page.keyboard.type('compression');
+  await page.locator('qmd-search li.result > a.title').first().waitFor();
+  await Promise.all([page.waitForURL(/compression/), page.locator('qmd-search li.result > a.title').first().click()]);
+  assert.deepEqual(browser.errors, []);
+});
+
+test('the widget follows the page: light and dark where it offers both, light where it offers only light', async () => {
+  const { page } = browser;
+  const colors = () =>
+    page.evaluate(() => {
+      const root = document.querySelector('qmd-search').shadowRoot;
+      const style = (sel) => getComputedStyle(root.querySelector(sel));
+      const box = root.querySelector('dialog').open ? style('dialog') : style('input');
+      return { bg: box.backgroundColor, text: box.color, mark: style('mark').backgroundColor, markText: style('mark').color };
+    });
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.goto(`${origin}/widget.html`);
+    await page.waitForFunction(() => customElements.get('qmd-search'));
+    await page.keyboard.press('Control+k');
+    await page.keyboard.type('extract');
+    await page.locator('qmd-search mark').first().waitFor();
+    const c = await colors();
+    if (scheme === 'dark') {
+      assert.ok(luminance(c.bg) < 0.05 && luminance(c.text) > 0.6, JSON.stringify(c));
+    } else {
+      assert.ok(luminance(c.bg) > 0.8 && luminance(c.text) < 0.05, JSON.stringify(c));
+    }
+    // Highlighted terms stay readable in both.
+    assert.ok(contrast(c.mark, c.markText) >= 4.5, `${scheme}: ${JSON.stringify(c)}`);
+    await page.screenshot({ path: path.join(shots, `site-modal-${scheme}.png`) });
+  }
+  // A page that declares no dark scheme keeps a light widget on a dark system.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.goto(`${origin}/install.html`);
+  const input = page.getByRole('combobox', { name: 'Search this site' });
+  await input.fill('extract');
+  await page.locator('qmd-search mark').first().waitFor();
+  const c = await colors();
+  assert.ok(luminance(c.bg) > 0.8, JSON.stringify(c));
+  // Custom properties win over the defaults.
+  await page.evaluate(() => document.querySelector('qmd-search').style.setProperty('--qmd-mark', 'rgb(0, 128, 0)'));
+  assert.equal((await colors()).mark, 'rgb(0, 128, 0)');
+  await page.emulateMedia({ colorScheme: 'light' });
+  assert.deepEqual(browser.errors, []);
+});
+
+test('facets show filter values as text, at most 12 of a key, and skip keys the site does not have', async () => {
+  // 30 pages: 15 tags, and one value that is markup.
+  const hostile = '<img src=x onerror="window.pwned=1">&amp;';
+  const pages = {};
+  for (let i = 0; i < 30; i++) {
+    pages[`p${i}.html`] = `<html lang="en"><head><title>Widget ${i}</title></head>
+<body><main data-qmd-filter='tag:t${String(i % 15).padStart(2, '0')}, kind:${hostile}'><h1>Widget ${i}</h1><p>A widget page.</p></main></body></html>`;
+  }
+  const { home } = isolatedEnv();
+  const src = writeFolder(path.join(home, 'facet-site'), pages);
+  execFileSync(qmdBin, ['site', 'build', src, '--out', path.join(site, 'facets')], { stdio: 'ignore' });
+  fs.writeFileSync(path.join(site, 'facets', 'box.html'), `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Facets</title>
+<script type="module" src="/qmd/qmd-search.js"></script></head>
+<body><qmd-search bundle="/facets/qmd/" facets="tag, kind, missing" page-size="3"></qmd-search></body></html>`);
+  const { page } = browser;
+  await page.goto(`${origin}/facets/box.html`);
+  await page.getByRole('combobox', { name: 'Search this site' }).fill('widget');
+  await page.getByRole('status').filter({ hasText: /^30 results$/ }).waitFor();
+  const legends = await page.locator('qmd-search .facets legend').allTextContents();
+  assert.deepEqual(legends, ['tag', 'kind']);
+  const tags = await page.locator('qmd-search .facets fieldset').first().locator('label').allTextContents();
+  assert.equal(tags.length, 12, `${tags}`);
+  assert.ok(tags.every((t) => /^ t\d\d \(2\)$/.test(t)), `${tags}`);
+  const kind = await page.locator('qmd-search .facets fieldset').nth(1).locator('label').allTextContents();
+  assert.equal(kind.length, 1);
+  assert.ok(kind[0].includes('<img src=x onerror="window.pwned=1">') && kind[0].endsWith(' (30)'), kind[0]);
+  assert.equal(await page.evaluate(() => document.querySelector('qmd-search').shadowRoot.querySelectorAll('img').length), 0);
+  // Checking the markup value filters by it, as any value.
+  await page.getByRole('checkbox', { name: /onerror/ }).check();
+  await page.getByRole('status').filter({ hasText: /^30 results$/ }).waitFor();
+  await page.getByRole('checkbox', { name: 't03 (2)' }).check();
+  await page.getByRole('status').filter({ hasText: /^2 results$/ }).waitFor();
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  // "More results" adds the next page of results.
+  await page.getByRole('checkbox', { name: 't03 (2)' }).uncheck();
+  await page.getByRole('status').filter({ hasText: /^30 results$/ }).waitFor();
+  await page.locator('qmd-search li.result').nth(2).waitFor();
+  assert.equal(await page.locator('qmd-search li.result').count(), 3);
+  await page.getByRole('button', { name: 'More results' }).click();
+  await page.locator('qmd-search li.result').nth(5).waitFor();
+  assert.equal(await page.locator('qmd-search li.result').count(), 6);
   assert.deepEqual(browser.errors, []);
 });

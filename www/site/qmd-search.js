@@ -205,11 +205,17 @@ export class QmdSearch {
     };
   }
 
-  /** Filter keys → values → page counts. */
-  async filters() {
+  /**
+   * Filter keys → values → page counts: of the whole site, or of `docs`
+   * (the `doc` numbers of a search's results: facet counts).
+   * @param {number[]} [docs]
+   */
+  async filters(docs = null) {
     await this.init();
+    const e = this.engine;
+    const among = docs ? new Uint8Array(new Uint32Array(docs).buffer) : new Uint8Array();
     const out = {};
-    for (const line of lines(this.engine.call('qmd_filters'))) {
+    for (const line of lines(e.call('qmd_filters', ...e.put(among), docs ? 1 : 0))) {
       const [key, value, count] = line.split('\t');
       (out[key] ??= {})[value] = Number(count);
     }
@@ -220,16 +226,21 @@ export class QmdSearch {
 // ---------------------------------------------------------------------------
 // <qmd-search>: a search box with results. Attributes: `bundle` (the qmd/
 // folder, default this module's), `placeholder`, `page-size` (5), `filters`
-// ("key:value, key:value"), `filter` (a qmd.metadata filter tree, JSON). Themed with CSS custom properties:
-// --qmd-font, --qmd-text, --qmd-muted, --qmd-bg, --qmd-border, --qmd-accent,
-// --qmd-mark, --qmd-radius, --qmd-width; parts: input, results, result.
+// ("key:value, key:value"), `filter` (a qmd.metadata filter tree, JSON),
+// `facets` (the filter keys offered as checkboxes with counts, "key, key";
+// empty: every key), `modal` (a button, and Ctrl/Cmd-K, open the search in
+// a dialog). Themed with CSS custom properties: --qmd-font, --qmd-text,
+// --qmd-muted, --qmd-bg, --qmd-border, --qmd-accent, --qmd-mark,
+// --qmd-radius, --qmd-width; the defaults follow the page's color-scheme
+// (light and dark). Parts: trigger, dialog, input, facets, results, result.
 
 const STYLE = `
 :host { display: block; font: var(--qmd-font, inherit); color: var(--qmd-text, inherit); max-width: var(--qmd-width, 40rem); }
+:host([modal]) { display: inline-block; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
-input { box-sizing: border-box; width: 100%; font: inherit; color: inherit; padding: .5em .75em;
+input[type="search"] { box-sizing: border-box; width: 100%; font: inherit; color: inherit; padding: .5em .75em;
   background: var(--qmd-bg, Canvas); border: 1px solid var(--qmd-border, #8888); border-radius: var(--qmd-radius, .4em); }
-input:focus { outline: 2px solid var(--qmd-accent, Highlight); outline-offset: 1px; }
+input[type="search"]:focus { outline: 2px solid var(--qmd-accent, Highlight); outline-offset: 1px; }
 .status { color: var(--qmd-muted, GrayText); font-size: .85em; margin: .4em 0; min-height: 1.2em; }
 ul { list-style: none; margin: 0; padding: 0; }
 li.result { padding: .5em .6em; border-radius: var(--qmd-radius, .4em); }
@@ -237,10 +248,25 @@ li.result[aria-selected="true"] { outline: 2px solid var(--qmd-accent, Highlight
 a { color: var(--qmd-accent, LinkText); }
 .title { font-weight: 600; }
 .excerpt { margin: .2em 0 0; font-size: .9em; }
-mark { background: var(--qmd-mark, #fd5a); color: inherit; }
+mark { background: var(--qmd-mark, light-dark(#ffe46b, #6b5800)); color: inherit; }
 .sub { margin: .3em 0 0 1em; font-size: .85em; }
-button { font: inherit; margin-top: .4em; }
+button { font: inherit; color: inherit; margin-top: .4em; background: var(--qmd-bg, Canvas);
+  border: 1px solid var(--qmd-border, #8888); border-radius: var(--qmd-radius, .4em); padding: .3em .7em; cursor: pointer; }
+.facets { display: flex; flex-wrap: wrap; gap: .3em 1.2em; margin: 0 0 .4em; font-size: .85em; }
+.facets fieldset { border: 0; margin: 0; padding: 0; }
+.facets legend { padding: 0; font-weight: 600; text-transform: capitalize; }
+.facets label { margin-right: .7em; white-space: nowrap; }
+.facets input { margin: 0 .3em 0 0; vertical-align: -.1em; accent-color: var(--qmd-accent, auto); }
+.trigger { margin: 0; min-width: 12em; text-align: start; color: var(--qmd-muted, GrayText); }
+kbd { float: right; margin-left: 1em; font: inherit; font-size: .85em; }
+dialog { box-sizing: border-box; width: min(var(--qmd-width, 40rem), 100vw - 2rem); max-height: calc(100vh - 4rem);
+  margin: 2rem auto auto; padding: 1rem; color: var(--qmd-text, CanvasText); background: var(--qmd-bg, Canvas);
+  border: 1px solid var(--qmd-border, #8888); border-radius: var(--qmd-radius, .4em); }
+dialog::backdrop { background: #0007; }
 `;
+
+/** How many values of a key the facets list (the most frequent). */
+const FACET_VALUES = 12;
 
 let instances = 0;
 
@@ -250,18 +276,28 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     const id = `qmd-${++instances}`;
     const root = this.attachShadow({ mode: 'open' });
     root.innerHTML = `<style>${STYLE}</style>
-      <label class="sr" for="${id}-input">Search this site</label>
-      <input id="${id}-input" part="input" type="search" autocomplete="off" spellcheck="false"
-        role="combobox" aria-autocomplete="list" aria-expanded="false" aria-controls="${id}-results">
-      <div class="status" role="status" aria-live="polite"></div>
-      <ul id="${id}-results" part="results" role="listbox" aria-label="Search results"></ul>
-      <button type="button" hidden>More results</button>`;
+      <button class="trigger" part="trigger" type="button" aria-haspopup="dialog" hidden>Search<kbd></kbd></button>
+      <dialog part="dialog" aria-label="Search this site"></dialog>
+      <div class="panel">
+        <label class="sr" for="${id}-input">Search this site</label>
+        <input id="${id}-input" part="input" type="search" autocomplete="off" spellcheck="false"
+          role="combobox" aria-autocomplete="list" aria-expanded="false" aria-controls="${id}-results">
+        <div class="status" role="status" aria-live="polite"></div>
+        <div class="facets" part="facets" hidden></div>
+        <ul id="${id}-results" part="results" role="listbox" aria-label="Search results"></ul>
+        <button class="more" type="button" hidden>More results</button>
+      </div>`;
+    this.panel = root.querySelector('.panel');
+    this.trigger = root.querySelector('.trigger');
+    this.dialog = root.querySelector('dialog');
     this.input = root.querySelector('input');
     this.status = root.querySelector('.status');
+    this.facetBox = root.querySelector('.facets');
     this.list = root.querySelector('ul');
-    this.more = root.querySelector('button');
+    this.more = root.querySelector('.more');
     this.seq = 0;
     this.active = -1;
+    this.selected = new Map(); // facet key → Set of checked values
     this.input.addEventListener('focus', () => this.api().init().catch((err) => this.fail(err)), { once: true });
     this.input.addEventListener('input', () => {
       clearTimeout(this.timer);
@@ -269,10 +305,44 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     });
     this.input.addEventListener('keydown', (event) => this.key(event));
     this.more.addEventListener('click', () => this.showMore());
+    this.trigger.addEventListener('click', () => this.open());
+    // A click on the backdrop (outside the dialog's box) or on a result's
+    // link closes the dialog.
+    this.dialog.addEventListener('click', (event) => {
+      const box = this.dialog.getBoundingClientRect();
+      const outside = event.clientX < box.left || event.clientX > box.right || event.clientY < box.top || event.clientY > box.bottom;
+      const link = event.composedPath().some((node) => node.localName === 'a');
+      if ((event.target === this.dialog && outside) || link) this.dialog.close();
+    });
+    this.shortcut = (event) => {
+      if (event.key?.toLowerCase() === 'k' && (event.ctrlKey || event.metaKey) && !event.defaultPrevented) {
+        event.preventDefault(); // the first modal box on the page takes it
+        this.open();
+      }
+    };
   }
 
   connectedCallback() {
     this.input.placeholder = this.getAttribute('placeholder') ?? 'Search';
+    const modal = this.hasAttribute('modal');
+    this.trigger.hidden = !modal;
+    (modal ? this.dialog : this.shadowRoot).append(this.panel);
+    if (modal) {
+      const apple = /Mac|iPhone|iPad/.test(globalThis.navigator?.platform ?? '');
+      this.trigger.querySelector('kbd').textContent = apple ? '⌘K' : 'Ctrl K';
+      this.trigger.setAttribute('aria-keyshortcuts', apple ? 'Meta+K' : 'Control+K');
+      document.addEventListener('keydown', this.shortcut);
+    }
+  }
+
+  disconnectedCallback() {
+    document.removeEventListener('keydown', this.shortcut);
+  }
+
+  /** Opens the modal search with the box focused. */
+  open() {
+    if (!this.dialog.open) this.dialog.showModal();
+    this.input.focus();
   }
 
   api() {
@@ -280,11 +350,16 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     return this.search;
   }
 
-  filters() {
+  /** The `filters` attribute's key → values, and the checked facets'
+   * unless `facets` is false. */
+  filters(facets = true) {
     const out = {};
     for (const pair of (this.getAttribute('filters') ?? '').split(',')) {
       const [key, value] = pair.split(':').map((s) => s?.trim());
       if (key && value) (out[key] ??= []).push(value);
+    }
+    for (const [key, values] of facets ? this.selected : []) {
+      if (values.size) out[key] = [...values];
     }
     return out;
   }
@@ -299,7 +374,17 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     this.status.textContent = 'Searching…';
     try {
       const filter = this.hasAttribute('filter') ? JSON.parse(this.getAttribute('filter')) : null;
-      const { results } = await this.api().search(query, { limit: 100, filters: this.filters(), filter });
+      const api = this.api();
+      const search = (filters) => api.search(query, { limit: 100, filters, filter });
+      let { results } = await search(this.filters());
+      if (this.hasAttribute('facets')) {
+        // Counts among the query's results before the checked facets narrow them.
+        const checked = [...this.selected.values()].some((values) => values.size);
+        const all = checked ? (await search(this.filters(false))).results : results;
+        const counts = await api.filters(all.map((r) => r.doc));
+        if (seq !== this.seq) return;
+        this.showFacets(counts);
+      }
       if (seq !== this.seq) return; // a newer query is on its way
       this.results = results;
       this.shown = 0;
@@ -315,11 +400,50 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     }
   }
 
+  /** The facet checkboxes: each offered key's values with their counts
+   * among this query's results (checked ones always shown). */
+  showFacets(counts) {
+    const wanted = (this.getAttribute('facets') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+    // A key the `filters` attribute fixes is not offered: checking another
+    // of its values would widen what the site owner narrowed.
+    const fixed = this.filters(false);
+    const keys = (wanted.length ? wanted : Object.keys(counts).sort()).filter((k) => counts[k] && !fixed[k]);
+    this.facetBox.replaceChildren();
+    for (const key of keys) {
+      const checked = this.selected.get(key) ?? new Set();
+      const values = Object.entries(counts[key])
+        .filter(([value, n]) => n > 0 || checked.has(value))
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .slice(0, FACET_VALUES);
+      if (!values.length) continue;
+      const set = document.createElement('fieldset');
+      const legend = document.createElement('legend');
+      legend.textContent = key;
+      set.append(legend);
+      for (const [value, n] of values) {
+        const label = document.createElement('label');
+        const box = document.createElement('input');
+        box.type = 'checkbox';
+        box.checked = checked.has(value);
+        box.addEventListener('change', () => {
+          if (!this.selected.has(key)) this.selected.set(key, new Set());
+          this.selected.get(key)[box.checked ? 'add' : 'delete'](value);
+          this.run(this.input.value);
+        });
+        label.append(box, ` ${value} (${n})`);
+        set.append(label);
+      }
+      this.facetBox.append(set);
+    }
+    this.facetBox.hidden = !this.facetBox.children.length;
+  }
+
   clear() {
     this.results = [];
     this.list.replaceChildren();
     this.status.textContent = '';
     this.more.hidden = true;
+    this.facetBox.hidden = true;
     this.input.setAttribute('aria-expanded', 'false');
   }
 
@@ -345,7 +469,9 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     link.href = data.url;
     link.textContent = data.title;
     li.append(link, excerptNode('p', data.excerpt));
-    for (const sub of data.sub_results) {
+    // The page's own heading is the result's title already.
+    const same = (a, b) => a.trim().toLowerCase() === b.trim().toLowerCase();
+    for (const sub of data.sub_results.filter((sub) => !same(sub.title, data.title))) {
       const div = document.createElement('div');
       div.className = 'sub';
       const a = document.createElement('a');
@@ -368,6 +494,7 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
       event.preventDefault();
       items[this.active]?.querySelector('a')?.click();
     } else if (event.key === 'Escape') {
+      // Clears the query; in the dialog, Escape also closes it.
       this.input.value = '';
       this.seq++;
       this.clear();

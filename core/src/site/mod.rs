@@ -200,6 +200,16 @@ mod tests {
         let only = index.search("leader", 10, &[("dir".into(), "notes".into())], None).unwrap();
         assert_eq!(only.iter().map(|h| h.doc).collect::<Vec<_>>(), [5]);
         assert!(index.search("leader", 10, &[("dir".into(), "none".into())], None).unwrap().is_empty());
+        // Counts of the whole site, and of a query's results (facets).
+        let counts = |among: Option<&[u32]>| index.filters(among);
+        let dir = |n_top: usize, n_notes: usize| {
+            vec![("dir".to_string(), vec![("notes".into(), n_notes), ("top".into(), n_top)])]
+        };
+        assert_eq!(counts(None), dir(5, 1));
+        let hits: Vec<u32> = index.search("leader", 10, &[], None).unwrap().iter().map(|h| h.doc).collect();
+        assert_eq!(counts(Some(&hits)), dir(2, 1));
+        assert_eq!(counts(Some(&[5, 5, 99])), dir(0, 1), "a page listed twice counts once, an unknown one not at all");
+        assert_eq!(counts(Some(&[])), dir(0, 0));
         assert!(index.add_file("t/0000000000000000.bin", vec![]).is_err());
         let shard = files.iter().find(|f| f.name.starts_with("t/")).unwrap();
         let mut damaged = shard.bytes.clone();

@@ -138,12 +138,19 @@ impl SiteIndex {
         allowed
     }
 
-    /// The filter keys and their values, with document counts.
-    pub fn filters(&self) -> Vec<(String, Vec<(String, usize)>)> {
+    /// The filter keys and their values, with how many documents hold
+    /// each: of the whole site, or of `among` (a query's results, for a
+    /// search box's facet counts; a document listed twice counts once).
+    pub fn filters(&self, among: Option<&[u32]>) -> Vec<(String, Vec<(String, usize)>)> {
+        let among: Option<HashSet<u32>> = among.map(|docs| docs.iter().copied().collect());
+        let count = |docs: &Vec<u32>| match &among {
+            None => docs.len(),
+            Some(among) => docs.iter().filter(|doc| among.contains(doc)).count(),
+        };
         self.meta
             .filters
             .iter()
-            .map(|(k, vals)| (k.clone(), vals.iter().map(|(v, docs)| (v.clone(), docs.len())).collect()))
+            .map(|(k, vals)| (k.clone(), vals.iter().map(|(v, docs)| (v.clone(), count(docs))).collect()))
             .collect()
     }
 

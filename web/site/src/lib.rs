@@ -173,10 +173,19 @@ pub extern "C" fn qmd_metadata_file() -> u32 {
     finish(with_index(|index| Ok(index.metadata_file().unwrap_or_default())))
 }
 
-/// Filter keys and values. Output: `key<TAB>value<TAB>count` lines.
+/// Filter keys and values with their page counts: of the whole site, or,
+/// when `among` is 1, of the pages in `docs` (little-endian u32s: a
+/// query's results, for facet counts). Output: `key<TAB>value<TAB>count`
+/// lines.
+///
+/// # Safety
+/// The pair from [`abi::qmd_alloc`].
 #[unsafe(no_mangle)]
-pub extern "C" fn qmd_filters() -> u32 {
-    finish(with_index(|index| Ok(wire::filters(&index.filters()))))
+pub unsafe extern "C" fn qmd_filters(ptr: *mut u8, len: usize, among: u32) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let docs = unsafe { take(ptr, len) };
+    let docs = (among != 0).then(|| wire::docs_from_bytes(&docs));
+    finish(with_index(|index| Ok(wire::filters(&index.filters(docs.as_deref())))))
 }
 
 /// Excerpts of a page's text: the page's, then its sections'. `at` holds
