@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The static-site benchmark: `qmd site build` next to Pagefind 1.6.0 on
 # the same HTML sites (BEIR SciFact and NFCorpus, one page per document; the
-# English tldr pages), keyword tier and keyword + semantic tier. Writes
-# bench/site-results.md.
+# English tldr pages; an MDN-sized site of 14,000 pages made of all three),
+# keyword tier and keyword + semantic tier. Writes bench/site-results.md
+# (BENCH_SITES=name,name: those sites alone, bench/site-results.NAME+NAME.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/qmd/target}"
@@ -18,6 +19,9 @@ if [[ ! -x "$tools/node_modules/.bin/pagefind" ]]; then
 fi
 work="$HOME/.cache/qmd/bench-site"
 mkdir -p "$work" bench
+# Some sites alone (BENCH_SITES=tldr,mdn-sized) go to a file of their own:
+# the committed results stay a whole run.
+results=bench/site-results${BENCH_SITES:+.${BENCH_SITES//,/+}}.md
 node scripts/bench/site.mjs "$work" "$data" "$corpus" "$qmd" \
-    "$tools/node_modules/.bin/pagefind" "$model" | tee bench/site-results.md.partial
-mv bench/site-results.md.partial bench/site-results.md
+    "$tools/node_modules/.bin/pagefind" "$model" | tee "$results.partial"
+mv "$results.partial" "$results"

@@ -7,9 +7,13 @@
 //
 // Sites (rendered here, one HTML page per document): BEIR SciFact and
 // NFCorpus (every corpus document; nDCG@10 on the test queries), and the
-// English tldr pages. Reported per site: build time, bundle size, bytes of
-// the first search (every file: JS, wasm, index, fragments of the 5 shown
-// results) and of the next one (median and max over 20 queries), nDCG@10.
+// English tldr pages; and an MDN-sized site (14,000 pages: the tldr pages,
+// then SciFact's, then NFCorpus's, in one site; Pagefind's maintainers set
+// their bar for semantic search at MDN, about 14,000 pages). Reported per
+// site: build time, bundle size, bytes of the first search (every file:
+// JS, wasm, index, fragments of the 5 shown results) and of the next one
+// (median and max over 20 queries), nDCG@10. BENCH_SITES=tldr,mdn-sized
+// runs some of them.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -37,10 +41,8 @@ const jsonl = (file) => fs.readFileSync(file, 'utf8').split('\n').filter(Boolean
 function beirSite(name) {
   const dir = path.join(work, name);
   const corpus = jsonl(path.join(data, 'eval', name, 'corpus.jsonl'));
-  writeFresh(
-    dir,
-    corpus.map((d) => [`d/${d._id}.html`, page(d.title || d._id, `<h1>${escape(d.title || '')}</h1><p>${escape(d.text)}</p>`)]),
-  );
+  const rendered = corpus.map((d) => [`d/${d._id}.html`, page(d.title || d._id, `<h1>${escape(d.title || '')}</h1><p>${escape(d.text)}</p>`)]);
+  writeFresh(dir, rendered);
   const queries = new Map(jsonl(path.join(data, 'eval', name, 'queries.jsonl')).map((q) => [q._id, q.text]));
   const qrels = new Map();
   for (const line of fs.readFileSync(path.join(data, 'eval', name, 'qrels/test.tsv'), 'utf8').split('\n').slice(1)) {
@@ -50,7 +52,7 @@ function beirSite(name) {
     qrels.get(q).set(doc, Number(score));
   }
   const tests = [...qrels.keys()].filter((q) => queries.has(q)).map((q) => ({ id: q, text: queries.get(q) }));
-  return { name, dir, pages: corpus.length, tests, qrels, sample: tests.slice(0, 21).map((t) => t.text) };
+  return { name, dir, pages: corpus.length, rendered, tests, qrels, sample: tests.slice(0, 21).map((t) => t.text) };
 }
 
 /** tldr markdown → HTML: title, description, one heading per example. */
@@ -83,7 +85,17 @@ function tldrSite() {
     'create user', 'convert image', 'show calendar', 'http request', 'mount drive', 'video', 'environment variable',
     'rename files',
   ];
-  return { name: 'tldr', dir, pages: pages.length, tests: [], sample };
+  return { name: 'tldr', dir, pages: pages.length, rendered: pages, tests: [], sample };
+}
+
+/** One site of `size` pages from `parts` (each in its own folder), and
+ * their sample queries in turn. */
+function mixedSite(name, size, parts) {
+  const dir = path.join(work, name);
+  const pages = parts.flatMap((part) => part.rendered.map(([rel, html]) => [`${part.name}/${rel}`, html])).slice(0, size);
+  writeFresh(dir, pages);
+  const sample = parts[0].sample.flatMap((q, i) => parts.map((part) => part.sample[i])).filter(Boolean).slice(0, 21);
+  return { name, dir, pages: pages.length, rendered: pages, tests: [], sample };
 }
 
 function du(dir) {
@@ -225,7 +237,10 @@ async function ndcg(side, site) {
 const kb = (b) => `${(b / 1024).toFixed(0)} KB`;
 const row = (cells) => `| ${cells.join(' | ')} |`;
 
-const sites = [beirSite('scifact'), beirSite('nfcorpus'), tldrSite()];
+const base = [beirSite('scifact'), beirSite('nfcorpus'), tldrSite()];
+const mdnSized = mixedSite('mdn-sized', 14000, [base[2], base[0], base[1]]);
+const wanted = process.env.BENCH_SITES?.split(',');
+const sites = [...base, mdnSized].filter((site) => !wanted || wanted.includes(site.name));
 const lines = [
   '# Static-site search: qmd site vs Pagefind 1.6.0',
   '',
