@@ -31,10 +31,12 @@ before(async () => {
   cli(cliEnv, ['collection', 'add', docs, '--name', 'eval']);
   evalSite = path.join(site, 'eval');
   execFileSync(qmdBin, ['site', 'build', docs, '--out', evalSite, '--name', 'eval', '--base-url', '/eval/docs']);
-  // The semantic tier, distilled from the test model (all-MiniLM-L6-v2).
-  execFileSync(qmdBin, ['site', 'build', site, '--out', path.join(site, 'sem'), '--semantic', '--model', testModelDir()], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  // The semantic tier, built with the test model (all-MiniLM-L6-v2), and
+  // the same with a similarity floor no page reaches.
+  for (const [out, floor] of [['sem', '0.2'], ['sem-floor', '0.999']]) {
+    const args = ['site', 'build', site, '--out', path.join(site, out), '--semantic', '--model', testModelDir()];
+    execFileSync(qmdBin, [...args, '--min-similarity', floor], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   // A page that is not part of the site (written after the build): the
   // modal box with facets, on a page that offers light and dark.
   fs.writeFileSync(path.join(site, 'widget.html'), `<!doctype html>
@@ -235,7 +237,7 @@ test('metadata filters keep the pages `qmd search --filter` keeps; the metadata 
   assert.deepEqual(browser.errors, []);
 });
 
-test('the semantic tier finds pages by meaning, and nothing for a query about nothing', async () => {
+test('the semantic tier finds pages by meaning, and nothing under its similarity floor', async () => {
   const { page } = browser;
   await page.goto(`${origin}/index.html`);
   browser.requests.length = 0;
@@ -254,11 +256,18 @@ test('the semantic tier finds pages by meaning, and nothing for a query about no
   const total = fs.readdirSync(path.join(site, 'sem/qmd/r'), { recursive: true }).length;
   assert.ok(total > 1800, `${total} rows shards in the bundle, ${rows.length} fetched`);
   assert.ok(files.filter((p) => p.startsWith('/sem/qmd/v/')).length <= 10);
-  assert.deepEqual(await run('giraffe banana'), [], 'below the similarity floor nothing is a match');
+  // Asked in the page's own words too.
+  assert.equal((await run('how to install on a mac'))[0], '/install.html');
+  // Vector search finds a nearest page for anything; a floor no page
+  // reaches leaves only the keyword tier's matches.
+  const floored = (query) => urls(page, '/sem-floor/qmd/', query);
+  assert.deepEqual(await floored('apple setup'), []);
+  assert.deepEqual(await floored('giraffe banana'), []);
   // Fusion keeps every keyword match.
   const keyword = await run('zstd', { semantic: false });
   const fused = await run('zstd');
   assert.ok(keyword.length === 2 && keyword.every((u) => fused.includes(u)), `${keyword} / ${fused}`);
+  assert.deepEqual(await floored('zstd'), keyword);
   assert.deepEqual(browser.errors, []);
 });
 

@@ -114,18 +114,18 @@ fn wordpiece_matches_the_models_tokenizer() {
 }
 
 #[test]
-fn a_semantic_rebuild_reuses_the_models_embedded_vocabulary() {
-    rebuild_reuses_the_embedded_vocabulary(&test_model_dir());
+fn a_semantic_rebuild_reuses_the_models_embedded_vocabulary_and_page_vectors() {
+    rebuild_reuses_the_embedded_vocabulary_and_page_vectors(&test_model_dir());
 }
 
 /// The same with a GGUF embedding model (MiniLM as Q8_0): the cache is
 /// keyed on the model's one file.
 #[test]
-fn a_semantic_rebuild_with_a_gguf_model_reuses_its_embedded_vocabulary() {
-    rebuild_reuses_the_embedded_vocabulary(&qmd_tests::gguf::fixtures().file("minilm-q8_0.gguf"));
+fn a_semantic_rebuild_with_a_gguf_model_reuses_its_embedded_vocabulary_and_page_vectors() {
+    rebuild_reuses_the_embedded_vocabulary_and_page_vectors(&qmd_tests::gguf::fixtures().file("minilm-q8_0.gguf"));
 }
 
-fn rebuild_reuses_the_embedded_vocabulary(model: &std::path::Path) {
+fn rebuild_reuses_the_embedded_vocabulary_and_page_vectors(model: &std::path::Path) {
     let env = Env::new();
     env.write("site/a.html", "<main><h1>Install</h1>Run the installer on macOS.</main>");
     env.write("site/b.html", "<main><h1>Archive</h1>Extract the archive.</main>");
@@ -144,8 +144,11 @@ fn rebuild_reuses_the_embedded_vocabulary(model: &std::path::Path) {
     };
     let first = build("one");
     assert!(first.stderr.contains(" tokens embedded in "), "{}", first.stderr);
+    assert!(first.stderr.contains("2/2 pages embedded in "), "{}", first.stderr);
     let second = build("two");
     assert!(second.stderr.contains(" tokens embedded (cached)"), "{}", second.stderr);
+    assert!(second.stderr.contains("2 pages' vectors from the cache"), "{}", second.stderr);
+    assert!(!second.stderr.contains("pages embedded in"), "{}", second.stderr);
     // The cached table gives the very same bundle.
     assert_eq!(files(&env.path("one/qmd")), files(&env.path("two/qmd")));
     assert_eq!(entry(&env.path("one")), entry(&env.path("two")));

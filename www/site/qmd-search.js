@@ -150,7 +150,7 @@ export class QmdSearch {
    * Searches (qmd's keyword syntax: words, "phrases", -negation).
    * @param {string} query
    * With a semantic tier in the bundle, keyword and semantic results are
-   * fused (RRF) unless `semantic: false`.
+   * fused (by score) unless `semantic: false`.
    * `filter` is a qmd.metadata filter tree, as the CLI's `--filter` takes
    * it (`{key, operator, value}` leaves under `and`/`or`/`not`): only
    * pages whose frontmatter passes are kept, before the limit.

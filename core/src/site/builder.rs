@@ -209,7 +209,7 @@ impl SiteBuilder {
                         Ok(format!("{}\n{}", record.title, reader.body(&record)?))
                     })
                     .collect::<Result<Vec<_>>>()?;
-                let built = super::semantic::build(input, &texts);
+                let built = super::semantic::build(input, &texts).map_err(|e| Error::new(ErrorKind::Internal, e))?;
                 files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
                 Some(built.meta)
             }

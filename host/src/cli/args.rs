@@ -184,8 +184,9 @@ pub struct SiteBuildArgs {
     /// Markdown only: what replaces `.md` in links ("" for none).
     #[arg(long, default_value = ".html")]
     pub link_ext: String,
-    /// Also build the semantic tier: a static embedding table distilled
-    /// from the embedding model, and document vectors in IVF clusters.
+    /// Also build the semantic tier: every page embedded by the embedding
+    /// model (cached per page text), and a static table for queries
+    /// distilled from the model and fitted to those page vectors.
     #[arg(long)]
     pub semantic: bool,
     /// The embedding model to distil (a local directory or a Hugging Face

@@ -5,6 +5,7 @@
 mod bundle;
 mod html;
 mod markdown;
+mod page_vectors;
 mod vocabulary;
 mod walk;
 
@@ -187,6 +188,11 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
     eprintln!("Distilling a static model from {} …", sources.embed.id);
     let models = Models::new(&sources);
     let (vocab, token_vectors) = vocabulary::embedded(&sources.embed, &models)?;
+    let source = sources.embed.clone();
+    let encode_documents: qmd_core::site::semantic::DocumentEncoder = Box::new(move |texts: &[String]| {
+        eprintln!("Embedding pages with {} …", source.id);
+        page_vectors::embed(&source, &models, texts)
+    });
     Ok(SemanticInput {
         vocab,
         token_vectors,
@@ -194,6 +200,7 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
         rows_per_shard: ROWS_PER_SHARD,
         probes: args.probes.max(1),
         min_similarity: args.min_similarity,
+        encode_documents,
     })
 }
 

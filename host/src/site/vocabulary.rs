@@ -36,9 +36,15 @@ pub fn embedded(source: &ModelSource, models: &Models) -> Result<Embedded> {
     Ok(fresh)
 }
 
-/// `site/vocab-<hash of the model's files>.bin` (a GGUF model's one file,
-/// or a repository's required files); none if a file is unreadable.
+/// `site/vocab-<model key>.bin`.
 fn cache_file(source: &ModelSource) -> Option<PathBuf> {
+    Some(crate::paths::cache_dir().join("site").join(format!("vocab-{}.bin", model_key(source)?)))
+}
+
+/// A hash of the model's files (a GGUF model's one file, or a repository's
+/// required files): what the site caches are keyed by; none if a file is
+/// unreadable.
+pub(super) fn model_key(source: &ModelSource) -> Option<String> {
     let files: Vec<PathBuf> = match &source.gguf {
         Some(gguf) => vec![gguf.path.clone()],
         None => REQUIRED_FILES.iter().map(|name| source.dir.join(name)).collect(),
@@ -47,8 +53,7 @@ fn cache_file(source: &ModelSource) -> Option<PathBuf> {
     for file in files {
         hash.update(sha256_file(&file).ok()?);
     }
-    let key = to_hex(&hash.finalize()[..16]);
-    Some(crate::paths::cache_dir().join("site").join(format!("vocab-{key}.bin")))
+    Some(to_hex(&hash.finalize()[..16]))
 }
 
 fn write(path: &Path, (vocab, vectors): &Embedded) -> Result<()> {

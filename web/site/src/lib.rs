@@ -124,7 +124,7 @@ pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u3
 /// Searches. `filters` is `key=value` lines; when `restricted` is 1,
 /// `allowed` holds the pages a metadata filter passes (little-endian u32s,
 /// from the filter module); `semantic` 1 fuses the semantic tier's results
-/// with the keyword ones (RRF). Output: one hit per line,
+/// with the keyword ones (by score, see `fuse`). Output: one hit per line,
 /// `fragment<TAB>score<TAB>doc`.
 ///
 /// # Safety
@@ -156,13 +156,12 @@ pub unsafe extern "C" fn qmd_search(
         let pool = limit.max(50);
         let lex = index.search(&query, pool, &filters, passing).map_err(|e| e.message)?;
         let allowed = index.allowed(&filters, passing);
-        let semantic: Vec<(u32, f32)> = SEMANTIC
-            .with(|cell| cell.borrow().as_ref().map(|sem| sem.search(&query, pool)))
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc)))
-            .collect();
-        Ok(wire::hits(&fuse(&lex, &semantic, index.fragments(), limit)))
+        let (semantic, weight) = SEMANTIC
+            .with(|cell| cell.borrow().as_ref().map(|sem| (sem.search(&query, pool), sem.weight())))
+            .unwrap_or_default();
+        let semantic: Vec<(u32, f32)> =
+            semantic.into_iter().filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc))).collect();
+        Ok(wire::hits(&fuse(&lex, &semantic, weight, index.fragments(), limit)))
     }))
 }
 

@@ -101,6 +101,157 @@ pub fn sif_weights(counts: &[u64], a: f64) -> Vec<f32> {
     counts.iter().map(|&c| (a / (a + c as f64 / total)) as f32).collect()
 }
 
+/// A document as the static model sees it: its distinct tokens (indices
+/// into the rows being fitted) with each one's share of its tokens.
+pub type BagOfTokens = Vec<(u32, f32)>;
+
+/// Rows fitted so that a document's mean row approaches its target (the
+/// encoder's vector of the whole document), pulled toward `prior` where the
+/// documents say little: ridge regression, `min ‖A X − Y‖² + λ‖X − P‖²`,
+/// solved by conjugate gradients on the normal equations, all columns at
+/// once (tokenlearn's idea, on the site's own pages). `strength` sets λ
+/// relative to the mean diagonal of `AᵀA`, so it means the same for any
+/// corpus size. `prior` is first mapped by the one linear map that best
+/// takes its document means onto the targets, so a row no document uses
+/// (a query word the site lacks) lands in the targets' space too.
+pub fn fit_rows(
+    docs: &[BagOfTokens],
+    targets: &[Vec<f32>],
+    prior: &[Vec<f32>],
+    strength: f32,
+    iterations: usize,
+) -> Vec<Vec<f32>> {
+    let dim = targets.first().map_or(0, Vec::len);
+    let rows = prior.len();
+    if dim == 0 || docs.is_empty() {
+        return prior.to_vec();
+    }
+    let flat = |m: &[Vec<f32>]| m.iter().flat_map(|r| r.iter().copied()).collect::<Vec<f32>>();
+    let mut p = flat(prior);
+    let y = flat(targets);
+    // A·X (documents × dim) and Aᵀ·D (rows × dim).
+    let times = |x: &[f32]| {
+        let mut out = vec![0f32; docs.len() * dim];
+        for (doc, o) in docs.iter().zip(out.chunks_exact_mut(dim)) {
+            for &(t, a) in doc {
+                o.iter_mut().zip(&x[t as usize * dim..][..dim]).for_each(|(o, x)| *o += a * x);
+            }
+        }
+        out
+    };
+    let times_t = |d: &[f32]| {
+        let mut out = vec![0f32; rows * dim];
+        for (doc, v) in docs.iter().zip(d.chunks_exact(dim)) {
+            for &(t, a) in doc {
+                out[t as usize * dim..][..dim].iter_mut().zip(v).for_each(|(o, v)| *o += a * v);
+            }
+        }
+        out
+    };
+    let map = least_squares_map(&times(&p), &y, dim);
+    p = p.chunks_exact(dim).flat_map(|row| apply_map(row, &map)).collect();
+    let means = times(&p);
+    let mut diagonal = vec![0f64; rows];
+    for doc in docs {
+        for &(t, a) in doc {
+            diagonal[t as usize] += f64::from(a * a);
+        }
+    }
+    let used = diagonal.iter().filter(|d| **d > 0.0).count().max(1);
+    let lambda = strength * (diagonal.iter().sum::<f64>() / used as f64) as f32;
+    let apply = |x: &[f32]| {
+        let mut out = times_t(&times(x));
+        out.iter_mut().zip(x).for_each(|(o, x)| *o += lambda * x);
+        out
+    };
+    // Solved for the change from the prior: (AᵀA + λI) Δ = Aᵀ(Y − A P).
+    let residual_y: Vec<f32> = y.iter().zip(&means).map(|(y, m)| y - m).collect();
+    let mut r = times_t(&residual_y);
+    let mut delta = vec![0f32; rows * dim];
+    let mut dir = r.clone();
+    let mut rr = column_dots(&r, &r, dim);
+    for _ in 0..iterations {
+        let q = apply(&dir);
+        let steps: Vec<f32> = rr
+            .iter()
+            .zip(column_dots(&dir, &q, dim))
+            .map(|(rr, denominator)| if denominator > 0.0 { (rr / denominator) as f32 } else { 0.0 })
+            .collect();
+        for i in 0..rows * dim {
+            delta[i] += steps[i % dim] * dir[i];
+            r[i] -= steps[i % dim] * q[i];
+        }
+        let fresh = column_dots(&r, &r, dim);
+        for i in 0..rows * dim {
+            let c = i % dim;
+            let beta = if rr[c] > 0.0 { (fresh[c] / rr[c]) as f32 } else { 0.0 };
+            dir[i] = r[i] + beta * dir[i];
+        }
+        rr = fresh;
+    }
+    p.iter().zip(&delta).map(|(p, d)| p + d).collect::<Vec<f32>>().chunks(dim.max(1)).map(<[f32]>::to_vec).collect()
+}
+
+/// The `dim × dim` map `W` minimising `‖X W − Y‖²` (rows of `x` and `y`
+/// flat, `dim` wide), with a touch of ridge so a rank-deficient `X` (a
+/// site of few pages) still has one; solved by Cholesky in f64.
+#[allow(clippy::needless_range_loop)] // matrix code reads as the math does
+fn least_squares_map(x: &[f32], y: &[f32], dim: usize) -> Vec<Vec<f64>> {
+    let mut gram = vec![vec![0f64; dim]; dim];
+    let mut cross = vec![vec![0f64; dim]; dim];
+    for (rx, ry) in x.chunks_exact(dim).zip(y.chunks_exact(dim)) {
+        for i in 0..dim {
+            let xi = f64::from(rx[i]);
+            for j in 0..dim {
+                gram[i][j] += xi * f64::from(rx[j]);
+                cross[i][j] += xi * f64::from(ry[j]);
+            }
+        }
+    }
+    let trace = (0..dim).map(|i| gram[i][i]).sum::<f64>() / dim as f64;
+    for i in 0..dim {
+        gram[i][i] += 1e-3 * trace.max(f64::MIN_POSITIVE);
+    }
+    // gram = L Lᵀ
+    let mut l = vec![vec![0f64; dim]; dim];
+    for i in 0..dim {
+        for j in 0..=i {
+            let sum: f64 = gram[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
+            l[i][j] = if i == j { sum.max(f64::MIN_POSITIVE).sqrt() } else { sum / l[j][j] };
+        }
+    }
+    // Each column of W: L z = c, then Lᵀ w = z.
+    let mut map = vec![vec![0f64; dim]; dim];
+    for c in 0..dim {
+        let mut z = vec![0f64; dim];
+        for i in 0..dim {
+            z[i] = (cross[i][c] - (0..i).map(|k| l[i][k] * z[k]).sum::<f64>()) / l[i][i];
+        }
+        for i in (0..dim).rev() {
+            map[i][c] = (z[i] - (i + 1..dim).map(|k| l[k][i] * map[k][c]).sum::<f64>()) / l[i][i];
+        }
+    }
+    map
+}
+
+/// `row · W`.
+fn apply_map(row: &[f32], map: &[Vec<f64>]) -> Vec<f32> {
+    let mut out = vec![0f64; map.first().map_or(0, Vec::len)];
+    for (&x, w) in row.iter().zip(map) {
+        out.iter_mut().zip(w).for_each(|(o, w)| *o += f64::from(x) * w);
+    }
+    out.into_iter().map(|x| x as f32).collect()
+}
+
+/// The dot product of each column of two row-major matrices `dim` wide.
+fn column_dots(a: &[f32], b: &[f32], dim: usize) -> Vec<f64> {
+    let mut out = vec![0f64; dim];
+    for (ra, rb) in a.chunks_exact(dim).zip(b.chunks_exact(dim)) {
+        out.iter_mut().zip(ra.iter().zip(rb)).for_each(|(o, (x, y))| *o += f64::from(*x) * f64::from(*y));
+    }
+    out
+}
+
 /// Scales `v` to unit length (zero stays zero).
 pub fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -174,6 +325,52 @@ mod tests {
         let (mean, axes) = pca(&rows, 3, 1);
         assert!((mean[2] - 5.0).abs() < 1e-9);
         assert!(axes[0][0].abs() > 0.999, "{:?}", axes[0]);
+    }
+
+    #[test]
+    fn fitted_rows_reproduce_the_targets_and_keep_to_the_prior_elsewhere() {
+        // Rows 0..3 appear in documents whose targets come from known rows;
+        // row 3 appears in none.
+        let truth = [vec![1.0, 0.0], vec![0.0, 1.0], vec![-1.0, 0.5]];
+        let docs: Vec<BagOfTokens> =
+            vec![vec![(0, 0.5), (1, 0.5)], vec![(1, 0.25), (2, 0.75)], vec![(0, 1.0)], vec![(2, 0.5), (0, 0.5)]];
+        let targets: Vec<Vec<f32>> = docs
+            .iter()
+            .map(|bag| (0..2).map(|c| bag.iter().map(|&(t, a)| a * truth[t as usize][c]).sum()).collect())
+            .collect();
+        let prior = vec![vec![0.5, 0.5], vec![0.5, 0.5], vec![0.5, 0.5], vec![0.2, -0.4]];
+        let fitted = fit_rows(&docs, &targets, &prior, 1e-6, 20);
+        for (row, want) in fitted.iter().zip(&truth) {
+            assert!(row.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-3), "{row:?} vs {want:?}");
+        }
+        // A row no document uses is the prior through the same linear map
+        // however strongly the others keep to it; a strong prior keeps
+        // every row there.
+        let stiff = fit_rows(&docs, &targets, &prior, 1e6, 20);
+        assert!(fitted[3].iter().zip(&stiff[3]).all(|(a, b)| (a - b).abs() < 1e-4), "{:?} {:?}", fitted[3], stiff[3]);
+        let means: Vec<f32> = docs
+            .iter()
+            .flat_map(|bag| (0..2).map(|c| bag.iter().map(|&(t, a)| a * prior[t as usize][c]).sum::<f32>()))
+            .collect();
+        let map = least_squares_map(&means, &targets.concat(), 2);
+        for (row, p) in stiff.iter().zip(&prior) {
+            let mapped = apply_map(p, &map);
+            assert!(row.iter().zip(&mapped).all(|(a, b)| (a - b).abs() < 1e-3), "{row:?} vs {mapped:?}");
+        }
+        assert_eq!(fit_rows(&[], &[], &prior, 1.0, 5), prior, "no documents: the prior");
+    }
+
+    #[test]
+    fn the_least_squares_map_recovers_a_linear_map() {
+        let w = [[2.0f32, -1.0], [0.5, 3.0]];
+        let x = [1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0, -2.0, 0.5];
+        let y: Vec<f32> = x.chunks(2).flat_map(|r| (0..2).map(move |c| r[0] * w[0][c] + r[1] * w[1][c])).collect();
+        let map = least_squares_map(&x, &y, 2);
+        for i in 0..2 {
+            for j in 0..2 {
+                assert!((map[i][j] - f64::from(w[i][j])).abs() < 1e-2, "{map:?}");
+            }
+        }
     }
 
     #[test]
