@@ -48,6 +48,11 @@ class Engine {
     return this.put(encoder.encode(value));
   }
 
+  /** Numbers as the engine reads a list of them: little-endian u32s. */
+  u32s(numbers) {
+    return this.put(new Uint8Array(new Uint32Array(numbers).buffer));
+  }
+
   /** Calls an export; returns its output bytes (a copy). */
   bytes(name, ...args) {
     const code = this.x[name](...args);
@@ -186,8 +191,7 @@ export class QmdSearch {
   async fragment(name, query) {
     const page = JSON.parse(decoder.decode(await this.get(name)));
     const e = this.engine;
-    const at = new Uint8Array(new Uint32Array(page.anchors.map((a) => a.at)).buffer);
-    const out = e.call('qmd_excerpts', ...e.text(query), ...e.text(page.text), ...e.put(at), 30, 3);
+    const out = e.call('qmd_excerpts', ...e.text(query), ...e.text(page.text), ...e.u32s(page.anchors.map((a) => a.at)), 30, 3);
     const [main, ...sections] = lines(out).map((line) => {
       const tab = line.indexOf('\t');
       return { anchor: line.slice(0, tab), excerpt: parseMarks(line.slice(tab + 1)) };
@@ -213,9 +217,8 @@ export class QmdSearch {
   async filters(docs = null) {
     await this.init();
     const e = this.engine;
-    const among = docs ? new Uint8Array(new Uint32Array(docs).buffer) : new Uint8Array();
     const out = {};
-    for (const line of lines(e.call('qmd_filters', ...e.put(among), docs ? 1 : 0))) {
+    for (const line of lines(e.call('qmd_filters', ...e.u32s(docs ?? []), docs ? 1 : 0))) {
       const [key, value, count] = line.split('\t');
       (out[key] ??= {})[value] = Number(count);
     }
