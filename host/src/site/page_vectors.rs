@@ -48,9 +48,7 @@ pub fn embed(source: &ModelSource, models: &Models, texts: &[String]) -> Result<
             if let Some(file) = &file
                 && fresh.len() - saved >= SAVE_EVERY
             {
-                let done: Vec<(Key, Vec<f32>)> = fresh.iter().map(|(k, v)| (*k, v.clone())).collect();
-                let (done_keys, done_vectors): (Vec<Key>, Vec<Vec<f32>>) = done.into_iter().unzip();
-                let _ = write(file, &done_keys, &done_vectors, &cached);
+                let _ = write(file, fresh.iter(), &cached);
                 saved = fresh.len();
             }
         }
@@ -65,7 +63,7 @@ pub fn embed(source: &ModelSource, models: &Models, texts: &[String]) -> Result<
     if let Some(file) = file
         && !fresh.is_empty()
     {
-        let _ = write(&file, &keys, &vectors, &cached);
+        let _ = write(&file, keys.iter().zip(&vectors), &cached);
     }
     Ok(vectors)
 }
@@ -85,10 +83,14 @@ struct Cache {
 }
 
 /// This build's vectors, then the earlier entries that fit.
-fn write(path: &Path, keys: &[Key], vectors: &[Vec<f32>], old: &Cache) -> anyhow::Result<()> {
-    let dim = vectors.first().map_or(0, Vec::len);
+fn write<'a>(
+    path: &Path,
+    current: impl Iterator<Item = (&'a Key, &'a Vec<f32>)>,
+    old: &'a Cache,
+) -> anyhow::Result<()> {
+    let mut current = current.peekable();
+    let Some(dim) = current.peek().map(|(_, v)| v.len()) else { return Ok(()) };
     let mut seen = std::collections::HashSet::new();
-    let current = keys.iter().zip(vectors.iter());
     let earlier = old.order.iter().filter_map(|k| old.entries.get(k).map(|v| (k, v)));
     let kept: Vec<(&Key, &Vec<f32>)> =
         current.chain(earlier).filter(|(k, v)| v.len() == dim && seen.insert(**k)).take(MAX_ENTRIES).collect();
@@ -137,12 +139,12 @@ mod tests {
         let path = dir.join("p.bin");
         let old = Cache::default();
         let keys = [key("a"), key("b")];
-        write(&path, &keys, &[vec![1.0, 0.0], vec![0.0, 1.0]], &old).unwrap();
+        write(&path, keys.iter().zip(&[vec![1.0, 0.0], vec![0.0, 1.0]]), &old).unwrap();
         let first = read(&path).unwrap();
         assert_eq!(first.order, keys);
         assert_eq!(first.entries[&key("b")], vec![0.0, 1.0]);
         // A later build of other pages keeps the earlier ones after its own.
-        write(&path, &[key("c")], &[vec![0.5, 0.5]], &first).unwrap();
+        write(&path, [key("c")].iter().zip(&[vec![0.5, 0.5]]), &first).unwrap();
         let second = read(&path).unwrap();
         assert_eq!(second.order, [key("c"), key("a"), key("b")]);
         let mut bytes = std::fs::read(&path).unwrap();

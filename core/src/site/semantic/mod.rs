@@ -49,7 +49,8 @@ pub struct SemanticInput {
     /// Clusters a query reads.
     pub probes: usize,
     /// Cosine below which a semantic hit is dropped (vector search always
-    /// finds something; a query about nothing on the site should not).
+    /// finds a nearest page; this floor is the site owner's say in how
+    /// near).
     pub min_similarity: f32,
     /// The encoder, for the pages: a page is searched by the encoder's
     /// vector of the whole page, and the static rows a query is made of are
@@ -104,8 +105,8 @@ pub struct SemanticMeta {
     pub unk: Option<u32>,
     pub probes: usize,
     pub min_similarity: f32,
-    /// The semantic list's weight against the keyword list's (1.0) in the
-    /// fusion: set by how the documents were embedded.
+    /// The semantic list's share of the fusion (the keyword list has the
+    /// rest; see [`super::fuse`]), from 0 to 1.
     pub weight: f32,
     pub clusters: Vec<(Code, FileId)>,
 }
@@ -144,7 +145,7 @@ impl SemanticMeta {
         let probes = r.usize()?;
         let min_similarity = r.f32()?;
         let weight = r.f32()?;
-        if !(weight.is_finite() && weight >= 0.0) {
+        if !(0.0..=1.0).contains(&weight) {
             return Err(FormatError("fusion weight out of range"));
         }
         let n = r.count(dim + 12)?;
@@ -381,11 +382,11 @@ fn vocab_shards(vocab: &[String], shipped: impl Fn(usize) -> bool) -> Vec<(Strin
         .collect()
 }
 
-/// The unit vector of a token sequence: the mean of its rows, normalised
-/// (zeros when no token has a row).
-fn embed_ids(rows: &[Vec<f32>], ids: &[u32], dim: usize) -> Vec<f32> {
+/// The unit vector of a query: the mean of its tokens' rows, normalised
+/// (zeros when no row has any weight).
+fn unit_mean(rows: &[Vec<f32>], dim: usize) -> Vec<f32> {
     let mut v = vec![0f32; dim];
-    for row in ids.iter().filter_map(|&id| rows.get(id as usize)) {
+    for row in rows {
         v.iter_mut().zip(row).for_each(|(a, b)| *a += b);
     }
     distill::normalize(&mut v);
@@ -434,8 +435,7 @@ impl SemanticIndex {
             let shard = id as usize / self.meta.rows_per_shard;
             rows.push(self.rows.get(&shard)?.get(id as usize % self.meta.rows_per_shard)?.to_f32());
         }
-        let local: Vec<u32> = (0..rows.len() as u32).collect();
-        Some(embed_ids(&rows, &local, self.meta.dim))
+        Some(unit_mean(&rows, self.meta.dim))
     }
 
     fn probed(&self, q: &[f32]) -> Vec<usize> {
