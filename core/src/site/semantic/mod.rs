@@ -11,15 +11,19 @@
 //!                8 bytes rows set id, 8 bytes vocabulary set id,
 //!                vint [UNK] id + 1 (0: none), vint probes,
 //!                f32 minimum similarity, f32 fusion weight,
+//!                product codebook (vint dims per subspace, vint codes;
+//!                per subspace: f32 scale, codes × dims i8),
 //!                vint clusters; per cluster: f32 scale, dim i8 centroid,
 //!                8 bytes file id
 //! vocabulary     "QMDVOCB1" vint tokens; per token (id order): vint id
 //! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
 //! rows shard     "QMDROWS1" vint rows; per row: f32 scale, dim i8
-//! cluster        "QMDCLUS1" vint docs; vint doc deltas; per doc: f32 scale, dim i8
+//! cluster        "QMDCLUS2" vint docs; vint doc deltas; per doc: one code
+//!                byte per subspace (its residual to the centroid, [`pq`])
 //! ```
 
 pub mod distill;
+pub mod pq;
 pub mod wordpiece;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -28,10 +32,10 @@ use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
 use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
-pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA3";
+pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA4";
 const VOCAB_MAGIC: &[u8] = b"QMDVOCB1";
 const ROWS_MAGIC: &[u8] = b"QMDROWS1";
-const CLUSTER_MAGIC: &[u8] = b"QMDCLUS1";
+const CLUSTER_MAGIC: &[u8] = b"QMDCLUS2";
 
 /// Embeds texts with the full encoder: one unit vector each, the encoder's
 /// width (the encoder cuts each text to its window).
@@ -108,6 +112,8 @@ pub struct SemanticMeta {
     /// The semantic list's share of the fusion (the keyword list has the
     /// rest; see [`super::fuse`]), from 0 to 1.
     pub weight: f32,
+    /// How pages' residuals to their centroid are coded.
+    pub codebook: pq::ProductCodebook,
     pub clusters: Vec<(Code, FileId)>,
 }
 
@@ -123,6 +129,7 @@ impl SemanticMeta {
         put_vint(&mut out, self.probes as u64);
         out.extend_from_slice(&self.min_similarity.to_le_bytes());
         out.extend_from_slice(&self.weight.to_le_bytes());
+        self.codebook.put(&mut out);
         put_vint(&mut out, self.clusters.len() as u64);
         for (centroid, id) in &self.clusters {
             centroid.put(&mut out);
@@ -148,9 +155,22 @@ impl SemanticMeta {
         if !(0.0..=1.0).contains(&weight) {
             return Err(FormatError("fusion weight out of range"));
         }
+        let codebook = pq::ProductCodebook::read(&mut r, dim)?;
         let n = r.count(dim + 12)?;
         let clusters = (0..n).map(|_| Ok((read_code(&mut r, dim)?, r.id()?))).collect::<Parsed<Vec<_>>>()?;
-        Ok(SemanticMeta { dim, tokens, rows_per_shard, rows, vocab, unk, probes, min_similarity, weight, clusters })
+        Ok(SemanticMeta {
+            dim,
+            tokens,
+            rows_per_shard,
+            rows,
+            vocab,
+            unk,
+            probes,
+            min_similarity,
+            weight,
+            codebook,
+            clusters,
+        })
     }
 
     pub fn vocab_name(&self, key: &str) -> String {
@@ -206,6 +226,13 @@ const FIT_ITERATIONS: usize = 60;
 /// its page's vector: short texts like a query's should find the page
 /// (SciFact train: 0.553 → 0.568).
 const MIN_SENTENCE_TOKENS: usize = 5;
+
+/// Dimensions a product code's subspace spans: 4 (a code byte per four
+/// dimensions, a quarter of int8's bytes), or fewer where 4 does not
+/// divide the width.
+fn subspace_dims(dim: usize) -> usize {
+    [4, 2, 1].into_iter().find(|s| dim.is_multiple_of(*s)).unwrap_or(1)
+}
 
 /// The semantic list's weight in the fusion (see [`super::fuse`]); tuned
 /// on SciFact train and NFCorpus dev (README).
@@ -291,6 +318,14 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         .collect();
     let k = ((docs.len() as f64).sqrt().round() as usize).clamp(1, 1024);
     let (centroids, assign) = distill::kmeans(&doc_vectors, k, 10);
+    // Residuals to the centroid as the page reads it (int8).
+    let stored_centroids: Vec<Code> = centroids.iter().map(|c| Code::of(c)).collect();
+    let residuals: Vec<Vec<f32>> = doc_vectors
+        .iter()
+        .zip(&assign)
+        .map(|(v, &c)| v.iter().zip(stored_centroids[c].to_f32()).map(|(x, c)| x - c).collect())
+        .collect();
+    let codebook = pq::ProductCodebook::train(&residuals, dim, subspace_dims(dim));
 
     let mut files = Vec::new();
     let mut row_files = Vec::new();
@@ -304,7 +339,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
     let vocab_files = vocab_shards(&input.vocab, shipped);
     let vocab_set = set_id(&vocab_files.iter().map(|(_, bytes)| bytes.clone()).collect::<Vec<_>>());
     let mut clusters = Vec::new();
-    for (c, centroid) in centroids.iter().enumerate() {
+    for (c, centroid) in stored_centroids.into_iter().enumerate() {
         let members: Vec<usize> = (0..docs.len()).filter(|&d| assign[d] == c).collect();
         let mut bytes = CLUSTER_MAGIC.to_vec();
         put_vint(&mut bytes, members.len() as u64);
@@ -314,10 +349,10 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
             last = d;
         }
         for &d in &members {
-            Code::of(&doc_vectors[d]).put(&mut bytes);
+            bytes.extend(codebook.encode(&residuals[d]));
         }
         let id = file_id(&bytes);
-        clusters.push((Code::of(centroid), id));
+        clusters.push((centroid, id));
         files.push((format!("v/{}.bin", id_hex(&id)), bytes));
     }
     let meta = SemanticMeta {
@@ -330,6 +365,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         probes: input.probes.max(1),
         min_similarity: input.min_similarity,
         weight: FUSION_WEIGHT,
+        codebook,
         clusters,
     };
     for (shard, bytes) in row_files.into_iter().enumerate() {
@@ -400,7 +436,9 @@ pub struct SemanticIndex {
     wordpiece: WordPiece,
     vocab_loaded: HashSet<String>,
     rows: HashMap<usize, Vec<Code>>,
-    clusters: HashMap<usize, (Vec<u32>, Vec<Code>)>,
+    /// Per loaded cluster: its pages and their codes, one row of
+    /// `codebook.pieces()` bytes each.
+    clusters: HashMap<usize, (Vec<u32>, Vec<u8>)>,
 }
 
 impl SemanticIndex {
@@ -517,7 +555,8 @@ impl SemanticIndex {
                     return Err(FormatError("file content does not match its name"));
                 }
                 let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
-                let n = r.count(dim + 5)?;
+                let pieces = self.meta.codebook.pieces();
+                let n = r.count(pieces + 1)?;
                 let mut docs = Vec::with_capacity(n);
                 let mut doc = 0usize;
                 for i in 0..n {
@@ -525,7 +564,13 @@ impl SemanticIndex {
                     doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
                     docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
                 }
-                let codes = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
+                let codes = r.take(n * pieces)?.to_vec();
+                if !r.at_end() {
+                    return Err(FormatError("cluster file longer than its pages"));
+                }
+                if codes.iter().any(|&c| usize::from(c) >= self.meta.codebook.codes) {
+                    return Err(FormatError("page code out of range"));
+                }
                 self.clusters.insert(cluster, (docs, codes));
                 Ok(true)
             }
@@ -545,13 +590,15 @@ impl SemanticIndex {
         if q.iter().all(|x| *x == 0.0) {
             return Vec::new();
         }
+        let (book, table) = (&self.meta.codebook, self.meta.codebook.table(&q));
         let mut hits: Vec<(u32, f32)> = Vec::new();
         for c in self.probed(&q) {
             if let Some((docs, codes)) = self.clusters.get(&c) {
+                let near = self.meta.clusters[c].0.dot(&q);
                 hits.extend(
                     docs.iter()
-                        .zip(codes)
-                        .map(|(&d, code)| (d, code.dot(&q)))
+                        .zip(codes.chunks_exact(book.pieces()))
+                        .map(|(&d, code)| (d, near + book.score(&table, code)))
                         .filter(|&(_, s)| s >= self.meta.min_similarity),
                 );
             }
@@ -701,5 +748,28 @@ mod tests {
         let other = files.files.iter().find(|(n, _)| n.starts_with("w/") && n != name).unwrap();
         assert!(index.add_file(&other.0, bytes.clone()).is_err(), "tokens of another shard are refused");
         assert!(!index.add_file("t/whatever.bin", vec![]).unwrap());
+    }
+
+    #[test]
+    fn a_cluster_with_codes_the_codebook_lacks_or_extra_bytes_is_refused() {
+        let files = build(&input(), &["car".to_string(), "bread".to_string()]).unwrap();
+        let meta_bytes = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
+        let mut meta = SemanticMeta::decode(meta_bytes).unwrap();
+        // Two pages: two codes per subspace, one byte a dimension.
+        assert_eq!((meta.codebook.codes, meta.codebook.pieces()), (2, 3));
+        let cluster = |body: &[u8]| [CLUSTER_MAGIC, body].concat();
+        for (body, problem) in [
+            (&[1, 0, 1, 2, 0][..], "page code out of range"),
+            (&[1, 0, 1, 1, 0, 9][..], "cluster file longer than its pages"),
+        ] {
+            let bytes = cluster(body);
+            meta.clusters[0].1 = file_id(&bytes);
+            let mut index = SemanticIndex::open(&meta.encode()).unwrap();
+            let name = meta.cluster_name(0);
+            assert_eq!(index.add_file(&name, bytes).unwrap_err().0, problem);
+        }
+        let good = cluster(&[1, 0, 1, 1, 0]);
+        meta.clusters[0].1 = file_id(&good);
+        assert!(SemanticIndex::open(&meta.encode()).unwrap().add_file(&meta.cluster_name(0), good).unwrap());
     }
 }
