@@ -10,8 +10,15 @@ use std::process::Command;
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
-    for watched in ["core/src", "core/Cargo.toml", "wit", "Cargo.lock", "web/site"] {
-        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    // Relative to this package: cargo keeps such paths relative in its
+    // fingerprint, where an absolute one outside the package stays the
+    // path of whichever checkout last ran this script. (Another clone
+    // building into the same target folder shares this script's
+    // fingerprint, so its absolute paths left edits here unseen and
+    // embedded that clone's site engine.) `www/site` is here for the same
+    // reason: rustc records the widget's `include_str!` by absolute path.
+    for watched in ["core/src", "core/Cargo.toml", "wit", "Cargo.lock", "web/site", "www/site"] {
+        println!("cargo:rerun-if-changed=../{watched}");
     }
     // The site engine and its filter module ship inside every `qmd site
     // build` bundle, so bundle and reader always match (as Pagefind's

@@ -248,9 +248,9 @@ test('the semantic tier finds pages by meaning, and nothing under its similarity
   assert.equal(semantic[0], '/install.html', `${semantic}`);
   const files = bundleRequests().filter((p) => p.startsWith('/sem/qmd/'));
   // Only the vocabulary shards the words can match: "apple setup" starts
-  // with a and s, and continues with p, l, e, t, u.
+  // with a piece of a or ap, s or se, and continues with p, l, e, t, u.
   const vocab = files.filter((p) => p.startsWith('/sem/qmd/w/')).map((p) => p.split('/').pop());
-  assert.deepEqual(vocab.sort(), ['-e', '-l', '-p', '-t', '-u', 'a', 's'].map((k) => `${k}.bin`).sort());
+  assert.deepEqual(vocab.sort(), ['-e', '-l', '-p', '-t', '-u', 'a', 'ap', 's', 'se'].map((k) => `${k}.bin`).sort());
   const rows = files.filter((p) => p.startsWith('/sem/qmd/r/'));
   assert.ok(rows.length >= 1 && rows.length <= 3, `${rows}`);
   const total = fs.readdirSync(path.join(site, 'sem/qmd/r'), { recursive: true }).length;

@@ -15,7 +15,7 @@
 //!                per subspace: f32 scale, codes × dims i8),
 //!                vint clusters; per cluster: f32 scale, dim i8 centroid,
 //!                8 bytes file id
-//! vocabulary     "QMDVOCB1" vint tokens; per token (id order): vint id
+//! vocabulary     "QMDVOCB2" vint tokens; per token (id order): vint id
 //! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
 //! rows shard     "QMDROWS1" vint rows; per row: f32 scale, dim i8
 //! cluster        "QMDCLUS2" vint docs; vint doc deltas; per doc: one code
@@ -33,7 +33,7 @@ use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
 pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA4";
-const VOCAB_MAGIC: &[u8] = b"QMDVOCB1";
+const VOCAB_MAGIC: &[u8] = b"QMDVOCB2";
 const ROWS_MAGIC: &[u8] = b"QMDROWS1";
 const CLUSTER_MAGIC: &[u8] = b"QMDCLUS2";
 
