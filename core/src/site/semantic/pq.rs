@@ -7,7 +7,7 @@
 //! "asymmetric distance" of Jégou et al., 2011).
 
 use super::distill;
-use super::read_code;
+use super::{Code, read_code};
 use crate::site::format::{Cursor, FormatError, Parsed};
 
 /// Centroids per subspace: one byte a code.
@@ -80,9 +80,8 @@ impl ProductCodebook {
         crate::index::codec::put_vint(out, self.sub as u64);
         crate::index::codec::put_vint(out, self.codes as u64);
         for centroids in &self.centroids {
-            let (code, scale) = distill::quantize(centroids);
-            out.extend_from_slice(&scale.to_le_bytes());
-            out.extend(code.iter().map(|&c| c as u8));
+            // Already int8 values: quantizing them again gives their codes.
+            Code::of(centroids).put(out);
         }
     }
 
