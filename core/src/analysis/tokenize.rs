@@ -16,7 +16,7 @@
 //! runs of word bytes at once.
 
 use super::stem::stem_in_place;
-use unicode_normalization::char::{decompose_canonical, is_combining_mark};
+use unicode_normalization::char::is_combining_mark;
 
 /// One analysed token: `term` is the normalised, stemmed index term;
 /// `position` counts tokens from 0; `start..end` are BYTE offsets of the
@@ -148,13 +148,6 @@ fn is_diacritic(c: char) -> bool {
     }
 }
 
-/// Latin letters that may carry a precomposed diacritic (Latin-1
-/// Supplement, Latin Extended-A/B, Latin Extended Additional): the range of
-/// unicode61's `remove_diacritics=1` table.
-fn is_latin_precomposed(c: char) -> bool {
-    matches!(c as u32, 0x00C0..=0x024F | 0x1E00..=0x1EFF)
-}
-
 /// unicode61 folds with simple case folding, which differs from lowercase
 /// for these lowercase variants (final sigma, Greek symbol forms, long s …).
 fn case_fold_variant(c: char) -> char {
@@ -184,23 +177,42 @@ fn push_folded(c: char, out: &mut String) {
         if is_diacritic(lc) {
             continue; // e.g. the dot of `İ` → `i̇`
         }
-        if is_latin_precomposed(lc) {
-            let mut parts = ['\0'; 2];
-            let mut n = 0;
-            decompose_canonical(lc, |d| {
-                if n < 2 {
-                    parts[n] = d;
-                }
-                n += 1;
-            });
-            if n == 2 && parts[0].is_ascii() && is_combining_mark(parts[1]) {
-                out.push(parts[0]);
-                continue;
-            }
-        }
-        out.push(lc);
+        out.push(latin_base(lc).unwrap_or(lc));
     }
 }
+
+/// The ASCII base of a precomposed Latin letter with exactly one
+/// diacritic: its canonical decomposition is that letter and one combining
+/// mark. A table rather than the decomposition itself, which would ship
+/// Unicode's whole decomposition data (~30 KB) in the site engine; the test
+/// `latin_bases_are_the_canonical_decompositions` derives it again.
+fn latin_base(c: char) -> Option<char> {
+    let table = match c as u32 {
+        cp @ 0x00C0..=0x024F => LATIN_1_TO_EXTENDED_B.as_bytes()[(cp - 0x00C0) as usize],
+        cp @ 0x1E00..=0x1EFF => LATIN_EXTENDED_ADDITIONAL.as_bytes()[(cp - 0x1E00) as usize],
+        _ => return None,
+    };
+    (table != b'-').then_some(char::from(table))
+}
+
+/// U+00C0..=U+024F, one byte each: the ASCII base, or `-` for none.
+const LATIN_1_TO_EXTENDED_B: &str = concat!(
+    "AAAAAA-CEEEEIIII-NOOOOO--UUUUY--aaaaaa-ceeeeiiii-nooooo--uuuuy-y",
+    "AaAaAaCcCcCcCcDd--EeEeEeEeEeGgGgGgGgHh--IiIiIiIiI---JjKk-LlLlLl-",
+    "---NnNnNn---OoOoOo--RrRrRrSsSsSsSsTtTt--UuUuUuUuUuUuWwYyYZzZzZz-",
+    "--------------------------------Oo-------------Uu---------------",
+    "-------------AaIiOoUu-----------------GgKkOo----j---Gg--Nn------",
+    "AaAaEeEeIiIiOoOoRrRrUuUuSsTt--Hh------AaEe----Oo--Yy------------",
+    "----------------",
+);
+
+/// U+1E00..=U+1EFF, as above.
+const LATIN_EXTENDED_ADDITIONAL: &str = concat!(
+    "AaBbBbBb--DdDdDdDdDd----EeEe--FfGgHhHhHhHhHhIi--KkKkKkLl--LlLlMm",
+    "MmMmNnNnNnNn--------PpPpRrRr--RrSsSs------TtTtTtTtUuUuUu----VvVv",
+    "WwWwWwWwWwXxXxYyZzZzZzhtwy------AaAa--------------------EeEeEe--",
+    "--------IiIiOoOo--------------------UuUu----------YyYyYyYy------",
+);
 
 /// Bytes that are ASCII token characters (false for every non-ASCII byte,
 /// so the hot loop needs a single lookup per byte).
@@ -297,6 +309,20 @@ fn flush(buf: &mut String, start: &mut usize, end: usize, f: &mut impl FnMut(&mu
 mod tests {
     use super::*;
     use crate::analysis::stem;
+
+    #[test]
+    fn latin_bases_are_the_canonical_decompositions() {
+        use unicode_normalization::char::decompose_canonical;
+        for c in (0x00B0..=0x0260).chain(0x1DF0..=0x1F10).filter_map(char::from_u32) {
+            let mut parts = Vec::new();
+            decompose_canonical(c, |d| parts.push(d));
+            let expected = match parts[..] {
+                [base, mark] if base.is_ascii() && is_combining_mark(mark) => Some(base),
+                _ => None,
+            };
+            assert_eq!(latin_base(c), expected, "U+{:04X}", c as u32);
+        }
+    }
 
     /// A word past [`MAX_TERM_BYTES`] is no term; the words around it are.
     #[test]

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
-use super::format::{FileId, Meta, ShardRef, encode_shard, file_id, id_hex, metadata_name};
+use super::format::{FileId, Meta, ShardRef, encode_shard, file_id, id_hex, metadata_name, positions_name, terms_name};
 use crate::directory::{Directory, RamDirectory};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::{DocInput, SegmentBuilder, SegmentReader};
@@ -73,7 +73,7 @@ pub struct SiteOptions {
 
 impl Default for SiteOptions {
     fn default() -> Self {
-        SiteOptions { shard_bytes: 12 * 1024, semantic: None }
+        SiteOptions { shard_bytes: 3 * 1024, semantic: None }
     }
 }
 
@@ -174,6 +174,7 @@ impl SiteBuilder {
 
         let mut files = Vec::new();
         let mut shards = Vec::new();
+        let mut shard_files = Vec::new();
         let mut pending: Vec<PendingTerm> = Vec::new();
         let mut pending_bytes = 0;
         let all_terms = reader.terms_with_prefix("")?;
@@ -183,12 +184,18 @@ impl SiteBuilder {
             pending_bytes += term.len() + postings.len();
             pending.push((term, info.df, postings, positions));
             if pending_bytes >= options.shard_bytes {
-                flush_shard(&mut pending, &mut shards, &mut files);
+                flush_shard(&mut pending, &mut shards, &mut shard_files);
                 pending_bytes = 0;
             }
         }
         if !pending.is_empty() || shards.is_empty() {
-            flush_shard(&mut pending, &mut shards, &mut files);
+            flush_shard(&mut pending, &mut shards, &mut shard_files);
+        }
+        let shard_set =
+            file_id(&shard_files.iter().flat_map(|(t, p)| [file_id(t), file_id(p)]).flatten().collect::<Vec<u8>>());
+        for (i, (terms, positions)) in shard_files.into_iter().enumerate() {
+            files.push(SiteFile { name: terms_name(&shard_set, i), bytes: terms });
+            files.push(SiteFile { name: positions_name(&shard_set, i), bytes: positions });
         }
 
         let doc_lens = (0..seg_meta.docs).map(|d| reader.doc_len(d)).collect::<Result<Vec<_>>>()?;
@@ -231,6 +238,7 @@ impl SiteBuilder {
             tokens: seg_meta.tokens,
             fragments,
             doc_lens,
+            shard_set,
             shards,
             filters: self.filters,
             metadata,
@@ -246,14 +254,12 @@ impl SiteBuilder {
 type PendingTerm = (String, u32, Vec<u8>, Vec<u8>);
 
 /// Closes the shard of the `pending` terms.
-fn flush_shard(pending: &mut Vec<PendingTerm>, shards: &mut Vec<ShardRef>, files: &mut Vec<SiteFile>) {
-    let (terms, positions) = encode_shard(pending);
-    let (terms_id, positions_id) = (file_id(&terms), file_id(&positions));
+/// Closes a shard: its terms and positions files, named once every shard
+/// is written (by the set's id).
+fn flush_shard(pending: &mut Vec<PendingTerm>, shards: &mut Vec<ShardRef>, files: &mut Vec<(Vec<u8>, Vec<u8>)>) {
+    files.push(encode_shard(pending));
     // The first shard starts at "", so every term has a shard.
     let first = if shards.is_empty() { String::new() } else { pending.first().map_or(String::new(), |t| t.0.clone()) };
-    let shard = ShardRef { first, terms: terms_id, positions: positions_id };
-    files.push(SiteFile { name: shard.terms_name(), bytes: terms });
-    files.push(SiteFile { name: shard.positions_name(), bytes: positions });
-    shards.push(shard);
+    shards.push(ShardRef { first });
     pending.clear();
 }

@@ -3,12 +3,12 @@
 //! host; these are the bytes inside.
 //!
 //! ```text
-//! meta       "QMDSITE1"
+//! meta       "QMDSITE2"
 //!            vint docs, vint tokens, 8 bytes fragment set id
 //!            per doc: vint length in tokens (all fields, as BM25 wants)
-//!            vint shards; per shard: first term front-coded against the
-//!            previous shard's (vint shared bytes, vint-prefixed suffix),
-//!            8 bytes terms file id, 8 bytes positions file id
+//!            8 bytes shard set id; vint shards; per shard: first term
+//!            front-coded against the previous shard's (vint shared bytes,
+//!            vint-prefixed suffix)
 //!            vint filter keys; per key: name, vint values; per value:
 //!            name, vint docs, vint doc deltas
 //! terms      "QMDTERM1" vint terms; per term: front-coded term, vint df,
@@ -16,17 +16,22 @@
 //! positions  "QMDPOSN1" vint terms; per term: vint positions length;
 //!            then every term's positions, in order
 //! ```
-//! Postings and positions are the index segment's own encodings
+//! A terms or positions file ends with 4 bytes of the sha256 of what comes
+//! before (damage is an error, not a wrong result). Postings and positions
+//! are the index segment's own encodings
 //! ([`crate::index::segment::postings`]). Files are named by the hash of
-//! their content, so a name never changes meaning and caches keep them
-//! forever; the meta names every shard it needs.
+//! their content (shards: by the hash of the whole set, then their number),
+//! so a name never changes meaning and caches keep them forever; the meta
+//! names every shard it needs. Shards are numbered rather than each named
+//! by its own hash, which would cost the meta 16 bytes a shard that no
+//! compression removes: small shards keep a query's bytes small.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 
 use crate::index::codec::{get_bytes, get_vint, put_bytes, put_vint};
 
-pub const META_MAGIC: &[u8] = b"QMDSITE1";
+pub const META_MAGIC: &[u8] = b"QMDSITE2";
 pub const TERMS_MAGIC: &[u8] = b"QMDTERM1";
 pub const POSITIONS_MAGIC: &[u8] = b"QMDPOSN1";
 
@@ -44,6 +49,8 @@ pub struct Meta {
     pub tokens: u64,
     pub fragments: FileId,
     pub doc_lens: Vec<u32>,
+    /// Names the shard files (with each shard's number).
+    pub shard_set: FileId,
     pub shards: Vec<ShardRef>,
     pub filters: BTreeMap<String, FilterValues>,
     /// The file of the pages' `qmd.metadata` (see [`metadata_name`]),
@@ -61,20 +68,36 @@ pub fn metadata_name(id: &FileId) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShardRef {
     pub first: String,
-    pub terms: FileId,
-    pub positions: FileId,
 }
 
-impl ShardRef {
-    /// The bundle file of the shard's terms and postings.
-    pub fn terms_name(&self) -> String {
-        format!("t/{}.bin", id_hex(&self.terms))
-    }
+/// The bundle file of shard `shard`'s terms and postings.
+pub fn terms_name(set: &FileId, shard: usize) -> String {
+    format!("t/{}/{shard}.bin", id_hex(set))
+}
 
-    /// The bundle file of the shard's positions (fetched for phrases only).
-    pub fn positions_name(&self) -> String {
-        format!("p/{}.bin", id_hex(&self.positions))
+/// The bundle file of shard `shard`'s positions (fetched for phrases only).
+pub fn positions_name(set: &FileId, shard: usize) -> String {
+    format!("p/{}/{shard}.bin", id_hex(set))
+}
+
+/// Bytes of a shard file's checksum.
+const CHECK_BYTES: usize = 4;
+
+/// `content` with its checksum appended.
+fn sealed(mut content: Vec<u8>) -> Vec<u8> {
+    let check = file_id(&content);
+    content.extend_from_slice(&check[..CHECK_BYTES]);
+    content
+}
+
+/// The content of a sealed file, its checksum verified and removed.
+fn unsealed(mut data: Vec<u8>) -> Parsed<Vec<u8>> {
+    let at = data.len().checked_sub(CHECK_BYTES).ok_or(FormatError("file shorter than its checksum"))?;
+    if file_id(&data[..at])[..CHECK_BYTES] != data[at..] {
+        return Err(FormatError("file content does not match its checksum"));
     }
+    data.truncate(at);
+    Ok(data)
 }
 
 /// One term of a shard, with its postings' place in the shard's bytes.
@@ -214,12 +237,11 @@ impl Meta {
         for &len in &self.doc_lens {
             put_vint(&mut out, u64::from(len));
         }
+        out.extend_from_slice(&self.shard_set);
         put_vint(&mut out, self.shards.len() as u64);
         let mut previous = "";
         for shard in &self.shards {
             put_front_coded(&mut out, previous, &shard.first);
-            out.extend_from_slice(&shard.terms);
-            out.extend_from_slice(&shard.positions);
             previous = &shard.first;
         }
         put_vint(&mut out, self.filters.len() as u64);
@@ -254,14 +276,15 @@ impl Meta {
             return Err(FormatError("document count past the end"));
         }
         let doc_lens = (0..docs).map(|_| c.u32()).collect::<Parsed<Vec<_>>>()?;
-        let shard_count = c.count(18)?;
+        let shard_set = c.id()?;
+        let shard_count = c.count(2)?;
         let mut shards: Vec<ShardRef> = Vec::with_capacity(shard_count);
         for _ in 0..shard_count {
             let first = c.front_coded(shards.last().map_or("", |s| &s.first))?;
             if shards.last().is_some_and(|s| s.first >= first) {
                 return Err(FormatError("shards out of order"));
             }
-            shards.push(ShardRef { first, terms: c.id()?, positions: c.id()? });
+            shards.push(ShardRef { first });
         }
         let mut filters = BTreeMap::new();
         for _ in 0..c.count(2)? {
@@ -288,7 +311,7 @@ impl Meta {
             false if c.vint()? == 1 => Some(c.id()?),
             false => return Err(FormatError("unknown field after the filters")),
         };
-        Ok(Meta { docs, tokens, fragments, doc_lens, shards, filters, metadata })
+        Ok(Meta { docs, tokens, fragments, doc_lens, shard_set, shards, filters, metadata })
     }
 
     /// The shard whose range holds `term`.
@@ -305,7 +328,7 @@ impl Meta {
 }
 
 /// Encodes one term shard and its positions shard from `(term, df,
-/// postings, positions)` in term order.
+/// postings, positions)` in term order, each sealed with its checksum.
 pub fn encode_shard(terms: &[(String, u32, Vec<u8>, Vec<u8>)]) -> (Vec<u8>, Vec<u8>) {
     let mut head = TERMS_MAGIC.to_vec();
     let mut pos_head = POSITIONS_MAGIC.to_vec();
@@ -323,7 +346,7 @@ pub fn encode_shard(terms: &[(String, u32, Vec<u8>, Vec<u8>)]) -> (Vec<u8>, Vec<
         head.extend_from_slice(postings);
         pos_head.extend_from_slice(positions);
     }
-    (head, pos_head)
+    (sealed(head), sealed(pos_head))
 }
 
 /// Lengths laid end to end from `start`, checked against `total`.
@@ -340,6 +363,7 @@ fn ranges(lengths: &[usize], start: usize, total: usize) -> Parsed<Vec<Range<usi
 
 impl TermShard {
     pub fn decode(data: Vec<u8>) -> Parsed<TermShard> {
+        let data = unsealed(data)?;
         let mut c = Cursor::open(&data, TERMS_MAGIC, "not a qmd terms file, or another version")?;
         let n = c.count(4)?;
         let mut heads = Vec::with_capacity(n);
@@ -366,6 +390,7 @@ impl TermShard {
 
 impl PositionsShard {
     pub fn decode(data: Vec<u8>) -> Parsed<PositionsShard> {
+        let data = unsealed(data)?;
         let mut c = Cursor::open(&data, POSITIONS_MAGIC, "not a qmd positions file, or another version")?;
         let n = c.count(1)?;
         let lengths = (0..n)
@@ -388,12 +413,8 @@ mod tests {
             tokens: 42,
             fragments: [7; 8],
             doc_lens: vec![10, 20, 12],
-            shards: vec![
-                ShardRef { first: String::new(), terms: [1; 8], positions: [2; 8] },
-                ShardRef { first: "file".into(), terms: [3; 8], positions: [4; 8] },
-                ShardRef { first: "files".into(), terms: [5; 8], positions: [6; 8] },
-                ShardRef { first: "zip".into(), terms: [8; 8], positions: [9; 8] },
-            ],
+            shard_set: [1; 8],
+            shards: ["", "file", "files", "zip"].map(|first| ShardRef { first: first.into() }).to_vec(),
             filters,
             metadata: Some([11; 8]),
         }
@@ -452,6 +473,11 @@ mod tests {
         for cut in 0..t.len() {
             assert!(TermShard::decode(t[..cut].to_vec()).is_err());
         }
-        assert!(TermShard::decode(b"QMDTERM1\xff\xff\xff\xff\x0f".to_vec()).is_err());
+        assert!(TermShard::decode(sealed(b"QMDTERM1\xff\xff\xff\xff\x0f".to_vec())).is_err());
+        for i in 0..t.len() {
+            let mut flipped = t.clone();
+            flipped[i] ^= 0x10;
+            assert!(TermShard::decode(flipped).is_err(), "byte {i} changed");
+        }
     }
 }

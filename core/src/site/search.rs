@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::builder::fragment_name;
-use super::format::{FormatError, Meta, PositionsShard, TermShard, metadata_name};
+use super::format::{FormatError, Meta, PositionsShard, TermShard, metadata_name, positions_name, terms_name};
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::postings::{decode_positions, decode_postings};
 use crate::index::segment::{FieldPositions, Posting};
@@ -40,9 +40,9 @@ impl SiteIndex {
     pub fn open(meta: &[u8]) -> Result<SiteIndex> {
         let meta = Meta::decode(meta).map_err(damaged)?;
         let mut files = HashMap::new();
-        for (i, shard) in meta.shards.iter().enumerate() {
-            files.insert(shard.terms_name(), (i, false));
-            files.insert(shard.positions_name(), (i, true));
+        for i in 0..meta.shards.len() {
+            files.insert(terms_name(&meta.shard_set, i), (i, false));
+            files.insert(positions_name(&meta.shard_set, i), (i, true));
         }
         Ok(SiteIndex { meta, terms: HashMap::new(), positions: HashMap::new(), files, params: Bm25Params::default() })
     }
@@ -61,11 +61,11 @@ impl SiteIndex {
         let plan = LexPlan::new(&parse_lex(query));
         let mut out = Vec::new();
         let mut push = |shard: usize, positions: bool| {
-            let refs = &self.meta.shards[shard];
+            let set = &self.meta.shard_set;
             let (loaded, name) = if positions {
-                (self.positions.contains_key(&shard), refs.positions_name())
+                (self.positions.contains_key(&shard), positions_name(set, shard))
             } else {
-                (self.terms.contains_key(&shard), refs.terms_name())
+                (self.terms.contains_key(&shard), terms_name(set, shard))
             };
             if !loaded && !out.contains(&name) {
                 out.push(name);
@@ -101,10 +101,6 @@ impl SiteIndex {
             .files
             .get(name)
             .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, format!("{name} is not a file of this index")))?;
-        let expected = if positions { self.meta.shards[shard].positions } else { self.meta.shards[shard].terms };
-        if super::format::file_id(&bytes) != expected {
-            return Err(damaged(FormatError("file content does not match its name")));
-        }
         if positions {
             self.positions.insert(shard, PositionsShard::decode(bytes).map_err(damaged)?);
         } else {

@@ -204,7 +204,7 @@ pub struct SiteBuildArgs {
     pub min_similarity: f32,
     /// Target size of a term shard, in KB before compression (fractions
     /// allowed; at least 0.1).
-    #[arg(long, default_value_t = 12.0)]
+    #[arg(long, default_value_t = 3.0)]
     pub shard_kb: f64,
 }
 

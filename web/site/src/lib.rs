@@ -113,11 +113,16 @@ pub unsafe extern "C" fn qmd_semantic_needs(ptr: *mut u8, len: usize) -> u32 {
 pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u32) -> u32 {
     // SAFETY: forwarded from the caller.
     let query = unsafe { take_text(ptr, len) };
-    finish(SEMANTIC.with(|cell| match cell.borrow().as_ref() {
-        Some(sem) => Ok(
-            sem.search(&query, limit as usize).iter().map(|(d, s)| format!("{d}\t{s}")).collect::<Vec<_>>().join("\n"),
-        ),
-        None => Err("the semantic tier is not open".to_string()),
+    finish(SEMANTIC.with(|cell| {
+        match cell.borrow().as_ref() {
+            Some(sem) => Ok(sem
+                .search(&query, limit as usize)
+                .iter()
+                .map(|&(d, s)| format!("{d}\t{}", wire::score(f64::from(s))))
+                .collect::<Vec<_>>()
+                .join("\n")),
+            None => Err("the semantic tier is not open".to_string()),
+        }
     }))
 }
 

@@ -25,7 +25,15 @@ fn field(text: &str) -> String {
 }
 
 pub fn hits(hits: &[SiteHit]) -> String {
-    hits.iter().map(|h| format!("{}\t{}\t{}", h.fragment, h.score, h.doc)).collect::<Vec<_>>().join("\n")
+    hits.iter().map(|h| format!("{}\t{}\t{}", h.fragment, score(h.score), h.doc)).collect::<Vec<_>>().join("\n")
+}
+
+/// A score as nanounits in exponent notation (`1234e-9`), which the page's
+/// `Number()` reads as is: formatting floats would bring the ~20 KB of
+/// Rust's shortest-float printing into the module, for digits no one reads
+/// past the ninth.
+pub fn score(x: f64) -> String {
+    format!("{}e-9", (x * 1e9).round() as i64)
 }
 
 pub fn filters(filters: &[(String, Vec<(String, usize)>)]) -> String {

@@ -262,12 +262,18 @@ pub fn normalize(v: &mut [f32]) {
 
 /// int8 codes of `v` and the scale that restores it (`x ≈ code * scale`).
 pub fn quantize(v: &[f32]) -> (Vec<i8>, f32) {
+    quantize_to(v, 127)
+}
+
+/// As [`quantize`], to integers in `-limit..=limit`.
+pub fn quantize_to(v: &[f32], limit: i8) -> (Vec<i8>, f32) {
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
     if max == 0.0 {
         return (vec![0; v.len()], 0.0);
     }
-    let scale = max / 127.0;
-    (v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8).collect(), scale)
+    let limit = f32::from(limit);
+    let scale = max / limit;
+    (v.iter().map(|x| (x / scale).round().clamp(-limit, limit) as i8).collect(), scale)
 }
 
 /// Spherical k-means over unit vectors: `k` centroids (unit) and each

