@@ -106,8 +106,8 @@ impl Code {
             return self.put(out);
         }
         out.extend_from_slice(&self.scale.to_le_bytes());
-        let nibble = |c: Option<&i8>| c.map_or(0, |&c| (c + 8) as u8);
-        out.extend(self.code.chunks(2).map(|pair| nibble(pair.first()) | nibble(pair.get(1)) << 4));
+        let offset: Vec<u8> = self.code.iter().map(|&c| (c + 8) as u8).collect();
+        out.extend(pq::pack_bits(&offset, 4));
     }
 }
 
@@ -126,7 +126,7 @@ fn read_code_bits(r: &mut Cursor<'_>, dim: usize, bits: u32) -> Parsed<Code> {
         return Err(FormatError("vector scale is not a number"));
     }
     let packed = r.take(dim.div_ceil(2))?;
-    let code = (0..dim).map(|i| ((packed[i / 2] >> (4 * (i % 2))) & 0xf) as i8 - 8).collect();
+    let code = pq::unpack_bits(packed, 4, dim).into_iter().map(|v| v as i8 - 8).collect();
     Ok(Code { scale, code })
 }
 

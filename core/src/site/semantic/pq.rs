@@ -88,32 +88,16 @@ impl ProductCodebook {
         (self.pieces() * self.bits()).div_ceil(8)
     }
 
-    /// A page's codes (from [`Self::encode`]) packed at [`Self::bits`] each,
-    /// low bits first.
+    /// A page's codes (from [`Self::encode`]) packed at [`Self::bits`] each.
     pub fn pack(&self, codes: &[u8]) -> Vec<u8> {
-        let mut out = vec![0u8; self.packed_len()];
-        for (i, &c) in codes.iter().enumerate() {
-            for b in 0..self.bits() {
-                let at = i * self.bits() + b;
-                out[at / 8] |= ((c >> b) & 1) << (at % 8);
-            }
-        }
-        out
+        pack_bits(codes, self.bits())
     }
 
     /// One code a subspace from a page's packed bytes ([`Self::packed_len`]
     /// of them); `None` when a code names a centroid the codebook lacks.
     pub fn unpack(&self, packed: &[u8]) -> Option<Vec<u8>> {
-        let bits = self.bits();
-        (0..self.pieces())
-            .map(|i| {
-                let code = (0..bits).fold(0usize, |c, b| {
-                    let at = i * bits + b;
-                    c | usize::from((packed[at / 8] >> (at % 8)) & 1) << b
-                });
-                (code < self.codes).then_some(code as u8)
-            })
-            .collect()
+        let codes = unpack_bits(packed, self.bits(), self.pieces());
+        codes.iter().all(|&c| usize::from(c) < self.codes).then_some(codes)
     }
 
     pub(crate) fn put(&self, out: &mut Vec<u8>) {
@@ -134,6 +118,32 @@ impl ProductCodebook {
         let centroids = (0..dim / sub).map(|_| Ok(read_code(r, codes * sub)?.to_f32())).collect::<Parsed<Vec<_>>>()?;
         Ok(ProductCodebook { sub, codes, centroids })
     }
+}
+
+/// `values` at their low `bits` each, low bits first: packed page codes
+/// and 4-bit rows share this layout.
+pub(crate) fn pack_bits(values: &[u8], bits: usize) -> Vec<u8> {
+    let mut out = vec![0u8; (values.len() * bits).div_ceil(8)];
+    for (i, &v) in values.iter().enumerate() {
+        for b in 0..bits {
+            let at = i * bits + b;
+            out[at / 8] |= ((v >> b) & 1) << (at % 8);
+        }
+    }
+    out
+}
+
+/// The first `n` values of [`pack_bits`]' output (`packed` holds at least
+/// `n × bits` bits).
+pub(crate) fn unpack_bits(packed: &[u8], bits: usize, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| {
+            (0..bits).fold(0u8, |v, b| {
+                let at = i * bits + b;
+                v | ((packed[at / 8] >> (at % 8)) & 1) << b
+            })
+        })
+        .collect()
 }
 
 /// The index of the centroid nearest `piece` (squared distance; the lower
