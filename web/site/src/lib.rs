@@ -116,7 +116,7 @@ pub unsafe extern "C" fn qmd_semantic_search(ptr: *mut u8, len: usize, limit: u3
     finish(SEMANTIC.with(|cell| {
         match cell.borrow().as_ref() {
             Some(sem) => Ok(sem
-                .search(&query, limit as usize)
+                .search(&query, limit as usize, &[])
                 .iter()
                 .map(|&(d, s)| format!("{d}\t{}", wire::score(f64::from(s))))
                 .collect::<Vec<_>>()
@@ -161,8 +161,9 @@ pub unsafe extern "C" fn qmd_search(
         let pool = limit.max(50);
         let lex = index.search(&query, pool, &filters, passing).map_err(|e| e.message)?;
         let allowed = index.allowed(&filters, passing);
+        let keyword_hits: Vec<u32> = lex.iter().map(|h| h.doc).collect();
         let (semantic, weight) = SEMANTIC
-            .with(|cell| cell.borrow().as_ref().map(|sem| (sem.search(&query, pool), sem.weight())))
+            .with(|cell| cell.borrow().as_ref().map(|sem| (sem.search(&query, pool, &keyword_hits), sem.weight())))
             .unwrap_or_default();
         let semantic: Vec<(u32, f32)> =
             semantic.into_iter().filter(|(doc, _)| allowed.as_ref().is_none_or(|a| a.contains(doc))).collect();
