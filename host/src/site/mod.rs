@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use qmd_core::site::semantic::SemanticInput;
+use qmd_core::site::semantic::{RowWidth, SemanticInput};
 use qmd_core::site::{SiteBuilder, SiteOptions, SitePage};
 
 use crate::cli::args::{SiteBuildArgs, SiteFormat};
@@ -174,9 +174,10 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// Bits of a static row's values: 4 halves the rows a query fetches for
-/// ~0.001 nDCG@10 (SciFact train 0.705 → 0.704, NFCorpus dev unchanged).
-const ROW_BITS: u32 = 4;
+/// How a static row's values are stored: 4 bits halve the rows a query
+/// fetches for ~0.001 nDCG@10 (SciFact train 0.705 → 0.704, NFCorpus dev
+/// unchanged).
+const ROW_WIDTH: RowWidth = RowWidth::Int4;
 
 /// Rows of the static model per rows shard: a query fetches one shard per
 /// distinct shard of its tokens.
@@ -202,7 +203,7 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
         token_vectors,
         dim: args.dims,
         rows_per_shard: ROWS_PER_SHARD,
-        row_bits: ROW_BITS,
+        row_width: ROW_WIDTH,
         probes: args.probes.max(1),
         min_similarity: args.min_similarity,
         encode_documents,

@@ -53,8 +53,8 @@ pub struct SemanticInput {
     pub dim: usize,
     /// Rows per rows shard.
     pub rows_per_shard: usize,
-    /// Bits of each row value: 8, or 4 (half the bytes a query fetches).
-    pub row_bits: u32,
+    /// How each row value is stored.
+    pub row_width: RowWidth,
     /// Clusters a query reads.
     pub probes: usize,
     /// Cosine below which a semantic hit is dropped (vector search always
@@ -65,6 +65,48 @@ pub struct SemanticInput {
     /// vector of the whole page, and the static rows a query is made of are
     /// fitted to those vectors.
     pub encode_documents: DocumentEncoder,
+}
+
+/// How a static row's values are stored: a byte each, or 4 bits (two a
+/// byte: half the bytes a query fetches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowWidth {
+    Int8,
+    Int4,
+}
+
+impl RowWidth {
+    /// Bits a value, as the meta stores it.
+    fn bits(self) -> u64 {
+        match self {
+            RowWidth::Int8 => 8,
+            RowWidth::Int4 => 4,
+        }
+    }
+
+    fn from_bits(bits: usize) -> Option<RowWidth> {
+        match bits {
+            8 => Some(RowWidth::Int8),
+            4 => Some(RowWidth::Int4),
+            _ => None,
+        }
+    }
+
+    /// The largest value's magnitude (4 bits: -7..=7, so 0 is exact).
+    fn largest(self) -> i8 {
+        match self {
+            RowWidth::Int8 => 127,
+            RowWidth::Int4 => 7,
+        }
+    }
+
+    /// Bytes of one stored row of `dim` values: the f32 scale, then them.
+    fn row_bytes(self, dim: usize) -> usize {
+        4 + match self {
+            RowWidth::Int8 => dim,
+            RowWidth::Int4 => dim.div_ceil(2),
+        }
+    }
 }
 
 /// An int8 vector with its scale.
@@ -93,16 +135,16 @@ impl Code {
         out.extend(self.code.iter().map(|&c| c as u8));
     }
 
-    /// `v` at `bits` a value: 8, or 4 (values in -7..=7).
-    fn with_bits(v: &[f32], bits: u32) -> Code {
-        let (code, scale) = distill::quantize_to(v, if bits == 4 { 7 } else { 127 });
+    /// `v` quantized to `width`.
+    fn at_width(v: &[f32], width: RowWidth) -> Code {
+        let (code, scale) = distill::quantize_to(v, width.largest());
         Code { scale, code }
     }
 
-    /// As stored at `bits` a value: [`Self::put`] for 8; for 4, two values
+    /// As stored at `width`: [`Self::put`] for int8; for 4 bits, two values
     /// a byte, low nibble first, each offset by 8.
-    fn put_bits(&self, bits: u32, out: &mut Vec<u8>) {
-        if bits != 4 {
+    fn put_at_width(&self, width: RowWidth, out: &mut Vec<u8>) {
+        if width == RowWidth::Int8 {
             return self.put(out);
         }
         out.extend_from_slice(&self.scale.to_le_bytes());
@@ -111,14 +153,9 @@ impl Code {
     }
 }
 
-/// Bytes of one stored row of `dim` values at `bits` each.
-fn row_bytes(dim: usize, bits: u32) -> usize {
-    4 + if bits == 4 { dim.div_ceil(2) } else { dim }
-}
-
-/// A row as [`Code::put_bits`] stores it.
-fn read_code_bits(r: &mut Cursor<'_>, dim: usize, bits: u32) -> Parsed<Code> {
-    if bits != 4 {
+/// A row as [`Code::put_at_width`] stores it.
+fn read_row(r: &mut Cursor<'_>, dim: usize, width: RowWidth) -> Parsed<Code> {
+    if width == RowWidth::Int8 {
         return read_code(r, dim);
     }
     let scale = r.f32()?;
@@ -146,7 +183,7 @@ pub struct SemanticMeta {
     pub tokens: usize,
     pub rows_per_shard: usize,
     /// Bits of a row value: 8 or 4.
-    pub row_bits: u32,
+    pub row_width: RowWidth,
     pub rows: FileId,
     pub vocab: FileId,
     pub unk: Option<u32>,
@@ -163,9 +200,10 @@ pub struct SemanticMeta {
 impl SemanticMeta {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = SEMANTIC_MAGIC.to_vec();
-        for n in [self.dim, self.tokens, self.rows_per_shard, self.row_bits as usize] {
+        for n in [self.dim, self.tokens, self.rows_per_shard] {
             put_vint(&mut out, n as u64);
         }
+        put_vint(&mut out, self.row_width.bits());
         out.extend_from_slice(&self.rows);
         out.extend_from_slice(&self.vocab);
         put_vint(&mut out, self.unk.map_or(0, |id| u64::from(id) + 1));
@@ -187,10 +225,7 @@ impl SemanticMeta {
         if dim == 0 || dim > 4096 || rows_per_shard == 0 {
             return Err(FormatError("vector dimension out of range"));
         }
-        let row_bits = match r.usize()? {
-            bits @ (4 | 8) => bits as u32,
-            _ => return Err(FormatError("row bits neither 4 nor 8")),
-        };
+        let row_width = RowWidth::from_bits(r.usize()?).ok_or(FormatError("row bits neither 4 nor 8"))?;
         let (rows, vocab) = (r.id()?, r.id()?);
         let unk = match r.usize()? {
             0 => None,
@@ -209,7 +244,7 @@ impl SemanticMeta {
             dim,
             tokens,
             rows_per_shard,
-            row_bits,
+            row_width,
             rows,
             vocab,
             unk,
@@ -370,16 +405,14 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
             }
         }
     }
-    let row_bits = if input.row_bits == 4 { 4 } else { 8 };
-    let rows: Vec<Code> = distill::fit_rows(&bags, &targets, &distilled, FIT_STRENGTH, FIT_ITERATIONS)
-        .iter()
-        .enumerate()
-        .map(
-            |(id, row)| {
-                if shipped(id) { Code::with_bits(row, row_bits) } else { Code { scale: 0.0, code: vec![0; dim] } }
-            },
-        )
-        .collect();
+    let rows: Vec<Code> =
+        distill::fit_rows(&bags, &targets, &distilled, FIT_STRENGTH, FIT_ITERATIONS)
+            .iter()
+            .enumerate()
+            .map(|(id, row)| {
+                if shipped(id) { Code::at_width(row, input.row_width) } else { Code { scale: 0.0, code: vec![0; dim] } }
+            })
+            .collect();
     let k = ((docs.len() as f64).sqrt().round() as usize).clamp(1, 1024);
     let (centroids, assign) = distill::kmeans(&doc_vectors, k, 10);
     // Residuals to the centroid as the page reads it (int8).
@@ -396,7 +429,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
     for chunk in rows.chunks(input.rows_per_shard.max(1)) {
         let mut bytes = ROWS_MAGIC.to_vec();
         put_vint(&mut bytes, chunk.len() as u64);
-        chunk.iter().for_each(|c| c.put_bits(row_bits, &mut bytes));
+        chunk.iter().for_each(|c| c.put_at_width(input.row_width, &mut bytes));
         row_files.push(bytes);
     }
     let rows_set = set_id(&row_files);
@@ -423,7 +456,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         dim,
         tokens: input.vocab.len(),
         rows_per_shard: input.rows_per_shard.max(1),
-        row_bits,
+        row_width: input.row_width,
         rows: rows_set,
         vocab: vocab_set,
         unk: wp.unknown(),
@@ -610,9 +643,9 @@ impl SemanticIndex {
             }
             Some(TierFile::Rows(shard)) => {
                 let mut r = Cursor::open(&bytes, ROWS_MAGIC, "not a qmd rows file")?;
-                let bits = self.meta.row_bits;
-                let n = r.count(row_bytes(dim, bits))?;
-                let rows = (0..n).map(|_| read_code_bits(&mut r, dim, bits)).collect::<Parsed<Vec<_>>>()?;
+                let width = self.meta.row_width;
+                let n = r.count(width.row_bytes(dim))?;
+                let rows = (0..n).map(|_| read_row(&mut r, dim, width)).collect::<Parsed<Vec<_>>>()?;
                 self.rows.insert(shard, rows);
                 Ok(true)
             }
@@ -740,7 +773,7 @@ mod tests {
             token_vectors,
             dim: 3,
             rows_per_shard: 4,
-            row_bits: 8,
+            row_width: RowWidth::Int8,
             probes: 2,
             min_similarity: 0.0,
             encode_documents: Box::new(toy_encoder),
@@ -834,32 +867,36 @@ mod tests {
     #[test]
     fn four_bit_rows_round_trip_and_stay_close() {
         let v: Vec<f32> = (0..7).map(|i| (i as f32 - 3.2) * 0.1).collect();
-        let code = Code::with_bits(&v, 4);
+        let code = Code::at_width(&v, RowWidth::Int4);
         assert!(code.code.iter().all(|c| (-7..=7).contains(c)));
         let mut bytes = Vec::new();
-        code.put_bits(4, &mut bytes);
-        assert_eq!(bytes.len(), row_bytes(7, 4));
-        let read = read_code_bits(&mut Cursor::open(&bytes, b"", "").unwrap(), 7, 4).unwrap();
+        code.put_at_width(RowWidth::Int4, &mut bytes);
+        assert_eq!(bytes.len(), RowWidth::Int4.row_bytes(7));
+        let read = read_row(&mut Cursor::open(&bytes, b"", "").unwrap(), 7, RowWidth::Int4).unwrap();
         assert_eq!(read, code);
         for (x, y) in v.iter().zip(read.to_f32()) {
             assert!((x - y).abs() <= read.scale / 2.0 + 1e-6, "{x} read back as {y}");
         }
-        assert!(read_code_bits(&mut Cursor::open(&bytes[..bytes.len() - 1], b"", "").unwrap(), 7, 4).is_err());
+        assert!(read_row(&mut Cursor::open(&bytes[..bytes.len() - 1], b"", "").unwrap(), 7, RowWidth::Int4).is_err());
     }
 
     #[test]
     fn a_query_finds_documents_with_four_bit_rows() {
-        let files = build(&SemanticInput { row_bits: 4, ..input() }, &toy_docs()).unwrap();
+        let files = build(&SemanticInput { row_width: RowWidth::Int4, ..input() }, &toy_docs()).unwrap();
         let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
         let mut index = SemanticIndex::open(meta).unwrap();
-        assert_eq!(index.meta.row_bits, 4);
+        assert_eq!(index.meta.row_width, RowWidth::Int4);
         load(&mut index, &files, "automobile");
         for (doc, _) in index.search("automobile", 3, &[]) {
             assert!([0, 1, 4, 6, 8].contains(&doc), "{doc}");
         }
-        let mut bad = SemanticMeta::decode(meta).unwrap();
-        bad.row_bits = 5;
-        assert!(SemanticIndex::open(&bad.encode()).is_err(), "row bits neither 4 nor 8");
+        // The row bits follow the magic and three one-byte counts here.
+        let mut bad = meta.clone();
+        assert_eq!(bad[SEMANTIC_MAGIC.len() + 3], 4);
+        for bits in [0, 5, 7, 16] {
+            bad[SEMANTIC_MAGIC.len() + 3] = bits;
+            assert!(SemanticIndex::open(&bad).is_err(), "row bits {bits}");
+        }
     }
 
     #[test]
