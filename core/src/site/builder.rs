@@ -102,36 +102,24 @@ pub fn fragment_name(set: &FileId, doc: u32) -> String {
 /// Collects pages, then writes the bundle.
 pub struct SiteBuilder {
     collection: String,
+    /// Numbered only when the bundle is written: a semantic tier numbers
+    /// them cluster by cluster.
+    pages: Vec<SitePage>,
+}
+
+/// The keyword index, fragments, filters and metadata of pages added in
+/// the order they are numbered.
+struct NumberedPages {
     segment: SegmentBuilder,
     fragments: Vec<Vec<u8>>,
     filters: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
     metadata: MetadataFile,
 }
 
-impl SiteBuilder {
-    /// `collection` prefixes every path in the path field, as a collection's
-    /// name does in the CLI's index (so the two rank alike).
-    pub fn new(collection: &str) -> Self {
-        SiteBuilder {
-            collection: collection.to_string(),
-            segment: SegmentBuilder::new(),
-            fragments: Vec::new(),
-            filters: BTreeMap::new(),
-            metadata: MetadataFile::default(),
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.fragments.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.fragments.is_empty()
-    }
-
-    pub fn add(&mut self, page: &SitePage) -> Result<()> {
+impl NumberedPages {
+    fn add(&mut self, collection: &str, page: &SitePage) -> Result<()> {
         let doc = self.segment.add(&DocInput {
-            collection: &self.collection,
+            collection,
             path: &page.path,
             title: &page.title,
             hash: "",
@@ -165,9 +153,56 @@ impl SiteBuilder {
         self.fragments.push(json);
         Ok(())
     }
+}
+
+impl SiteBuilder {
+    /// `collection` prefixes every path in the path field, as a collection's
+    /// name does in the CLI's index (so the two rank alike).
+    pub fn new(collection: &str) -> Self {
+        SiteBuilder { collection: collection.to_string(), pages: Vec::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    pub fn add(&mut self, page: SitePage) {
+        self.pages.push(page);
+    }
 
     pub fn finish(self, options: &SiteOptions) -> Result<SiteFiles> {
-        let (bytes, seg_meta) = self.segment.finish("site.seg")?;
+        // The semantic tier comes first: it decides the pages' numbers.
+        let semantic = match &options.semantic {
+            Some(input) => {
+                let texts: Vec<String> = self.pages.iter().map(|p| format!("{}\n{}", p.title, p.text)).collect();
+                Some(super::semantic::build(input, &texts).map_err(|e| Error::new(ErrorKind::Internal, e))?)
+            }
+            None => None,
+        };
+        let mut numbered = NumberedPages {
+            segment: SegmentBuilder::new(),
+            fragments: Vec::new(),
+            filters: BTreeMap::new(),
+            metadata: MetadataFile::default(),
+        };
+        match &semantic {
+            Some(built) => {
+                for &page in &built.order {
+                    numbered.add(&self.collection, &self.pages[page as usize])?;
+                }
+            }
+            None => {
+                for page in &self.pages {
+                    numbered.add(&self.collection, page)?;
+                }
+            }
+        }
+        let NumberedPages { segment, fragments: page_fragments, filters, metadata: page_metadata } = numbered;
+        let (bytes, seg_meta) = segment.finish("site.seg")?;
         let dir = RamDirectory::new();
         dir.write("site.seg", &bytes)?;
         let reader = SegmentReader::open(Rc::new(dir), seg_meta.clone());
@@ -200,33 +235,22 @@ impl SiteBuilder {
 
         let doc_lens = (0..seg_meta.docs).map(|d| reader.doc_len(d)).collect::<Result<Vec<_>>>()?;
         let mut set = Vec::new();
-        for fragment in &self.fragments {
+        for fragment in &page_fragments {
             set.extend_from_slice(&file_id(fragment));
         }
         let fragments = file_id(&set);
-        for (doc, bytes) in self.fragments.into_iter().enumerate() {
+        for (doc, bytes) in page_fragments.into_iter().enumerate() {
             files.push(SiteFile { name: fragment_name(&fragments, doc as u32), bytes });
         }
-        let semantic = match &options.semantic {
-            Some(input) => {
-                // Title and text of each page, read back from the segment.
-                let texts = (0..seg_meta.docs)
-                    .map(|d| {
-                        let record = reader.doc(d)?;
-                        Ok(format!("{}\n{}", record.title, reader.body(&record)?))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let built = super::semantic::build(input, &texts).map_err(|e| Error::new(ErrorKind::Internal, e))?;
-                files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
-                Some(built.meta)
-            }
-            None => None,
-        };
-        let metadata = match self.metadata.docs.is_empty() && self.metadata.invalid.is_empty() {
+        let semantic = semantic.map(|built| {
+            files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
+            built.meta
+        });
+        let metadata = match page_metadata.docs.is_empty() && page_metadata.invalid.is_empty() {
             true => None,
             false => {
                 let bytes =
-                    serde_json::to_vec(&self.metadata).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
+                    serde_json::to_vec(&page_metadata).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
                 let id = file_id(&bytes);
                 files.push(SiteFile { name: metadata_name(&id), bytes });
                 Some(id)
@@ -240,7 +264,7 @@ impl SiteBuilder {
             doc_lens,
             shard_set,
             shards,
-            filters: self.filters,
+            filters,
             metadata,
         };
         let meta_bytes = meta.encode();

@@ -49,7 +49,7 @@ mod tests {
                 filters: vec![("dir".into(), if path.contains('/') { "notes" } else { "top" }.into())],
                 ..SitePage::default()
             };
-            builder.add(&page).unwrap();
+            builder.add(page);
         }
         let files = builder.finish(&SiteOptions { shard_bytes, semantic: None }).unwrap();
         let meta = files.files.iter().find(|f| f.name == files.meta).unwrap();
@@ -147,7 +147,7 @@ mod tests {
                 metadata,
                 ..SitePage::default()
             };
-            builder.add(&page).unwrap();
+            builder.add(page);
         }
         let engine =
             Engine::new(Rc::new(RamDirectory::new()), Rc::new(RamDirectory::new()), "index.yml", Rc::new(source));

@@ -196,7 +196,8 @@ pub struct SiteBuildArgs {
     /// Semantic tier: dimensions kept (PCA), at most the model's.
     #[arg(long, default_value_t = 128, requires = "semantic")]
     pub dims: usize,
-    /// Semantic tier: clusters a query reads.
+    /// Semantic tier: clusters nearest the query it reads (besides those
+    /// of its three best keyword hits).
     #[arg(long, default_value_t = 10, requires = "semantic")]
     pub probes: usize,
     /// Semantic tier: cosine below which a page is not a semantic match.

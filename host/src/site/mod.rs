@@ -133,7 +133,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
                 qmd_core::display::escape_controls(error)
             ));
         }
-        builder.add(&page).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        builder.add(page);
     }
     if !invalid_metadata.is_empty() {
         eprintln!(
@@ -162,7 +162,12 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     if semantic {
-        println!("Semantic tier: {} dimensions, {} clusters read per query", args.dims, args.probes.max(1));
+        println!(
+            "Semantic tier: {} dimensions; a query reads its {} nearest clusters and those of its {} best keyword hits",
+            args.dims,
+            args.probes.max(1),
+            qmd_core::site::semantic::KEYWORD_PROBES
+        );
     }
     if written.removed > 0 {
         println!("Removed {} files of an earlier build", written.removed);

@@ -25,6 +25,10 @@ thread_local! {
     static SEMANTIC: RefCell<Option<SemanticIndex>> = const { RefCell::new(None) };
 }
 
+/// Keyword hits a hybrid search fuses (at least; more when the limit is
+/// higher), the first of which also choose semantic clusters to read.
+const FUSED_POOL: usize = 50;
+
 fn with_index<T>(f: impl FnOnce(&mut SiteIndex) -> Result<T, String>) -> Result<T, String> {
     INDEX.with(|cell| match cell.borrow_mut().as_mut() {
         Some(index) => f(index),
@@ -90,8 +94,10 @@ pub unsafe extern "C" fn qmd_semantic_open(ptr: *mut u8, len: usize) -> u32 {
     }))
 }
 
-/// Semantic-tier files the query needs next. Output: one name per line;
-/// call again after adding them until it names none.
+/// Semantic-tier files the query needs next (its keyword shards loaded
+/// first: the clusters of its best keyword hits are among them, unfiltered
+/// ones, so a filter may leave one unread). Output: one name per line; call
+/// again after adding them until it names none.
 ///
 /// # Safety
 /// `(ptr, len)` from [`abi::qmd_alloc`].
@@ -99,8 +105,11 @@ pub unsafe extern "C" fn qmd_semantic_open(ptr: *mut u8, len: usize) -> u32 {
 pub unsafe extern "C" fn qmd_semantic_needs(ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
     let query = unsafe { take_text(ptr, len) };
+    let keyword_hits: Vec<u32> = with_index(|index| index.search(&query, FUSED_POOL, &[], None).map_err(|e| e.message))
+        .map(|hits| hits.iter().map(|h| h.doc).collect())
+        .unwrap_or_default();
     finish(SEMANTIC.with(|cell| match cell.borrow().as_ref() {
-        Some(sem) => Ok(sem.needs(&query).join("\n")),
+        Some(sem) => Ok(sem.needs(&query, &keyword_hits).join("\n")),
         None => Err("the semantic tier is not open".to_string()),
     }))
 }
@@ -158,7 +167,7 @@ pub unsafe extern "C" fn qmd_search(
             let hits = index.search(&query, limit, &filters, passing).map_err(|e| e.message)?;
             return Ok(wire::hits(&hits));
         }
-        let pool = limit.max(50);
+        let pool = limit.max(FUSED_POOL);
         let lex = index.search(&query, pool, &filters, passing).map_err(|e| e.message)?;
         let allowed = index.allowed(&filters, passing);
         let keyword_hits: Vec<u32> = lex.iter().map(|h| h.doc).collect();

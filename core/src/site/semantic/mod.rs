@@ -4,10 +4,12 @@
 //! vectors ([`distill`]), and tokenized in the page ([`wordpiece`]). Page
 //! vectors lie in IVF clusters, so a query fetches the vocabulary shards
 //! its words can match, its tokens' rows and a few clusters, never all
-//! vectors.
+//! vectors: the clusters nearest the query, and those of its best keyword
+//! hits. Pages are numbered cluster by cluster ([`SemanticFiles::order`]),
+//! so a page's cluster is known from its number alone.
 //!
 //! ```text
-//! semantic meta  "QMDSEMA5" vint dim, vint tokens, vint rows per shard,
+//! semantic meta  "QMDSEMA6" vint dim, vint tokens, vint rows per shard,
 //!                vint bits a row value (8, or 4: two a byte),
 //!                8 bytes rows set id, 8 bytes vocabulary set id,
 //!                vint [UNK] id + 1 (0: none), vint probes,
@@ -15,12 +17,13 @@
 //!                product codebook (vint dims per subspace, vint codes;
 //!                per subspace: f32 scale, codes × dims i8),
 //!                vint clusters; per cluster: f32 scale, dim i8 centroid,
-//!                8 bytes file id
+//!                8 bytes file id, vint pages (numbered on from the
+//!                cluster before's)
 //! vocabulary     "QMDVOCB2" vint tokens; per token (id order): vint id
 //! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
 //! rows shard     "QMDROWS2" vint rows; per row: f32 scale, dim values
 //!                at the meta's bits (4: low nibble first, each value + 8)
-//! cluster        "QMDCLUS3" vint docs; vint doc deltas; per doc: its
+//! cluster        "QMDCLUS4" vint pages; per page, in number order: its
 //!                residual to the centroid as one code per subspace, packed
 //!                at the codebook's bits ([`pq`])
 //! ```
@@ -35,10 +38,10 @@ use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
 use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
-pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA5";
+pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA6";
 const VOCAB_MAGIC: &[u8] = b"QMDVOCB2";
 const ROWS_MAGIC: &[u8] = b"QMDROWS2";
-const CLUSTER_MAGIC: &[u8] = b"QMDCLUS3";
+const CLUSTER_MAGIC: &[u8] = b"QMDCLUS4";
 
 /// Embeds texts with the full encoder: one unit vector each, the encoder's
 /// width (the encoder cuts each text to its window).
@@ -194,7 +197,17 @@ pub struct SemanticMeta {
     pub weight: f32,
     /// How pages' residuals to their centroid are coded.
     pub codebook: pq::ProductCodebook,
-    pub clusters: Vec<(Code, FileId)>,
+    /// Per cluster: its centroid, its file's id and its pages' count (the
+    /// first cluster's pages are numbered from 0, each next one's on).
+    pub clusters: Vec<Cluster>,
+}
+
+/// One IVF cluster as the meta holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    pub centroid: Code,
+    pub file: FileId,
+    pub pages: u32,
 }
 
 impl SemanticMeta {
@@ -212,9 +225,10 @@ impl SemanticMeta {
         out.extend_from_slice(&self.weight.to_le_bytes());
         self.codebook.put(&mut out);
         put_vint(&mut out, self.clusters.len() as u64);
-        for (centroid, id) in &self.clusters {
-            centroid.put(&mut out);
-            out.extend_from_slice(id);
+        for cluster in &self.clusters {
+            cluster.centroid.put(&mut out);
+            out.extend_from_slice(&cluster.file);
+            put_vint(&mut out, u64::from(cluster.pages));
         }
         out
     }
@@ -238,8 +252,15 @@ impl SemanticMeta {
             return Err(FormatError("fusion weight out of range"));
         }
         let codebook = pq::ProductCodebook::read(&mut r, dim)?;
-        let n = r.count(dim + 12)?;
-        let clusters = (0..n).map(|_| Ok((read_code(&mut r, dim)?, r.id()?))).collect::<Parsed<Vec<_>>>()?;
+        let n = r.count(dim + 13)?;
+        let mut numbered = 0u32;
+        let mut clusters = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (centroid, file) = (read_code(&mut r, dim)?, r.id()?);
+            let pages = r.u32()?;
+            numbered = numbered.checked_add(pages).ok_or(FormatError("cluster pages out of range"))?;
+            clusters.push(Cluster { centroid, file, pages });
+        }
         Ok(SemanticMeta {
             dim,
             tokens,
@@ -265,7 +286,7 @@ impl SemanticMeta {
     }
 
     pub fn cluster_name(&self, cluster: usize) -> String {
-        format!("v/{}.bin", id_hex(&self.clusters[cluster].1))
+        format!("v/{}.bin", id_hex(&self.clusters[cluster].file))
     }
 
     /// Which of this tier's files `name` is.
@@ -294,6 +315,10 @@ enum TierFile {
 pub struct SemanticFiles {
     pub files: Vec<(String, Vec<u8>)>,
     pub meta: String,
+    /// The pages in the order the bundle must number them (each entry an
+    /// index into the builder's `docs`): cluster by cluster, so that the
+    /// page knows a keyword hit's cluster from its number.
+    pub order: Vec<u32>,
 }
 
 /// How strongly fitted rows keep to the distilled ones (ridge λ relative
@@ -327,6 +352,25 @@ fn subspace_dims(dim: usize) -> usize {
 /// On SciFact train / NFCorpus dev, each site alone: 0.704 / 0.313, 0.705 /
 /// 0.309, 0.703 / 0.311, 0.704 / 0.310.
 const PAGE_CODES: usize = 16;
+
+/// Keyword hits whose clusters a query reads besides the `probes` nearest
+/// ones: the semantic list then holds the pages the keyword tier ranks
+/// best, which fusion reorders by meaning. Fused nDCG@10 over keyword
+/// alone, SciFact train / NFCorpus dev (clusters read a query): 10 nearest
+/// +0.016 / +0.023 (10); 5 nearest and 3 hits' +0.018 / +0.025 (5.8); 6
+/// and 3 +0.019 / +0.026 (6.7); 5 and 5 +0.018 / +0.026 (6.5); 4 and 5
+/// +0.017 / +0.025 (5.6); 3 and 3 +0.016 / +0.023 (4.0). On SciFact's test
+/// queries on the MDN-sized site (14,000 pages): 10 nearest +0.010, 5 and
+/// 3 +0.015. (All with √N clusters; see [`CLUSTERS_PER_ROOT`].)
+pub const KEYWORD_PROBES: usize = 3;
+
+/// IVF clusters per square root of the pages. Twice √N halves each
+/// cluster's file, so a query reads its 10 nearest and its keyword hits'
+/// for the bytes 5 and 3 of √N cost. At MDN's size (14,000 pages, SciFact's
+/// test queries): √N, 5 nearest: nDCG@10 0.689, a later search 63 KB
+/// (median), its meta 18 KB; 2√N, 10 nearest: 0.692, 59 KB, a 33 KB meta.
+/// SciFact train / NFCorpus dev alike (0.716 / 0.316, 0.717 / 0.315).
+const CLUSTERS_PER_ROOT: f64 = 2.0;
 
 /// The semantic list's weight in the fusion (see [`super::fuse`]); tuned
 /// on SciFact train and NFCorpus dev (README).
@@ -413,7 +457,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
                 if shipped(id) { Code::at_width(row, input.row_width) } else { Code { scale: 0.0, code: vec![0; dim] } }
             })
             .collect();
-    let k = ((docs.len() as f64).sqrt().round() as usize).clamp(1, 1024);
+    let k = ((docs.len() as f64).sqrt() * CLUSTERS_PER_ROOT).round().clamp(1.0, 1024.0) as usize;
     let (centroids, assign) = distill::kmeans(&doc_vectors, k, 10);
     // Residuals to the centroid as the page reads it (int8).
     let stored_centroids: Vec<Code> = centroids.iter().map(|c| Code::of(c)).collect();
@@ -436,21 +480,24 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
     let vocab_files = vocab_shards(&input.vocab, shipped);
     let vocab_set = set_id(&vocab_files.iter().map(|(_, bytes)| bytes.clone()).collect::<Vec<_>>());
     let mut clusters = Vec::new();
+    let mut order = Vec::with_capacity(docs.len());
     for (c, centroid) in stored_centroids.into_iter().enumerate() {
         let members: Vec<usize> = (0..docs.len()).filter(|&d| assign[d] == c).collect();
+        // An empty cluster holds nothing to read (and its file would be
+        // every other empty cluster's).
+        if members.is_empty() {
+            continue;
+        }
         let mut bytes = CLUSTER_MAGIC.to_vec();
         put_vint(&mut bytes, members.len() as u64);
-        let mut last = 0;
-        for &d in &members {
-            put_vint(&mut bytes, (d - last) as u64);
-            last = d;
-        }
         for &d in &members {
             bytes.extend(codebook.pack(&codebook.encode(&residuals[d])));
         }
-        let id = file_id(&bytes);
-        clusters.push((centroid, id));
-        files.push((format!("v/{}.bin", id_hex(&id)), bytes));
+        let file = file_id(&bytes);
+        let pages = u32::try_from(members.len()).map_err(|_| "too many pages for one bundle".to_string())?;
+        clusters.push(Cluster { centroid, file, pages });
+        order.extend(members.iter().map(|&d| d as u32));
+        files.push((format!("v/{}.bin", id_hex(&file)), bytes));
     }
     let meta = SemanticMeta {
         dim,
@@ -475,7 +522,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
     let meta_bytes = meta.encode();
     let name = format!("sem.{}.bin", id_hex(&file_id(&meta_bytes)));
     files.push((name.clone(), meta_bytes));
-    Ok(SemanticFiles { files, meta: name })
+    Ok(SemanticFiles { files, meta: name, order })
 }
 
 /// A document's distinct tokens, each with its share of the document.
@@ -534,21 +581,38 @@ pub struct SemanticIndex {
     wordpiece: WordPiece,
     vocab_loaded: HashSet<String>,
     rows: HashMap<usize, Vec<Code>>,
-    /// Per loaded cluster: its pages and their codes, one row of
-    /// `codebook.pieces()` bytes each.
-    clusters: HashMap<usize, (Vec<u32>, Vec<u8>)>,
+    /// Each cluster's first page number, and after the last the number
+    /// of pages.
+    first_page: Vec<u32>,
+    /// Per loaded cluster: its pages' codes, one row of
+    /// `codebook.pieces()` bytes each, in page order.
+    clusters: HashMap<usize, Vec<u8>>,
 }
 
 impl SemanticIndex {
     pub fn open(meta: &[u8]) -> Parsed<SemanticIndex> {
         let meta = SemanticMeta::decode(meta)?;
+        // The meta checked that the sum fits.
+        let first_page = std::iter::once(0)
+            .chain(meta.clusters.iter().scan(0u32, |next, c| {
+                *next += c.pages;
+                Some(*next)
+            }))
+            .collect();
         Ok(SemanticIndex {
             wordpiece: WordPiece::with_unknown(meta.unk),
             meta,
             vocab_loaded: HashSet::new(),
             rows: HashMap::new(),
+            first_page,
             clusters: HashMap::new(),
         })
+    }
+
+    /// The cluster holding page `doc`, if any does.
+    fn cluster_of(&self, doc: u32) -> Option<usize> {
+        let after = self.first_page.partition_point(|&first| first <= doc);
+        (after > 0 && after < self.first_page.len()).then(|| after - 1)
     }
 
     /// Vocabulary shards `query` needs that are not loaded yet.
@@ -574,16 +638,26 @@ impl SemanticIndex {
         Some(unit_mean(&rows, self.meta.dim))
     }
 
-    fn probed(&self, q: &[f32]) -> Vec<usize> {
+    /// The clusters a query reads: the meta's `probes` nearest to `q`, then
+    /// those of the first [`KEYWORD_PROBES`] keyword hits.
+    fn probed(&self, q: &[f32], keyword_hits: &[u32]) -> Vec<usize> {
         let mut order: Vec<(f32, usize)> =
-            self.meta.clusters.iter().enumerate().map(|(i, (c, _))| (c.dot(q), i)).collect();
+            self.meta.clusters.iter().enumerate().map(|(i, c)| (c.centroid.dot(q), i)).collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        order.into_iter().take(self.meta.probes).map(|(_, i)| i).collect()
+        let mut probed: Vec<usize> = order.into_iter().take(self.meta.probes).map(|(_, i)| i).collect();
+        for cluster in keyword_hits.iter().take(KEYWORD_PROBES).filter_map(|&doc| self.cluster_of(doc)) {
+            if !probed.contains(&cluster) {
+                probed.push(cluster);
+            }
+        }
+        probed
     }
 
     /// Files the query needs next (its vocabulary shards, then its rows,
-    /// then its clusters): call again after adding them, until it names none.
-    pub fn needs(&self, query: &str) -> Vec<String> {
+    /// then its clusters): call again after adding them, until it names
+    /// none. `keyword_hits`: the keyword tier's best pages for the query,
+    /// best first (as [`Self::search`] will be given them).
+    pub fn needs(&self, query: &str, keyword_hits: &[u32]) -> Vec<String> {
         let missing = self.missing_vocab(query);
         if !missing.is_empty() {
             return missing;
@@ -601,7 +675,7 @@ impl SemanticIndex {
         if q.iter().all(|x| *x == 0.0) {
             return Vec::new();
         }
-        self.probed(&q)
+        self.probed(&q, keyword_hits)
             .into_iter()
             .filter(|c| !self.clusters.contains_key(c))
             .map(|c| self.meta.cluster_name(c))
@@ -650,18 +724,14 @@ impl SemanticIndex {
                 Ok(true)
             }
             Some(TierFile::Cluster(cluster)) => {
-                if file_id(&bytes) != self.meta.clusters[cluster].1 {
+                if file_id(&bytes) != self.meta.clusters[cluster].file {
                     return Err(FormatError("file content does not match its name"));
                 }
                 let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
                 let book = &self.meta.codebook;
-                let n = r.count(book.packed_len() + 1)?;
-                let mut docs = Vec::with_capacity(n);
-                let mut doc = 0usize;
-                for i in 0..n {
-                    let delta = r.usize()?;
-                    doc = if i == 0 { delta } else { doc.checked_add(delta).ok_or(FormatError("doc out of range"))? };
-                    docs.push(u32::try_from(doc).map_err(|_| FormatError("doc out of range"))?);
+                let n = r.count(book.packed_len())?;
+                if n != self.meta.clusters[cluster].pages as usize {
+                    return Err(FormatError("cluster file's pages differ from the meta's"));
                 }
                 let packed = r.take(n * book.packed_len())?;
                 if !r.at_end() {
@@ -671,7 +741,13 @@ impl SemanticIndex {
                 for page in packed.chunks_exact(book.packed_len()) {
                     codes.extend(book.unpack(page).ok_or(FormatError("page code out of range"))?);
                 }
-                self.clusters.insert(cluster, (docs, codes));
+                // Clusters whose files are byte for byte the same share a
+                // name: the file is each one's.
+                for same in (cluster..self.meta.clusters.len())
+                    .filter(|&c| self.meta.clusters[c].file == self.meta.clusters[cluster].file)
+                {
+                    self.clusters.insert(same, codes.clone());
+                }
                 Ok(true)
             }
         }
@@ -683,12 +759,14 @@ impl SemanticIndex {
     }
 
     /// Documents nearest the query (cosine, best first), from the probed
-    /// clusters; empty until [`Self::needs`] names nothing. The best `limit`
-    /// at or above the minimum similarity, then every page of `keyword_hits`
-    /// the probed clusters hold, whatever its similarity: those pages are in
-    /// the fused list by their words already, and their similarity still
-    /// orders them (a page the semantic list left out would score as its
-    /// least similar page; SciFact test, fused nDCG@10 0.696 → 0.702).
+    /// clusters (those [`Self::needs`] named for the same `keyword_hits`;
+    /// one not loaded is passed over); empty until [`Self::needs`] names
+    /// nothing. The best `limit` at or above the minimum similarity, then
+    /// every page of `keyword_hits` the probed clusters hold, whatever its
+    /// similarity: those pages are in the fused list by their words
+    /// already, and their similarity still orders them (a page the semantic
+    /// list left out would score as its least similar page; SciFact test,
+    /// fused nDCG@10 0.696 → 0.702).
     pub fn search(&self, query: &str, limit: usize, keyword_hits: &[u32]) -> Vec<(u32, f32)> {
         let Some(ids) = self.tokens(query) else { return Vec::new() };
         let Some(q) = self.query_vector(&ids) else { return Vec::new() };
@@ -697,13 +775,13 @@ impl SemanticIndex {
         }
         let (book, table) = (&self.meta.codebook, self.meta.codebook.table(&q));
         let mut hits: Vec<(u32, f32)> = Vec::new();
-        for c in self.probed(&q) {
-            if let Some((docs, codes)) = self.clusters.get(&c) {
-                let near = self.meta.clusters[c].0.dot(&q);
+        for c in self.probed(&q, keyword_hits) {
+            if let Some(codes) = self.clusters.get(&c) {
+                let near = self.meta.clusters[c].centroid.dot(&q);
                 hits.extend(
-                    docs.iter()
+                    (self.first_page[c]..)
                         .zip(codes.chunks_exact(book.pieces()))
-                        .map(|(&d, code)| (d, near + book.score(&table, code))),
+                        .map(|(d, code)| (d, near + book.score(&table, code))),
                 );
             }
         }
@@ -796,7 +874,7 @@ mod tests {
     fn load(index: &mut SemanticIndex, files: &SemanticFiles, query: &str) -> usize {
         let mut fetched = 0;
         loop {
-            let needs = index.needs(query);
+            let needs = index.needs(query, &[]);
             if needs.is_empty() {
                 return fetched;
             }
@@ -806,6 +884,45 @@ mod tests {
                 fetched += 1;
             }
         }
+    }
+
+    /// The number the bundle gives `docs[original]`.
+    fn numbered(files: &SemanticFiles, original: u32) -> u32 {
+        files.order.iter().position(|&d| d == original).unwrap() as u32
+    }
+
+    #[test]
+    fn pages_are_numbered_cluster_by_cluster_and_a_keyword_hit_brings_its_cluster() {
+        let one_probe = SemanticInput { probes: 1, ..input() };
+        let files = build(&one_probe, &toy_docs()).unwrap();
+        let mut order = files.order.clone();
+        order.sort_unstable();
+        assert_eq!(order, (0..10).collect::<Vec<u32>>(), "every page numbered once");
+        let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
+        let mut index = SemanticIndex::open(meta).unwrap();
+        assert!(index.meta.clusters.len() > 1 && index.first_page.last() == Some(&10));
+        for c in 0..index.meta.clusters.len() {
+            for doc in index.first_page[c]..index.first_page[c + 1] {
+                assert_eq!(index.cluster_of(doc), Some(c));
+            }
+        }
+        assert_eq!(index.cluster_of(10), None);
+        assert_eq!(index.cluster_of(u32::MAX), None);
+        // One probe reads the car cluster; a bread page the keyword tier
+        // found brings its own cluster, and gets a similarity.
+        load(&mut index, &files, "automobile");
+        let bread = numbered(&files, 7);
+        let wanted = index.needs("automobile", &[bread]);
+        assert_eq!(wanted, [index.meta.cluster_name(index.cluster_of(bread).unwrap())]);
+        assert!(!index.search("automobile", 10, &[bread]).iter().any(|h| h.0 == bread));
+        for name in wanted {
+            let (_, bytes) = files.files.iter().find(|(n, _)| *n == name).unwrap();
+            index.add_file(&name, bytes.clone()).unwrap();
+        }
+        assert!(index.needs("automobile", &[bread]).is_empty());
+        assert!(index.search("automobile", 10, &[bread]).iter().any(|h| h.0 == bread));
+        // A number past the last page names no cluster.
+        assert!(index.needs("automobile", &[10, u32::MAX]).is_empty());
     }
 
     /// Pages about cars (0, 1, 4, 6, 8) and about baking.
@@ -836,11 +953,12 @@ mod tests {
         assert!(fetched < files.files.len() - 1 && rows == 3, "fetched {fetched}");
         let hits = index.search("automobile", 3, &[]);
         assert_eq!(hits.len(), 3);
-        for (doc, _) in &hits {
-            assert!([0, 1, 4, 6, 8].contains(doc), "{hits:?}");
+        for &(doc, _) in &hits {
+            assert!([0, 1, 4, 6, 8].contains(&files.order[doc as usize]), "{hits:?}");
         }
         load(&mut index, &files, "a recipe");
-        assert!([2, 3, 5, 7, 9].contains(&index.search("a recipe", 1, &[])[0].0));
+        let best = index.search("a recipe", 1, &[])[0].0;
+        assert!([2, 3, 5, 7, 9].contains(&files.order[best as usize]));
         assert!(index.search("zzz", 3, &[]).is_empty() || load(&mut index, &files, "zzz") == 0);
     }
 
@@ -856,11 +974,20 @@ mod tests {
         assert_eq!(alone.len(), 1);
         // Bread pages found by their words: below the minimum similarity and
         // past the limit, still scored, in similarity order after the best.
-        let hits = index.search("automobile", 1, &[2, 7]);
+        let bread = [numbered(&files, 2), numbered(&files, 7)];
+        let hits = index.search("automobile", 1, &bread);
         assert_eq!(hits[0], alone[0]);
         let mut rest: Vec<u32> = hits[1..].iter().map(|h| h.0).collect();
         rest.sort_unstable();
-        assert_eq!(rest, [2, 7], "{hits:?}");
+        assert_eq!(
+            rest,
+            {
+                let mut b = bread;
+                b.sort_unstable();
+                b
+            },
+            "{hits:?}"
+        );
         assert!(hits[1..].iter().all(|h| h.1 < 0.5) && hits.windows(2).all(|w| w[0].1 >= w[1].1), "{hits:?}");
     }
 
@@ -888,7 +1015,7 @@ mod tests {
         assert_eq!(index.meta.row_width, RowWidth::Int4);
         load(&mut index, &files, "automobile");
         for (doc, _) in index.search("automobile", 3, &[]) {
-            assert!([0, 1, 4, 6, 8].contains(&doc), "{doc}");
+            assert!([0, 1, 4, 6, 8].contains(&files.order[doc as usize]), "{doc}");
         }
         // The row bits follow the magic and three one-byte counts here.
         let mut bad = meta.clone();
@@ -930,18 +1057,20 @@ mod tests {
         let book = &meta.codebook;
         assert_eq!((book.codes, book.pieces(), book.bits(), book.packed_len()), (3, 3, 2, 1));
         let cluster = |body: &[u8]| [CLUSTER_MAGIC, body].concat();
+        meta.clusters[0].pages = 1;
         for (body, problem) in [
-            (&[1, 0, 0b00_00_11][..], "page code out of range"),
-            (&[1, 0, 0b10_00_01, 9][..], "cluster file longer than its pages"),
+            (&[1, 0b00_00_11][..], "page code out of range"),
+            (&[1, 0b10_00_01, 9][..], "cluster file longer than its pages"),
+            (&[2, 0b10_00_01, 0b10_00_01][..], "cluster file's pages differ from the meta's"),
         ] {
             let bytes = cluster(body);
-            meta.clusters[0].1 = file_id(&bytes);
+            meta.clusters[0].file = file_id(&bytes);
             let mut index = SemanticIndex::open(&meta.encode()).unwrap();
             let name = meta.cluster_name(0);
             assert_eq!(index.add_file(&name, bytes).unwrap_err().0, problem);
         }
-        let good = cluster(&[1, 0, 0b10_00_01]);
-        meta.clusters[0].1 = file_id(&good);
+        let good = cluster(&[1, 0b10_00_01]);
+        meta.clusters[0].file = file_id(&good);
         assert!(SemanticIndex::open(&meta.encode()).unwrap().add_file(&meta.cluster_name(0), good).unwrap());
     }
 }
