@@ -197,8 +197,8 @@ pub struct SiteBuildArgs {
     #[arg(long, default_value_t = 128, requires = "semantic")]
     pub dims: usize,
     /// Semantic tier: clusters nearest the query it reads (besides those
-    /// of its three best keyword hits).
-    #[arg(long, default_value_t = 10, requires = "semantic")]
+    /// of its six best keyword hits).
+    #[arg(long, default_value_t = 4, requires = "semantic")]
     pub probes: usize,
     /// Semantic tier: cosine below which a page is not a semantic match.
     #[arg(long, default_value_t = 0.2, requires = "semantic")]

@@ -23,7 +23,9 @@
 //! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
 //! rows shard     "QMDROWS2" vint rows; per row: f32 scale, dim values
 //!                at the meta's bits (4: low nibble first, each value + 8)
-//! cluster        "QMDCLUS4" vint pages; per page, in number order: its
+//! cluster        "QMDCLUS5" vint first page, vint pages (the first page
+//!                makes each cluster's file, so its name, its own); per
+//!                page, in number order: its
 //!                residual to the centroid as one code per subspace, packed
 //!                at the codebook's bits ([`pq`])
 //! ```
@@ -41,7 +43,7 @@ pub use wordpiece::WordPiece;
 pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA6";
 const VOCAB_MAGIC: &[u8] = b"QMDVOCB2";
 const ROWS_MAGIC: &[u8] = b"QMDROWS2";
-const CLUSTER_MAGIC: &[u8] = b"QMDCLUS4";
+const CLUSTER_MAGIC: &[u8] = b"QMDCLUS5";
 
 /// Embeds texts with the full encoder: one unit vector each, the encoder's
 /// width (the encoder cuts each text to its window).
@@ -355,17 +357,22 @@ const PAGE_CODES: usize = 16;
 
 /// Keyword hits whose clusters a query reads besides the `probes` nearest
 /// ones: the semantic list then holds the pages the keyword tier ranks
-/// best, which fusion reorders by meaning. Fused nDCG@10 over keyword
-/// alone, SciFact train / NFCorpus dev (clusters read a query): 10 nearest
-/// +0.016 / +0.023 (10); 5 nearest and 3 hits' +0.018 / +0.025 (5.8); 6
-/// and 3 +0.019 / +0.026 (6.7); 5 and 5 +0.018 / +0.026 (6.5); 4 and 5
-/// +0.017 / +0.025 (5.6); 3 and 3 +0.016 / +0.023 (4.0). On SciFact's test
-/// queries on the MDN-sized site (14,000 pages): 10 nearest +0.010, 5 and
-/// 3 +0.015. (All with √N clusters; see [`CLUSTERS_PER_ROOT`].)
-pub const KEYWORD_PROBES: usize = 3;
+/// best, which fusion reorders by meaning. Most of the tier's gain is
+/// that reordering: with 2√N clusters (see [`CLUSTERS_PER_ROOT`]), fused
+/// nDCG@10 on SciFact train / NFCorpus dev / SciFact's test queries on the
+/// MDN-sized site of 14,000 pages (keyword alone 0.698 / 0.291 / 0.674;
+/// clusters read a query there, KB of them): 10 nearest and no hits'
+/// 0.699 / – / –; 10 and 3 0.713 / 0.317 / 0.689 (10.8, 21.8 KB); 5 and 5
+/// 0.711 / 0.316 / 0.690 (6.7, 14.0); 4 and 6 0.712 / 0.316 / 0.689 (6.3,
+/// 13.1); 6 and 4 0.711 / 0.316 / 0.687 (7.3); 5 and 8 0.711 / 0.317 /
+/// 0.691 (7.9); 4 and 4 0.711 / 0.315 / 0.684 (5.5); 0 and 10 0.713 /
+/// 0.316 / 0.687 (6.0; nothing for a query without keyword hits). The
+/// default (`--probes` 4) reads 4 nearest and 6 hits' clusters: the
+/// quality of 10 and 3 for 60% of the bytes.
+pub const KEYWORD_PROBES: usize = 6;
 
 /// IVF clusters per square root of the pages. Twice √N halves each
-/// cluster's file, so a query reads its 10 nearest and its keyword hits'
+/// cluster's file, so a query reads its 10 nearest and 3 keyword hits'
 /// for the bytes 5 and 3 of √N cost. At MDN's size (14,000 pages, SciFact's
 /// test queries): √N, 5 nearest: nDCG@10 0.689, a later search 63 KB
 /// (median), its meta 18 KB; 2√N, 10 nearest: 0.692, 59 KB, a 33 KB meta.
@@ -483,12 +490,12 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
     let mut order = Vec::with_capacity(docs.len());
     for (c, centroid) in stored_centroids.into_iter().enumerate() {
         let members: Vec<usize> = (0..docs.len()).filter(|&d| assign[d] == c).collect();
-        // An empty cluster holds nothing to read (and its file would be
-        // every other empty cluster's).
+        // An empty cluster holds nothing to read.
         if members.is_empty() {
             continue;
         }
         let mut bytes = CLUSTER_MAGIC.to_vec();
+        put_vint(&mut bytes, order.len() as u64);
         put_vint(&mut bytes, members.len() as u64);
         for &d in &members {
             bytes.extend(codebook.pack(&codebook.encode(&residuals[d])));
@@ -729,6 +736,9 @@ impl SemanticIndex {
                 }
                 let mut r = Cursor::open(&bytes, CLUSTER_MAGIC, "not a qmd cluster file")?;
                 let book = &self.meta.codebook;
+                if r.u32()? != self.first_page[cluster] {
+                    return Err(FormatError("cluster file's first page differs from the meta's"));
+                }
                 let n = r.count(book.packed_len())?;
                 if n != self.meta.clusters[cluster].pages as usize {
                     return Err(FormatError("cluster file's pages differ from the meta's"));
@@ -741,13 +751,7 @@ impl SemanticIndex {
                 for page in packed.chunks_exact(book.packed_len()) {
                     codes.extend(book.unpack(page).ok_or(FormatError("page code out of range"))?);
                 }
-                // Clusters whose files are byte for byte the same share a
-                // name: the file is each one's.
-                for same in (cluster..self.meta.clusters.len())
-                    .filter(|&c| self.meta.clusters[c].file == self.meta.clusters[cluster].file)
-                {
-                    self.clusters.insert(same, codes.clone());
-                }
+                self.clusters.insert(cluster, codes);
                 Ok(true)
             }
         }
@@ -901,6 +905,8 @@ mod tests {
         let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
         let mut index = SemanticIndex::open(meta).unwrap();
         assert!(index.meta.clusters.len() > 1 && index.first_page.last() == Some(&10));
+        let names: HashSet<String> = (0..index.meta.clusters.len()).map(|c| index.meta.cluster_name(c)).collect();
+        assert_eq!(names.len(), index.meta.clusters.len(), "every cluster's file is its own");
         for c in 0..index.meta.clusters.len() {
             for doc in index.first_page[c]..index.first_page[c + 1] {
                 assert_eq!(index.cluster_of(doc), Some(c));
@@ -1059,9 +1065,10 @@ mod tests {
         let cluster = |body: &[u8]| [CLUSTER_MAGIC, body].concat();
         meta.clusters[0].pages = 1;
         for (body, problem) in [
-            (&[1, 0b00_00_11][..], "page code out of range"),
-            (&[1, 0b10_00_01, 9][..], "cluster file longer than its pages"),
-            (&[2, 0b10_00_01, 0b10_00_01][..], "cluster file's pages differ from the meta's"),
+            (&[0, 1, 0b00_00_11][..], "page code out of range"),
+            (&[0, 1, 0b10_00_01, 9][..], "cluster file longer than its pages"),
+            (&[0, 2, 0b10_00_01, 0b10_00_01][..], "cluster file's pages differ from the meta's"),
+            (&[1, 1, 0b10_00_01][..], "cluster file's first page differs from the meta's"),
         ] {
             let bytes = cluster(body);
             meta.clusters[0].file = file_id(&bytes);
@@ -1069,7 +1076,7 @@ mod tests {
             let name = meta.cluster_name(0);
             assert_eq!(index.add_file(&name, bytes).unwrap_err().0, problem);
         }
-        let good = cluster(&[1, 0b10_00_01]);
+        let good = cluster(&[0, 1, 0b10_00_01]);
         meta.clusters[0].file = file_id(&good);
         assert!(SemanticIndex::open(&meta.encode()).unwrap().add_file(&meta.cluster_name(0), good).unwrap());
     }
