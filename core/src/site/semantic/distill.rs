@@ -105,6 +105,22 @@ pub fn sif_weights(counts: &[u64], a: f64) -> Vec<f32> {
 /// into the rows being fitted) with each one's share of its tokens.
 pub type BagOfTokens = Vec<(u32, f32)>;
 
+/// What a bag's mean row should be: one of the vectors handed to
+/// [`fit_rows`], scaled (a bag weighs `scale²` in the least squares when
+/// its shares are scaled alike). An index, not a copy: a site's sentences
+/// and runs of tokens all point at their page's vector.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    pub vector: u32,
+    pub scale: f32,
+}
+
+impl Target {
+    fn row(self, vectors: &[Vec<f32>]) -> impl Iterator<Item = f32> + '_ {
+        vectors[self.vector as usize].iter().map(move |x| x * self.scale)
+    }
+}
+
 /// Rows fitted so that a document's mean row approaches its target (the
 /// encoder's vector of the whole document), pulled toward `prior` where the
 /// documents say little: ridge regression, `min ‖A X − Y‖² + λ‖X − P‖²`,
@@ -116,19 +132,19 @@ pub type BagOfTokens = Vec<(u32, f32)>;
 /// (a query word the site lacks) lands in the targets' space too.
 pub fn fit_rows(
     docs: &[BagOfTokens],
-    targets: &[Vec<f32>],
+    targets: &[Target],
+    vectors: &[Vec<f32>],
     prior: &[Vec<f32>],
     strength: f32,
     iterations: usize,
 ) -> Vec<Vec<f32>> {
-    let dim = targets.first().map_or(0, Vec::len);
+    let dim = vectors.first().map_or(0, Vec::len);
     let rows = prior.len();
     if dim == 0 || docs.is_empty() {
         return prior.to_vec();
     }
     let flat = |m: &[Vec<f32>]| m.iter().flat_map(|r| r.iter().copied()).collect::<Vec<f32>>();
     let mut p = flat(prior);
-    let y = flat(targets);
     // A·X (documents × dim) and Aᵀ·D (rows × dim).
     let times = |x: &[f32]| {
         let mut out = vec![0f32; docs.len() * dim];
@@ -148,7 +164,7 @@ pub fn fit_rows(
         }
         out
     };
-    let map = least_squares_map(&times(&p), &y, dim);
+    let map = least_squares_map(&times(&p), targets.iter().map(|t| t.row(vectors).collect::<Vec<f32>>()), dim);
     p = p.chunks_exact(dim).flat_map(|row| apply_map(row, &map)).collect();
     let means = times(&p);
     let mut diagonal = vec![0f64; rows];
@@ -165,7 +181,7 @@ pub fn fit_rows(
         out
     };
     // Solved for the change from the prior: (AᵀA + λI) Δ = Aᵀ(Y − A P).
-    let residual_y: Vec<f32> = y.iter().zip(&means).map(|(y, m)| y - m).collect();
+    let residual_y: Vec<f32> = targets.iter().flat_map(|t| t.row(vectors)).zip(&means).map(|(y, m)| y - m).collect();
     let mut r = times_t(&residual_y);
     let mut delta = vec![0f32; rows * dim];
     let mut dir = r.clone();
@@ -196,10 +212,11 @@ pub fn fit_rows(
 /// flat, `dim` wide), with a touch of ridge so a rank-deficient `X` (a
 /// site of few pages) still has one; solved by Cholesky in f64.
 #[allow(clippy::needless_range_loop)] // matrix code reads as the math does
-fn least_squares_map(x: &[f32], y: &[f32], dim: usize) -> Vec<Vec<f64>> {
+fn least_squares_map<R: AsRef<[f32]>>(x: &[f32], y: impl IntoIterator<Item = R>, dim: usize) -> Vec<Vec<f64>> {
     let mut gram = vec![vec![0f64; dim]; dim];
     let mut cross = vec![vec![0f64; dim]; dim];
-    for (rx, ry) in x.chunks_exact(dim).zip(y.chunks_exact(dim)) {
+    for (rx, ry) in x.chunks_exact(dim).zip(y) {
+        let ry = ry.as_ref();
         for i in 0..dim {
             let xi = f64::from(rx[i]);
             for j in 0..dim {
@@ -345,25 +362,26 @@ mod tests {
             .map(|bag| (0..2).map(|c| bag.iter().map(|&(t, a)| a * truth[t as usize][c]).sum()).collect())
             .collect();
         let prior = vec![vec![0.5, 0.5], vec![0.5, 0.5], vec![0.5, 0.5], vec![0.2, -0.4]];
-        let fitted = fit_rows(&docs, &targets, &prior, 1e-6, 20);
+        let to: Vec<Target> = (0..docs.len() as u32).map(|vector| Target { vector, scale: 1.0 }).collect();
+        let fitted = fit_rows(&docs, &to, &targets, &prior, 1e-6, 20);
         for (row, want) in fitted.iter().zip(&truth) {
             assert!(row.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-3), "{row:?} vs {want:?}");
         }
         // A row no document uses is the prior through the same linear map
         // however strongly the others keep to it; a strong prior keeps
         // every row there.
-        let stiff = fit_rows(&docs, &targets, &prior, 1e6, 20);
+        let stiff = fit_rows(&docs, &to, &targets, &prior, 1e6, 20);
         assert!(fitted[3].iter().zip(&stiff[3]).all(|(a, b)| (a - b).abs() < 1e-4), "{:?} {:?}", fitted[3], stiff[3]);
         let means: Vec<f32> = docs
             .iter()
             .flat_map(|bag| (0..2).map(|c| bag.iter().map(|&(t, a)| a * prior[t as usize][c]).sum::<f32>()))
             .collect();
-        let map = least_squares_map(&means, &targets.concat(), 2);
+        let map = least_squares_map(&means, &targets, 2);
         for (row, p) in stiff.iter().zip(&prior) {
             let mapped = apply_map(p, &map);
             assert!(row.iter().zip(&mapped).all(|(a, b)| (a - b).abs() < 1e-3), "{row:?} vs {mapped:?}");
         }
-        assert_eq!(fit_rows(&[], &[], &prior, 1.0, 5), prior, "no documents: the prior");
+        assert_eq!(fit_rows(&[], &[], &targets, &prior, 1.0, 5), prior, "no documents: the prior");
     }
 
     #[test]
@@ -371,7 +389,7 @@ mod tests {
         let w = [[2.0f32, -1.0], [0.5, 3.0]];
         let x = [1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0, -2.0, 0.5];
         let y: Vec<f32> = x.chunks(2).flat_map(|r| (0..2).map(move |c| r[0] * w[0][c] + r[1] * w[1][c])).collect();
-        let map = least_squares_map(&x, &y, 2);
+        let map = least_squares_map(&x, y.chunks(2), 2);
         for i in 0..2 {
             for j in 0..2 {
                 assert!((map[i][j] - f64::from(w[i][j])).abs() < 1e-2, "{map:?}");

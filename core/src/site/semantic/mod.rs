@@ -496,9 +496,9 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         })
         .collect();
     // The rows are fitted to exactly what a query is compared with.
-    let (bags, targets) = training_pairs(&wp, docs, &doc_tokens, &doc_vectors);
+    let (bags, targets) = training_pairs(&wp, docs, &doc_tokens);
     let rows: Vec<Code> =
-        distill::fit_rows(&bags, &targets, &distilled, FIT_STRENGTH, FIT_ITERATIONS)
+        distill::fit_rows(&bags, &targets, &doc_vectors, &distilled, FIT_STRENGTH, FIT_ITERATIONS)
             .iter()
             .enumerate()
             .map(|(id, row)| {
@@ -605,21 +605,21 @@ fn training_pairs(
     wp: &WordPiece,
     docs: &[String],
     doc_tokens: &[Vec<u32>],
-    doc_vectors: &[Vec<f32>],
-) -> (Vec<distill::BagOfTokens>, Vec<Vec<f32>>) {
+) -> (Vec<distill::BagOfTokens>, Vec<distill::Target>) {
+    let page = |index: usize, scale: f32| distill::Target { vector: index as u32, scale };
     let mut bags: Vec<distill::BagOfTokens> = doc_tokens.iter().map(|ids| bag_of_tokens(ids)).collect();
-    let mut targets = doc_vectors.to_vec();
-    for ((doc, ids), target) in docs.iter().zip(doc_tokens).zip(doc_vectors) {
+    let mut targets: Vec<distill::Target> = (0..docs.len()).map(|index| page(index, 1.0)).collect();
+    for (index, (doc, ids)) in docs.iter().zip(doc_tokens).enumerate() {
         for sentence in doc.split(['.', '\n', '?', '!']) {
             let ids = wp.tokenize(sentence);
             if ids.len() >= MIN_SENTENCE_TOKENS {
                 bags.push(bag_of_tokens(&ids));
-                targets.push(target.clone());
+                targets.push(page(index, 1.0));
             }
         }
         for window in ids.chunks_exact(WINDOW_TOKENS) {
             bags.push(bag_of_tokens(window).into_iter().map(|(t, share)| (t, share * WINDOW_SCALE)).collect());
-            targets.push(target.iter().map(|x| x * WINDOW_SCALE).collect());
+            targets.push(page(index, WINDOW_SCALE));
         }
     }
     (bags, targets)
@@ -1093,15 +1093,15 @@ mod tests {
         let docs = ["the car is fast. the car is fast the car is fast the car is fast cars".to_string()];
         let tokens = vec![wp.tokenize(&docs[0])];
         assert_eq!(tokens[0].len(), 19);
-        let (bags, targets) = training_pairs(&wp, &docs, &tokens, &[vec![0.6, 0.8]]);
+        let (bags, targets) = training_pairs(&wp, &docs, &tokens);
         assert_eq!(bags.len(), 4);
         let weight = |bag: &distill::BagOfTokens| bag.iter().map(|(_, share)| share).sum::<f32>();
         assert!((weight(&bags[0]) - 1.0).abs() < 1e-6 && (weight(&bags[1]) - 1.0).abs() < 1e-6);
         for (bag, target) in bags[2..].iter().zip(&targets[2..]) {
             assert!((weight(bag) - WINDOW_SCALE).abs() < 1e-6);
-            assert_eq!(target, &[0.6 * WINDOW_SCALE, 0.8 * WINDOW_SCALE]);
+            assert_eq!(*target, distill::Target { vector: 0, scale: WINDOW_SCALE });
         }
-        assert_eq!(&targets[..2], [vec![0.6, 0.8], vec![0.6, 0.8]]);
+        assert!(targets[..2].iter().all(|t| *t == distill::Target { vector: 0, scale: 1.0 }));
     }
 
     #[test]
