@@ -145,6 +145,8 @@ fn rebuild_reuses_the_embedded_vocabulary_and_page_vectors(model: &std::path::Pa
     let first = build("one");
     assert!(first.stderr.contains(" tokens embedded in "), "{}", first.stderr);
     assert!(first.stderr.contains("2/2 pages embedded in "), "{}", first.stderr);
+    // Two pages give no word five pages use: none is read whole.
+    assert!(first.stdout.contains(", 0 of the site's words read whole;"), "{}", first.stdout);
     let second = build("two");
     assert!(second.stderr.contains(" tokens embedded (cached)"), "{}", second.stderr);
     assert!(second.stderr.contains("2 pages' vectors from the cache"), "{}", second.stderr);

@@ -89,6 +89,8 @@ pub struct SiteFiles {
     pub meta: String,
     /// The semantic tier's meta file, when built.
     pub semantic: Option<String>,
+    /// The site's words the semantic tier reads whole (0 without one).
+    pub site_words: usize,
     pub docs: u32,
     pub terms: usize,
     pub shards: usize,
@@ -242,6 +244,7 @@ impl SiteBuilder {
         for (doc, bytes) in page_fragments.into_iter().enumerate() {
             files.push(SiteFile { name: fragment_name(&fragments, doc as u32), bytes });
         }
+        let site_words = semantic.as_ref().map_or(0, |built| built.site_words);
         let semantic = semantic.map(|built| {
             files.extend(built.files.into_iter().map(|(name, bytes)| SiteFile { name, bytes }));
             built.meta
@@ -270,7 +273,15 @@ impl SiteBuilder {
         let meta_bytes = meta.encode();
         let meta_name = format!("meta.{}.bin", id_hex(&file_id(&meta_bytes)));
         files.push(SiteFile { name: meta_name.clone(), bytes: meta_bytes });
-        Ok(SiteFiles { files, meta: meta_name, semantic, docs: seg_meta.docs, terms: term_count, shards: shard_count })
+        Ok(SiteFiles {
+            files,
+            meta: meta_name,
+            semantic,
+            site_words,
+            docs: seg_meta.docs,
+            terms: term_count,
+            shards: shard_count,
+        })
     }
 }
 

@@ -148,7 +148,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     let semantic = if args.semantic { Some(semantic_input(&args, index)?) } else { None };
     let options = SiteOptions { shard_bytes: (args.shard_kb * 1024.0) as usize, semantic };
     let site = builder.finish(&options).map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    let (terms, shards, semantic) = (site.terms, site.shards, site.semantic.is_some());
+    let (terms, shards, semantic, site_words) = (site.terms, site.shards, site.semantic.is_some(), site.site_words);
     let written = bundle::write(out, site)?;
     println!(
         "Indexed {pages} {} pages ({terms} terms in {shards} shards) into {}: {} files, {:.1} KB, in {:.1}s",
@@ -163,7 +163,7 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     );
     if semantic {
         println!(
-            "Semantic tier: {} dimensions; a query reads its {} nearest clusters and those of its {} best keyword hits",
+            "Semantic tier: {} dimensions, {site_words} of the site's words read whole; a query reads its {} nearest clusters and those of its {} best keyword hits",
             args.dims,
             args.probes.max(1),
             qmd_core::site::semantic::KEYWORD_PROBES

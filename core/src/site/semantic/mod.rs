@@ -321,6 +321,9 @@ pub struct SemanticFiles {
     /// index into the builder's `docs`): cluster by cluster, so that the
     /// page knows a keyword hit's cluster from its number.
     pub order: Vec<u32>,
+    /// The site's words that became tokens of their own (see
+    /// [`SITE_WORD_MIN_PAGES`]).
+    pub site_words: usize,
 }
 
 /// How strongly fitted rows keep to the distilled ones (ridge λ relative
@@ -570,7 +573,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
     let meta_bytes = meta.encode();
     let name = format!("sem.{}.bin", id_hex(&file_id(&meta_bytes)));
     files.push((name.clone(), meta_bytes));
-    Ok(SemanticFiles { files, meta: name, order })
+    Ok(SemanticFiles { files, meta: name, order, site_words: words.len() })
 }
 
 /// The site's words that become tokens of their own (see
@@ -1071,6 +1074,7 @@ mod tests {
         let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
         let mut index = SemanticIndex::open(meta).unwrap();
         assert_eq!(index.meta.tokens, 13);
+        assert_eq!(files.site_words, 1, "the build says how many");
         load(&mut index, &files, "engines cars");
         assert_eq!(index.wordpiece.tokenize("Engines cars"), [12, 3, 11], "the page reads the word whole");
         assert!(index.query_vector(&[12]).unwrap().iter().any(|x| *x != 0.0), "and has a row for it");
@@ -1084,6 +1088,7 @@ mod tests {
         let files = build(&input(), &everywhere).unwrap();
         let meta = &files.files.iter().find(|(n, _)| *n == files.meta).unwrap().1;
         assert_eq!(SemanticIndex::open(meta).unwrap().meta.tokens, 12);
+        assert_eq!(files.site_words, 0);
     }
 
     #[test]
