@@ -194,11 +194,11 @@ pub struct SiteBuildArgs {
     #[arg(long, requires = "semantic")]
     pub model: Option<String>,
     /// Semantic tier: dimensions kept (PCA), at most the model's.
-    #[arg(long, default_value_t = 128, requires = "semantic")]
+    #[arg(long, default_value_t = 256, requires = "semantic")]
     pub dims: usize,
     /// Semantic tier: clusters nearest the query it reads (besides those
     /// of its six best keyword hits).
-    #[arg(long, default_value_t = 4, requires = "semantic")]
+    #[arg(long, default_value_t = 3, requires = "semantic")]
     pub probes: usize,
     /// Semantic tier: cosine below which a page is not a semantic match.
     #[arg(long, default_value_t = 0.2, requires = "semantic")]

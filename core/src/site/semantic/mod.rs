@@ -9,23 +9,24 @@
 //! so a page's cluster is known from its number alone.
 //!
 //! ```text
-//! semantic meta  "QMDSEMA6" vint dim, vint tokens, vint rows per shard,
+//! semantic meta  "QMDSEMA7" vint dim, vint tokens, vint rows per shard,
 //!                vint bits a row value (8, or 4: two a byte),
 //!                8 bytes rows set id, 8 bytes vocabulary set id,
 //!                vint [UNK] id + 1 (0: none), vint probes,
 //!                f32 minimum similarity, f32 fusion weight,
 //!                product codebook (vint dims per subspace, vint codes;
 //!                per subspace: f32 scale, codes × dims i8),
-//!                vint clusters; per cluster: f32 scale, dim i8 centroid,
-//!                8 bytes file id, vint pages (numbered on from the
-//!                cluster before's)
+//!                vint probe dims; vint clusters; per cluster: f32 scale,
+//!                probe dims i8 (its centroid's first values), 8 bytes
+//!                file id, vint pages (numbered on from the cluster
+//!                before's)
 //! vocabulary     "QMDVOCB2" vint tokens; per token (id order): vint id
 //! shard          delta, vint length, UTF-8 bytes (see wordpiece::shard_key)
 //! rows shard     "QMDROWS2" vint rows; per row: f32 scale, dim values
 //!                at the meta's bits (4: low nibble first, each value + 8)
-//! cluster        "QMDCLUS5" vint first page, vint pages (the first page
-//!                makes each cluster's file, so its name, its own); per
-//!                page, in number order: its
+//! cluster        "QMDCLUS6" vint first page (it makes each cluster's
+//!                file, so its name, its own), f32 scale, dim i8
+//!                centroid, vint pages; per page, in number order: its
 //!                residual to the centroid as one code per subspace, packed
 //!                at the codebook's bits ([`pq`])
 //! ```
@@ -40,10 +41,10 @@ use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
 use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
-pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA6";
+pub const SEMANTIC_MAGIC: &[u8] = b"QMDSEMA7";
 const VOCAB_MAGIC: &[u8] = b"QMDVOCB2";
 const ROWS_MAGIC: &[u8] = b"QMDROWS2";
-const CLUSTER_MAGIC: &[u8] = b"QMDCLUS5";
+const CLUSTER_MAGIC: &[u8] = b"QMDCLUS6";
 
 /// Embeds texts with the full encoder: one unit vector each, the encoder's
 /// width (the encoder cuts each text to its window).
@@ -199,15 +200,19 @@ pub struct SemanticMeta {
     pub weight: f32,
     /// How pages' residuals to their centroid are coded.
     pub codebook: pq::ProductCodebook,
-    /// Per cluster: its centroid, its file's id and its pages' count (the
+    /// Leading dimensions of a cluster's centroid the meta holds, to
+    /// choose the clusters a query reads (see [`PROBE_DIMS`]).
+    pub probe_dims: usize,
+    /// Per cluster: its probe, its file's id and its pages' count (the
     /// first cluster's pages are numbered from 0, each next one's on).
     pub clusters: Vec<Cluster>,
 }
 
-/// One IVF cluster as the meta holds it.
+/// One IVF cluster as the meta holds it: the whole centroid is in its file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cluster {
-    pub centroid: Code,
+    /// The centroid's first [`SemanticMeta::probe_dims`] values.
+    pub probe: Code,
     pub file: FileId,
     pub pages: u32,
 }
@@ -226,9 +231,10 @@ impl SemanticMeta {
         out.extend_from_slice(&self.min_similarity.to_le_bytes());
         out.extend_from_slice(&self.weight.to_le_bytes());
         self.codebook.put(&mut out);
+        put_vint(&mut out, self.probe_dims as u64);
         put_vint(&mut out, self.clusters.len() as u64);
         for cluster in &self.clusters {
-            cluster.centroid.put(&mut out);
+            cluster.probe.put(&mut out);
             out.extend_from_slice(&cluster.file);
             put_vint(&mut out, u64::from(cluster.pages));
         }
@@ -254,14 +260,18 @@ impl SemanticMeta {
             return Err(FormatError("fusion weight out of range"));
         }
         let codebook = pq::ProductCodebook::read(&mut r, dim)?;
-        let n = r.count(dim + 13)?;
+        let probe_dims = r.usize()?;
+        if probe_dims == 0 || probe_dims > dim {
+            return Err(FormatError("probe dimensions out of range"));
+        }
+        let n = r.count(probe_dims + 13)?;
         let mut numbered = 0u32;
         let mut clusters = Vec::with_capacity(n);
         for _ in 0..n {
-            let (centroid, file) = (read_code(&mut r, dim)?, r.id()?);
+            let (probe, file) = (read_code(&mut r, probe_dims)?, r.id()?);
             let pages = r.u32()?;
             numbered = numbered.checked_add(pages).ok_or(FormatError("cluster pages out of range"))?;
-            clusters.push(Cluster { centroid, file, pages });
+            clusters.push(Cluster { probe, file, pages });
         }
         Ok(SemanticMeta {
             dim,
@@ -275,6 +285,7 @@ impl SemanticMeta {
             min_similarity,
             weight,
             codebook,
+            probe_dims,
             clusters,
         })
     }
@@ -402,8 +413,13 @@ const PAGE_CODES: usize = 16;
 /// 13.1); 6 and 4 0.711 / 0.316 / 0.687 (7.3); 5 and 8 0.711 / 0.317 /
 /// 0.691 (7.9); 4 and 4 0.711 / 0.315 / 0.684 (5.5); 0 and 10 0.713 /
 /// 0.316 / 0.687 (6.0; nothing for a query without keyword hits). The
-/// default (`--probes` 4) reads 4 nearest and 6 hits' clusters: the
-/// quality of 10 and 3 for 60% of the bytes.
+/// default read 4 nearest and 6 hits' clusters: the quality of 10 and 3
+/// for 60% of the bytes. At 256 dimensions and 4√N clusters (see
+/// [`CLUSTERS_PER_ROOT`]) it reads 3 nearest (`--probes` 3) and 6 hits':
+/// 4 nearest gave 0.7188 / 0.3217 / 0.698 (6.7 clusters, 15.8 KB), 3
+/// 0.7183 / 0.3219 / 0.695 (5.8, 13.9 KB), 5 hits' instead of 6 0.7181 /
+/// 0.3217 / 0.693 (6.2, 14.6 KB); a later search at MDN's size with 4
+/// nearest read 61 KB (median), over Pagefind's 60.
 pub const KEYWORD_PROBES: usize = 6;
 
 /// IVF clusters per square root of the pages. Twice √N halves each
@@ -412,11 +428,28 @@ pub const KEYWORD_PROBES: usize = 6;
 /// test queries): √N, 5 nearest: nDCG@10 0.689, a later search 63 KB
 /// (median), its meta 18 KB; 2√N, 10 nearest: 0.692, 59 KB, a 33 KB meta.
 /// SciFact train / NFCorpus dev alike (0.716 / 0.316, 0.717 / 0.315).
-const CLUSTERS_PER_ROOT: f64 = 2.0;
+/// At 256 dimensions a page's code is 64 bytes, twice 128's, so four
+/// times √N keeps a cluster's file the size 2√N gave at 128 (and the meta
+/// holds only each centroid's first [`PROBE_DIMS`]): SciFact train /
+/// NFCorpus dev fused, weight 0.4, 2√N 0.7205 / 0.3252, 4√N 0.7207 /
+/// 0.3221, 4√N with 64 probe dimensions 0.7188 / 0.3217.
+const CLUSTERS_PER_ROOT: f64 = 4.0;
+
+/// Leading dimensions of each cluster's centroid the meta holds to choose
+/// the clusters a query reads; the whole centroid, which scores the
+/// cluster's pages, is in the cluster's own file. Dimensions come from the
+/// PCA, most variance first, so a few choose as well as all: SciFact
+/// train / NFCorpus dev fused nDCG@10 at 256 dimensions, 2√N clusters: all
+/// 0.7205 / 0.3252, 64 0.7207 / 0.3250, 32 0.7193 / 0.3260. The meta a
+/// first search reads then holds 64 bytes a cluster at any width.
+const PROBE_DIMS: usize = 64;
 
 /// The semantic list's weight in the fusion (see [`super::fuse`]); tuned
-/// on SciFact train and NFCorpus dev (README).
-const FUSION_WEIGHT: f32 = 0.3;
+/// on SciFact train and NFCorpus dev at 256 dimensions (at 128 it was 0.3:
+/// a better semantic list earns more weight). SciFact train / NFCorpus dev:
+/// 0.3 0.7191 / 0.3181; 0.35 0.7207 / 0.3204; 0.4 0.7205 / 0.3252; 0.45
+/// 0.7173 / 0.3257; 0.5 0.7180 / 0.3271.
+const FUSION_WEIGHT: f32 = 0.4;
 
 /// Builds the tier: distils the static model from the encoder's token
 /// vectors, embeds `docs` with the encoder, fits the static rows to those
@@ -517,6 +550,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         .zip(&assign)
         .map(|(v, &c)| v.iter().zip(stored_centroids[c].to_f32()).map(|(x, c)| x - c).collect())
         .collect();
+    let probe_dims = dim.min(PROBE_DIMS);
     let codebook = pq::ProductCodebook::train(&residuals, dim, subspace_dims(dim), PAGE_CODES);
 
     let mut files = Vec::new();
@@ -540,13 +574,14 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         }
         let mut bytes = CLUSTER_MAGIC.to_vec();
         put_vint(&mut bytes, order.len() as u64);
+        centroid.put(&mut bytes);
         put_vint(&mut bytes, members.len() as u64);
         for &d in &members {
             bytes.extend(codebook.pack(&codebook.encode(&residuals[d])));
         }
         let file = file_id(&bytes);
         let pages = u32::try_from(members.len()).map_err(|_| "too many pages for one bundle".to_string())?;
-        clusters.push(Cluster { centroid, file, pages });
+        clusters.push(Cluster { probe: Code::of(&centroids[c][..probe_dims]), file, pages });
         order.extend(members.iter().map(|&d| d as u32));
         files.push((format!("v/{}.bin", id_hex(&file)), bytes));
     }
@@ -562,6 +597,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         min_similarity: input.min_similarity,
         weight: FUSION_WEIGHT,
         codebook,
+        probe_dims,
         clusters,
     };
     for (shard, bytes) in row_files.into_iter().enumerate() {
@@ -687,9 +723,14 @@ pub struct SemanticIndex {
     /// Each cluster's first page number, and after the last the number
     /// of pages.
     first_page: Vec<u32>,
-    /// Per loaded cluster: its pages' codes, one row of
-    /// `codebook.pieces()` bytes each, in page order.
-    clusters: HashMap<usize, Vec<u8>>,
+    clusters: HashMap<usize, LoadedCluster>,
+}
+
+/// A cluster's file as read: its centroid, and its pages' codes, one row of
+/// `codebook.pieces()` bytes each, in page order.
+struct LoadedCluster {
+    centroid: Code,
+    codes: Vec<u8>,
 }
 
 impl SemanticIndex {
@@ -732,6 +773,9 @@ impl SemanticIndex {
         self.missing_vocab(query).is_empty().then(|| self.wordpiece.tokenize(query))
     }
 
+    pub fn scratch_query_vector(&self, q: &str) -> Option<Vec<f32>> {
+        self.query_vector(&self.tokens(q)?)
+    }
     fn query_vector(&self, ids: &[u32]) -> Option<Vec<f32>> {
         let mut rows = Vec::with_capacity(ids.len());
         for &id in ids {
@@ -745,7 +789,7 @@ impl SemanticIndex {
     /// those of the first [`KEYWORD_PROBES`] keyword hits.
     fn probed(&self, q: &[f32], keyword_hits: &[u32]) -> Vec<usize> {
         let mut order: Vec<(f32, usize)> =
-            self.meta.clusters.iter().enumerate().map(|(i, c)| (c.centroid.dot(q), i)).collect();
+            self.meta.clusters.iter().enumerate().map(|(i, c)| (c.probe.dot(&q[..self.meta.probe_dims]), i)).collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut probed: Vec<usize> = order.into_iter().take(self.meta.probes).map(|(_, i)| i).collect();
         for cluster in keyword_hits.iter().take(KEYWORD_PROBES).filter_map(|&doc| self.cluster_of(doc)) {
@@ -835,6 +879,7 @@ impl SemanticIndex {
                 if r.u32()? != self.first_page[cluster] {
                     return Err(FormatError("cluster file's first page differs from the meta's"));
                 }
+                let centroid = read_code(&mut r, dim)?;
                 let n = r.count(book.packed_len())?;
                 if n != self.meta.clusters[cluster].pages as usize {
                     return Err(FormatError("cluster file's pages differ from the meta's"));
@@ -847,7 +892,7 @@ impl SemanticIndex {
                 for page in packed.chunks_exact(book.packed_len()) {
                     codes.extend(book.unpack(page).ok_or(FormatError("page code out of range"))?);
                 }
-                self.clusters.insert(cluster, codes);
+                self.clusters.insert(cluster, LoadedCluster { centroid, codes });
                 Ok(true)
             }
         }
@@ -876,11 +921,11 @@ impl SemanticIndex {
         let (book, table) = (&self.meta.codebook, self.meta.codebook.table(&q));
         let mut hits: Vec<(u32, f32)> = Vec::new();
         for c in self.probed(&q, keyword_hits) {
-            if let Some(codes) = self.clusters.get(&c) {
-                let near = self.meta.clusters[c].centroid.dot(&q);
+            if let Some(loaded) = self.clusters.get(&c) {
+                let near = loaded.centroid.dot(&q);
                 hits.extend(
                     (self.first_page[c]..)
-                        .zip(codes.chunks_exact(book.pieces()))
+                        .zip(loaded.codes.chunks_exact(book.pieces()))
                         .map(|(d, code)| (d, near + book.score(&table, code))),
                 );
             }
@@ -1076,8 +1121,12 @@ mod tests {
         assert_eq!(index.meta.tokens, 13);
         assert_eq!(files.site_words, 1, "the build says how many");
         load(&mut index, &files, "engines cars");
-        assert_eq!(index.wordpiece.tokenize("Engines cars"), [12, 3, 11], "the page reads the word whole");
-        assert!(index.query_vector(&[12]).unwrap().iter().any(|x| *x != 0.0), "and has a row for it");
+        let engines = index.wordpiece.tokenize("engines");
+        assert_eq!(engines.len(), 1, "the page reads the word whole");
+        let cars = index.wordpiece.tokenize("cars");
+        assert_eq!(cars.len(), 2, "a word of one page stays in pieces");
+        assert_eq!(index.wordpiece.tokenize("Engines cars"), [engines[0], cars[0], cars[1]]);
+        assert!(index.query_vector(&engines).unwrap().iter().any(|x| *x != 0.0), "and has a row for it");
         let hits = index.search("engines", 3, &[]);
         assert_eq!(hits.len(), 3);
         for &(doc, _) in &hits {
@@ -1180,6 +1229,12 @@ mod tests {
         for cut in 0..meta.len() {
             assert!(SemanticIndex::open(&meta[..cut]).is_err(), "cut at {cut}");
         }
+        // Probes wider than the vectors, or of no dimension, are refused.
+        let mut bad = SemanticMeta::decode(meta).unwrap();
+        for probe_dims in [0, bad.dim + 1] {
+            bad.probe_dims = probe_dims;
+            assert_eq!(SemanticIndex::open(&bad.encode()).err().unwrap().0, "probe dimensions out of range");
+        }
         let mut index = SemanticIndex::open(meta).unwrap();
         let (name, bytes) = files.files.iter().find(|(n, _)| n.starts_with("v/")).unwrap();
         assert!(index.add_file(name, bytes[..bytes.len() - 1].to_vec()).is_err());
@@ -1203,21 +1258,29 @@ mod tests {
         // at two bits (one byte a page).
         let book = &meta.codebook;
         assert_eq!((book.codes, book.pieces(), book.bits(), book.packed_len()), (3, 3, 2, 1));
-        let cluster = |body: &[u8]| [CLUSTER_MAGIC, body].concat();
+        // A file: its first page, its centroid (f32 scale, 3 i8), then
+        // its pages' count and codes.
+        let mut centroid = Vec::new();
+        Code { scale: 0.5, code: vec![1, -2, 3] }.put(&mut centroid);
+        let cluster = |first: u8, pages: &[u8]| [CLUSTER_MAGIC, &[first], &centroid, pages].concat();
         meta.clusters[0].pages = 1;
-        for (body, problem) in [
-            (&[0, 1, 0b00_00_11][..], "page code out of range"),
-            (&[0, 1, 0b10_00_01, 9][..], "cluster file longer than its pages"),
-            (&[0, 2, 0b10_00_01, 0b10_00_01][..], "cluster file's pages differ from the meta's"),
-            (&[1, 1, 0b10_00_01][..], "cluster file's first page differs from the meta's"),
+        for (bytes, problem) in [
+            (cluster(0, &[1, 0b00_00_11]), "page code out of range"),
+            (cluster(0, &[1, 0b10_00_01, 9]), "cluster file longer than its pages"),
+            (cluster(0, &[2, 0b10_00_01, 0b10_00_01]), "cluster file's pages differ from the meta's"),
+            (cluster(1, &[1, 0b10_00_01]), "cluster file's first page differs from the meta's"),
+            ([CLUSTER_MAGIC, &[0], &centroid[..6]].concat(), "truncated data"),
+            (
+                [CLUSTER_MAGIC, &[0], &f32::NAN.to_le_bytes(), &[1, 2, 3, 1, 0b10_00_01]].concat(),
+                "vector scale is not a number",
+            ),
         ] {
-            let bytes = cluster(body);
             meta.clusters[0].file = file_id(&bytes);
             let mut index = SemanticIndex::open(&meta.encode()).unwrap();
             let name = meta.cluster_name(0);
             assert_eq!(index.add_file(&name, bytes).unwrap_err().0, problem);
         }
-        let good = cluster(&[0, 1, 0b10_00_01]);
+        let good = cluster(0, &[1, 0b10_00_01]);
         meta.clusters[0].file = file_id(&good);
         assert!(SemanticIndex::open(&meta.encode()).unwrap().add_file(&meta.cluster_name(0), good).unwrap());
     }
