@@ -773,9 +773,6 @@ impl SemanticIndex {
         self.missing_vocab(query).is_empty().then(|| self.wordpiece.tokenize(query))
     }
 
-    pub fn scratch_query_vector(&self, q: &str) -> Option<Vec<f32>> {
-        self.query_vector(&self.tokens(q)?)
-    }
     fn query_vector(&self, ids: &[u32]) -> Option<Vec<f32>> {
         let mut rows = Vec::with_capacity(ids.len());
         for &id in ids {
