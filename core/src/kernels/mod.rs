@@ -201,13 +201,21 @@ fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
     let (x, k, n) = (inputs.x, w.cols, w.rows);
     assert!(x.len().is_multiple_of(k) && out.len() == x.len() / k * n, "matmul shapes");
     let m = x.len() / k;
-    #[cfg(any(
-        target_arch = "x86_64",
-        all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")
-    ))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    if w.kind == GgmlType::Q8_0 && m >= PREPACK_ROWS {
+        // The relaxed module's products of many rows are its Q8_0 trial.
+        let rows = inputs.q8();
+        return Q8_0_TRIAL.run((n, k), m, |candidate| match candidate {
+            RELAXED => {
+                let packed = pack_q8_0(w).expect("the relaxed packer packs every Q8_0 matrix");
+                by_rows(out, n, &|range, out| q8_0_packed_matmul(rows, range, &packed, out));
+            }
+            _ => by_rows(out, n, &|range, out| wasm::q8_0_matmul(rows, range, w, out)),
+        });
+    }
+    #[cfg(target_arch = "x86_64")]
     if w.kind == GgmlType::Q8_0
         && m >= PREPACK_ROWS
-        && packing_q8_0_kernel()
         && let Some(packed) = pack_q8_0(w)
     {
         let rows = inputs.q8();
@@ -303,10 +311,9 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
         arm::q8_0_kernel()
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-    if relaxed_q8_0_is_faster() {
-        (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD")
-    } else {
-        (wasm::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 on simd128: faster on this CPU)")
+    match Q8_0_TRIAL.winner() {
+        Some(SIMD128) => (wasm::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 on simd128: faster on this CPU)"),
+        _ => (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD"),
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
     {
@@ -318,42 +325,18 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     }
 }
 
-/// Whether the Q8_0 kernel that runs here packs its weights, so that
-/// [`product`] may pack a whole matrix for it.
-#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")))]
-fn packing_q8_0_kernel() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        true // `pack_for_vnni` answers for the CPU
-    }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-    {
-        relaxed_q8_0_is_faster()
-    }
-}
-
-/// In the relaxed-SIMD module: whether its Q8_0 kernel beats the simd128
-/// one on this CPU, raced once (see [`race`]) on a product of MiniLM's
-/// width; yes where nothing can time them. Both give the scalar kernel's
-/// results bit for bit, so the choice changes speed alone.
+/// The relaxed module's Q8_0 kernels, on trial (see [`race`]): its
+/// products of [`PREPACK_ROWS`] rows or more take turns on the relaxed
+/// packed kernel ([`RELAXED`], the default) and the simd128 one
+/// ([`SIMD128`]) until one is known to be faster on this CPU, which then
+/// runs every Q8_0 product. Both give the scalar kernel's results bit for
+/// bit, so the trial changes speed alone.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-fn relaxed_q8_0_is_faster() -> bool {
-    static FASTER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FASTER.get_or_init(|| {
-        let (m, n, k) = (64, 192, 384);
-        let x: Vec<f32> = (0..m * k).map(|i| ((i * 7919 % 2003) as f32 / 1001.0) - 1.0).collect();
-        let rows = QuantizedRows::quantize(&x, k);
-        let mut data = Vec::with_capacity(n * k / 32 * Q8_0_BLOCK_BYTES);
-        for b in 0..n * k / 32 {
-            data.extend_from_slice(&[0x00, 0x20]); // an f16 scale of 2⁻⁷
-            data.extend((0..32).map(|i| ((b * 31 + i * 17) % 256) as u8));
-        }
-        let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &data };
-        let mut out = vec![0f32; m * n];
-        let kernels: [Q8Kernel; 2] = [wasm_relaxed::q8_0_matmul, wasm::q8_0_matmul];
-        race::fastest(kernels.len(), |c| kernels[c](&rows, 0..m, &w, &mut out)) != Some(1)
-    })
-}
+static Q8_0_TRIAL: race::Trial = race::Trial::new();
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+const RELAXED: usize = 0;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+const SIMD128: usize = 1;
 
 /// The widest Q4_0/Q4_1 kernel this CPU runs.
 fn q4_kernel() -> Q8Kernel {

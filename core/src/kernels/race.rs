@@ -1,13 +1,16 @@
 //! Picking the faster of kernels that give the same results, by timing
-//! them once on this CPU. The page's relaxed-SIMD module needs it: V8
-//! lowers relaxed SIMD's 8-bit dot product to one `vpdpbusd` where the CPU
-//! has AVX-VNNI but to a `pmaddubsw` sequence elsewhere, and on an AMD
-//! EPYC (AVX2) its Q8_0 kernel embedded MiniLM at 6.2 texts/s against the
-//! simd128 kernel's 9.2, where on an Intel Xeon it was 1.2× faster. Which
-//! wins is a property of the CPU the page runs on, so it is measured
-//! there. Core has no clock of its own on wasm: the page installs one.
+//! them on the products the engine actually runs. The page's relaxed-SIMD
+//! module needs it: V8 lowers relaxed SIMD's 8-bit dot product to one
+//! `vpdpbusd` where the CPU has AVX-VNNI but to a `pmaddubsw` sequence
+//! elsewhere, and which Q8_0 kernel wins is a property of the CPU (and of
+//! what else the page's Worker does between products) the page runs on.
+//! A race on a synthetic product at start-up, as before, picked the
+//! relaxed kernel on an Intel Xeon where, embedding real texts in the
+//! page, it was 1.3× slower than the simd128 one; so the products
+//! themselves are the trial. Core has no clock of its own on wasm: the
+//! page installs one.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Milliseconds since some fixed start, fine enough to time a run of a
 /// few milliseconds (the page's `performance.now()`).
@@ -15,36 +18,117 @@ pub type Clock = fn() -> f64;
 
 static CLOCK: OnceLock<Clock> = OnceLock::new();
 
-/// Rounds of the race: the best time of each candidate counts, so the
-/// rounds run while the engine still compiles a kernel's optimised code
-/// (V8 starts a wasm function on its baseline compiler) do not.
-const ROUNDS: usize = 8;
-
 /// Lets the kernels time themselves; the first clock installed stays.
 pub fn install_clock(clock: Clock) {
     let _ = CLOCK.set(clock);
 }
 
-/// The index of the fastest of `candidates` runs of `run` (given the
-/// candidate's index) on the installed clock; `None` where none is
-/// installed (natively, and under wasmtime), which keeps the default.
-pub(super) fn fastest(candidates: usize, run: impl FnMut(usize)) -> Option<usize> {
-    let clock = *CLOCK.get()?;
-    Some(fastest_on(&mut || clock(), candidates, run))
+/// Timed runs of each candidate on a shape before that shape counts. The
+/// best run counts, so runs on V8's baseline compiler (a wasm function
+/// starts there) do not decide.
+const RUNS: usize = 3;
+/// Shapes every candidate has run [`RUNS`] times before the trial
+/// decides (MiniLM's products have three: 384 × 384, 1536 × 384, 384 ×
+/// 1536), so one matrix's quirks do not decide for all.
+const SHAPES: usize = 2;
+/// A model with a single shape decides after this many runs of it.
+const RUNS_ONE_SHAPE: usize = 3 * RUNS;
+
+/// A trial between two kernels that give the same results: products take
+/// turns on them, shape by shape, until [`SHAPES`] shapes have been timed
+/// on both; the one faster on those shapes (the geometric mean of the
+/// ratios of best times per unit of work) runs every product after.
+pub(super) struct Trial {
+    state: Mutex<TrialState>,
 }
 
-/// [`fastest`] on `clock`: the candidates run in turn, [`ROUNDS`] times
-/// each, and the one with the least best time wins (the first on a tie).
-fn fastest_on(clock: &mut dyn FnMut() -> f64, candidates: usize, mut run: impl FnMut(usize)) -> usize {
-    let mut best = vec![f64::INFINITY; candidates];
-    for _ in 0..ROUNDS {
-        for (candidate, best) in best.iter_mut().enumerate() {
-            let started = clock();
-            run(candidate);
-            *best = best.min(clock() - started);
+#[derive(Default)]
+struct TrialState {
+    shapes: Vec<ShapeRuns>,
+    winner: Option<usize>,
+}
+
+/// One shape's runs: count and best time per unit of work, per candidate.
+struct ShapeRuns {
+    shape: (usize, usize),
+    runs: [usize; 2],
+    best: [f64; 2],
+}
+
+impl Trial {
+    pub const fn new() -> Trial {
+        Trial { state: Mutex::new(TrialState { shapes: Vec::new(), winner: None }) }
+    }
+
+    /// The candidate that won, once the trial has decided.
+    pub fn winner(&self) -> Option<usize> {
+        self.lock().winner
+    }
+
+    /// Runs a product of `shape` with `units` of work (its activation
+    /// rows) on a candidate (`run` takes its index): the winner once
+    /// decided, candidate 0 where no clock is installed (natively, under
+    /// wasmtime), else the one whose turn it is on this shape, timed.
+    pub fn run(&self, shape: (usize, usize), units: usize, run: impl FnOnce(usize)) {
+        match CLOCK.get() {
+            Some(clock) => self.run_on(&mut || clock(), shape, units, run),
+            None => run(self.winner().unwrap_or(0)),
         }
     }
-    (0..candidates).fold(0, |winner, c| if best[c] < best[winner] { c } else { winner })
+
+    fn run_on(&self, clock: &mut dyn FnMut() -> f64, shape: (usize, usize), units: usize, run: impl FnOnce(usize)) {
+        let candidate = {
+            let mut state = self.lock();
+            if let Some(winner) = state.winner {
+                drop(state);
+                return run(winner);
+            }
+            state.turn(shape)
+        };
+        let started = clock();
+        run(candidate);
+        let per_unit = (clock() - started) / units.max(1) as f64;
+        self.lock().record(shape, candidate, per_unit);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TrialState> {
+        // A panic while holding it leaves counts, never a broken invariant.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl TrialState {
+    /// The candidate with fewer runs on `shape` (the first on a tie).
+    fn turn(&mut self, shape: (usize, usize)) -> usize {
+        let runs = self.shape(shape).runs;
+        usize::from(runs[1] < runs[0])
+    }
+
+    fn shape(&mut self, shape: (usize, usize)) -> &mut ShapeRuns {
+        let at = match self.shapes.iter().position(|s| s.shape == shape) {
+            Some(at) => at,
+            None => {
+                self.shapes.push(ShapeRuns { shape, runs: [0; 2], best: [f64::INFINITY; 2] });
+                self.shapes.len() - 1
+            }
+        };
+        &mut self.shapes[at]
+    }
+
+    fn record(&mut self, shape: (usize, usize), candidate: usize, per_unit: f64) {
+        let runs = self.shape(shape);
+        runs.runs[candidate] += 1;
+        // `f64::min` passes a NaN over: a clock that reads NaN leaves the
+        // best time infinite, and the default wins.
+        runs.best[candidate] = runs.best[candidate].min(per_unit);
+        let timed: Vec<&ShapeRuns> = self.shapes.iter().filter(|s| s.runs.iter().all(|&r| r >= RUNS)).collect();
+        let one_shape_done = self.shapes.iter().any(|s| s.runs.iter().all(|&r| r >= RUNS_ONE_SHAPE));
+        if timed.len() >= SHAPES || one_shape_done {
+            // Σ ln(best₀ / best₁) > 0: candidate 1 is faster on the whole.
+            let log_ratio: f64 = timed.iter().map(|s| (s.best[0] / s.best[1]).ln()).sum();
+            self.winner = Some(usize::from(log_ratio > 0.0));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -52,46 +136,90 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    /// A clock that the candidates move: candidate `c`'s run takes
-    /// `costs[c][round]` ms.
-    fn race(costs: &[[f64; ROUNDS]]) -> usize {
+    /// Products of `shapes` in turn (as a model's layers run them) until
+    /// the trial decides, candidate `c` taking `cost(c, shape, run)` ms a
+    /// row; the winner and how many products ran before it was known.
+    fn trial(shapes: &[(usize, usize)], cost: impl Fn(usize, (usize, usize), usize) -> f64) -> (usize, usize) {
+        let trial = Trial::new();
         let now = Cell::new(0.0);
-        let round = Cell::new(vec![0; costs.len()]);
-        fastest_on(&mut || now.get(), costs.len(), |c| {
-            let mut rounds = round.take();
-            now.set(now.get() + costs[c][rounds[c]]);
-            rounds[c] += 1;
-            round.set(rounds);
-        })
+        let runs = Cell::new([0usize; 2]);
+        let mut products = 0;
+        while trial.winner().is_none() {
+            let shape = shapes[products % shapes.len()];
+            trial.run_on(&mut || now.get(), shape, 10, |c| {
+                let mut counts = runs.get();
+                now.set(now.get() + 10.0 * cost(c, shape, counts[c]));
+                counts[c] += 1;
+                runs.set(counts);
+            });
+            products += 1;
+            assert!(products < 1000, "the trial never decided");
+        }
+        (trial.winner().unwrap(), products)
     }
 
     #[test]
-    fn the_least_best_time_wins_whatever_the_first_rounds_took() {
-        // The second candidate runs on baseline code for its first rounds
-        // (slow), then faster than the first ever does.
-        let first = [3.0; ROUNDS];
-        let mut second = [9.0; ROUNDS];
-        second[ROUNDS - 2..].fill(2.0);
-        assert_eq!(race(&[first, second]), 1);
-        assert_eq!(race(&[second, first]), 0);
-        // A tie keeps the first: the default.
-        assert_eq!(race(&[[2.0; ROUNDS], [2.0; ROUNDS]]), 0);
-        assert_eq!(race(&[[2.0; ROUNDS], [2.0; ROUNDS], [1.0; ROUNDS]]), 2);
+    fn the_faster_candidate_wins_whatever_its_first_runs_took() {
+        let shapes = [(384, 384), (1536, 384), (384, 1536)];
+        // Candidate 1 runs on baseline code for its first runs (slow), then
+        // faster than candidate 0 ever does.
+        let (winner, products) = trial(&shapes, |c, _, run| {
+            if c == 0 {
+                3.0
+            } else if run < 2 {
+                9.0
+            } else {
+                2.0
+            }
+        });
+        assert_eq!(winner, 1);
+        // Each shape takes turns on both: two shapes timed three times each.
+        assert!(products <= 2 * RUNS * shapes.len() + shapes.len(), "{products} products");
+        assert_eq!(trial(&shapes, |c, _, _| if c == 0 { 2.0 } else { 3.0 }).0, 0);
+        // A tie keeps the default.
+        assert_eq!(trial(&shapes, |_, _, _| 2.0).0, 0);
+    }
+
+    #[test]
+    fn shapes_are_compared_with_themselves() {
+        // The large shape costs more a row on both; candidate 1 is faster on
+        // each. Were rows of different shapes compared, the turns could
+        // give candidate 1 the large shape more often and lose it the trial.
+        let shapes = [(384, 384), (1536, 384)];
+        let cost = |c: usize, (n, _): (usize, usize), _| n as f64 * if c == 0 { 1.0 } else { 0.9 };
+        assert_eq!(trial(&shapes, cost).0, 1);
+        // Faster on one shape by a little, slower on the other by a lot.
+        let cost = |c: usize, (n, _): (usize, usize), _| match (c, n) {
+            (1, 384) => 0.95,
+            (1, _) => 2.0,
+            _ => 1.0,
+        };
+        assert_eq!(trial(&shapes, cost).0, 0);
+    }
+
+    #[test]
+    fn a_model_of_one_shape_decides_too() {
+        assert_eq!(trial(&[(64, 64)], |c, _, _| if c == 0 { 2.0 } else { 1.0 }).0, 1);
     }
 
     #[test]
     fn a_clock_that_reads_nan_keeps_the_default() {
-        // `f64::min` passes a NaN over: every best time stays infinite.
-        assert_eq!(fastest_on(&mut || f64::NAN, 2, |_| {}), 0);
+        let trial = Trial::new();
+        for _ in 0..4 * RUNS_ONE_SHAPE {
+            trial.run_on(&mut || f64::NAN, (8, 8), 1, |_| {});
+        }
+        assert_eq!(trial.winner(), Some(0));
     }
 
     #[test]
-    fn without_a_clock_nothing_is_run_and_the_default_stays() {
+    fn without_a_clock_the_default_runs_untimed() {
         if CLOCK.get().is_some() {
             return; // another test of this binary installed one
         }
-        let mut ran = false;
-        assert_eq!(fastest(2, |_| ran = true), None);
-        assert!(!ran);
+        let trial = Trial::new();
+        let mut ran = None;
+        trial.run((8, 8), 1, |c| ran = Some(c));
+        assert_eq!(ran, Some(0));
+        assert_eq!(trial.winner(), None);
     }
 }

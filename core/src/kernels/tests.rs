@@ -124,6 +124,32 @@ fn wasm_f16_slices_convert_as_half_does() {
     }
 }
 
+/// The relaxed module's Q8_0 trial (products of many rows taking turns
+/// on its two kernels until one wins) gives the scalar kernel's sums on
+/// every product, before and after it decides. A clock that advances a
+/// step a reading stands in for the page's.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+#[test]
+fn the_relaxed_modules_q8_0_trial_keeps_every_product_exact() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static TICKS: AtomicU32 = AtomicU32::new(0);
+    install_clock(|| f64::from(TICKS.fetch_add(1, Ordering::Relaxed)));
+    let m = PREPACK_ROWS + 3;
+    let shapes = [(40, 64), (24, 96)];
+    let matrices: Vec<Vec<u8>> = shapes.iter().map(|&(n, k)| random_matrix(GgmlType::Q8_0, n, k, n as u64)).collect();
+    for product in 0..40 {
+        let (n, k) = shapes[product % 2];
+        let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &matrices[product % 2] };
+        let x = activations(m, k);
+        let mut expected = vec![0f32; m * n];
+        scalar::q8_0_matmul(&QuantizedRows::quantize(&x, k), 0..m, &w, &mut expected);
+        let mut got = vec![0f32; m * n];
+        matmul(&x, &w, None, &mut got);
+        assert_eq!(got, expected, "product {product}, {m}×{n}×{k}");
+    }
+    assert!(Q8_0_TRIAL.winner().is_some(), "the trial decided within 40 products");
+}
+
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
 }
