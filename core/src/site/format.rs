@@ -139,6 +139,25 @@ pub fn id_hex(id: &FileId) -> String {
     crate::document::to_hex(id)
 }
 
+/// The file id whose [`id_hex`] is `hex`: sixteen lowercase hex digits,
+/// nothing else (so each name stands for one id).
+pub fn parse_id_hex(hex: &str) -> Option<FileId> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let bytes = hex.as_bytes();
+    if bytes.len() != 16 {
+        return None;
+    }
+    let mut id = [0u8; 8];
+    for (byte, pair) in id.iter_mut().zip(bytes.chunks_exact(2)) {
+        *byte = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(id)
+}
+
 /// The id of `bytes`: its sha256, first 8 bytes.
 pub fn file_id(bytes: &[u8]) -> FileId {
     use sha2::{Digest, Sha256};
@@ -430,6 +449,28 @@ mod tests {
         assert_eq!(m.shard_of("zzz"), Some(3));
         assert_eq!(m.shards_with_prefix("fil"), 0..3, "a prefix spans every shard its terms may be in");
         assert_eq!(m.shards_with_prefix("zip"), 3..4);
+    }
+
+    #[test]
+    fn file_ids_parse_back_from_their_names_alone() {
+        for seed in 0..64u8 {
+            let id = file_id(&[seed; 3]);
+            assert_eq!(parse_id_hex(&id_hex(&id)), Some(id));
+        }
+        let hex = id_hex(&[0xab, 0x01, 0xff, 0, 0x10, 0x9c, 0x7e, 0x5d]);
+        assert_eq!(hex, "ab01ff00109c7e5d");
+        // One spelling per id: no capitals, signs, spaces or other lengths.
+        for other in [
+            "AB01FF00109C7E5D",
+            "ab01ff00109c7e5",
+            "ab01ff00109c7e5d0",
+            "+b01ff00109c7e5d",
+            "ab01ff00109c7e5g",
+            " b01ff00109c7e5d",
+            "",
+        ] {
+            assert_eq!(parse_id_hex(other), None, "{other:?}");
+        }
     }
 
     #[test]

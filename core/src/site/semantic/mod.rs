@@ -37,7 +37,7 @@ pub mod wordpiece;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex};
+use super::format::{Cursor, FileId, FormatError, Parsed, file_id, id_hex, parse_id_hex};
 use crate::index::codec::{put_bytes, put_vint};
 pub use wordpiece::WordPiece;
 
@@ -313,7 +313,10 @@ impl SemanticMeta {
         if let Some(shard) = in_set("r/", &self.rows) {
             return shard.parse().ok().map(TierFile::Rows);
         }
-        (0..self.clusters.len()).find(|&c| self.cluster_name(c) == name).map(TierFile::Cluster)
+        // By id, not by formatting every cluster's name: 473 clusters at
+        // MDN's size, and a query looks up each file it loads.
+        let id = parse_id_hex(name.strip_prefix("v/")?.strip_suffix(".bin")?)?;
+        self.clusters.iter().position(|c| c.file == id).map(TierFile::Cluster)
     }
 }
 
