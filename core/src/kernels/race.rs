@@ -2,13 +2,13 @@
 //! them on the products the engine actually runs. The page's relaxed-SIMD
 //! module needs it: V8 lowers relaxed SIMD's 8-bit dot product to one
 //! `vpdpbusd` where the CPU has AVX-VNNI but to a `pmaddubsw` sequence
-//! elsewhere, and which Q8_0 kernel wins is a property of the CPU (and of
-//! what else the page's Worker does between products) the page runs on.
-//! A race on a synthetic product at start-up, as before, picked the
-//! relaxed kernel on an Intel Xeon where, embedding real texts in the
-//! page, it was 1.3× slower than the simd128 one; so the products
-//! themselves are the trial. Core has no clock of its own on wasm: the
-//! page installs one.
+//! elsewhere, so which Q8_0 kernel wins is a property of the CPU the page
+//! runs on. The products themselves are the trial: a race on a synthetic
+//! product at start-up (until 2026-11-30) picked the relaxed kernel on an
+//! Intel Xeon where the module then embedded real texts 1.3–1.7× slower
+//! than the simd128 module, though the same kernel with no race before it
+//! was as fast as simd128 or faster (README, *the relaxed module*). Core
+//! has no clock of its own on wasm: the page installs one.
 
 use std::sync::{Mutex, OnceLock};
 
