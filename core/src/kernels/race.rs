@@ -42,7 +42,6 @@ pub(super) struct Trial {
     state: Mutex<TrialState>,
 }
 
-#[derive(Default)]
 struct TrialState {
     shapes: Vec<ShapeRuns>,
     winner: Option<usize>,

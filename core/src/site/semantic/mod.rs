@@ -299,7 +299,7 @@ impl SemanticMeta {
     }
 
     pub fn cluster_name(&self, cluster: usize) -> String {
-        format!("v/{}.bin", id_hex(&self.clusters[cluster].file))
+        cluster_file_name(&self.clusters[cluster].file)
     }
 
     /// Which of this tier's files `name` is.
@@ -315,9 +315,19 @@ impl SemanticMeta {
         }
         // By id, not by formatting every cluster's name: 473 clusters at
         // MDN's size, and a query looks up each file it loads.
-        let id = parse_id_hex(name.strip_prefix("v/")?.strip_suffix(".bin")?)?;
+        let id = cluster_file_id(name)?;
         self.clusters.iter().position(|c| c.file == id).map(TierFile::Cluster)
     }
+}
+
+/// The name of the cluster file whose id is `id`.
+fn cluster_file_name(id: &FileId) -> String {
+    format!("v/{}.bin", id_hex(id))
+}
+
+/// The id a cluster file's name holds: [`cluster_file_name`]'s inverse.
+fn cluster_file_id(name: &str) -> Option<FileId> {
+    parse_id_hex(name.strip_prefix("v/")?.strip_suffix(".bin")?)
 }
 
 /// The kinds of file a query loads.
@@ -586,7 +596,7 @@ pub fn build(input: &SemanticInput, docs: &[String]) -> Result<SemanticFiles, St
         let pages = u32::try_from(members.len()).map_err(|_| "too many pages for one bundle".to_string())?;
         clusters.push(Cluster { probe: Code::of(&centroids[c][..probe_dims]), file, pages });
         order.extend(members.iter().map(|&d| d as u32));
-        files.push((format!("v/{}.bin", id_hex(&file)), bytes));
+        files.push((cluster_file_name(&file), bytes));
     }
     let meta = SemanticMeta {
         dim,
