@@ -3,7 +3,8 @@
 // tests/models/make_gguf.py, Q4_K_M by llama.cpp's own quantizer) configured as the CLI's models, served by
 // `qmd web` and run in the page on the CPU (WebAssembly relaxed SIMD
 // kernels, the build this Chromium gets; the simd128 build held to them
-// bit for bit) and
+// bit for bit, or within tolerance where the relaxed build's embedding
+// passes take 7-bit activations) and
 // on WebGPU (the engine's WGSL kernels).
 // Embeddings and rank scores are checked against llama.cpp itself
 // (node-llama-cpp, qmd 2.8.3's runtime) on the same files, with the native
@@ -135,9 +136,13 @@ for (const kind of Object.keys(KINDS)) {
 
 // The page's two engine builds (www/engine.js): this Chromium runs relaxed
 // SIMD, so it gets pkg-relaxed/; `?simd=simd128` loads the build every
-// browser runs. Their integer products are exact and scaled alike, so the
-// two give the same floats, bit for bit, on 8-bit and K-quant weights.
-test('both engine builds: relaxed SIMD gives the simd128 build\'s embeddings and rank scores bit for bit', async () => {
+// browser runs. Their integer products are exact and scaled alike, so
+// the two give the same rank scores, bit for bit, and the same embeddings
+// on K-quant weights; on Q8_0 weights the relaxed build's embedding
+// passes quantize the activations to 7 bits (one dot a byte pair, README
+// *The relaxed module*), within the stated tolerance of the simd128
+// build's 8: cosine ≥ 0.999 a vector.
+test('both engine builds: relaxed SIMD gives the simd128 build\'s rank scores, and its embeddings (Q8_0: within tolerance)', async () => {
   const texts = allTexts.filter((_, i) => i % 3 === 0);
   const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
   const { page, requests } = browser;
@@ -167,8 +172,15 @@ test('both engine builds: relaxed SIMD gives the simd128 build\'s embeddings and
     }
     const { relaxed, simd128 } = runs;
     console.log(`${kind}: ${texts.length} texts embedded in ${simd128.embedMs.toFixed(0)} ms (simd128), ${relaxed.embedMs.toFixed(0)} ms (relaxed SIMD)`);
-    assert.deepEqual(relaxed.vectors, simd128.vectors, `${kind}: the builds' embeddings differ`);
     assert.deepEqual(relaxed.scores, simd128.scores, `${kind}: the builds' rank scores differ`);
+    if (kind === 'q4_k_m') {
+      assert.deepEqual(relaxed.vectors, simd128.vectors, `${kind}: the builds' embeddings differ`);
+      continue;
+    }
+    const worst = Math.min(...relaxed.vectors.map((v, i) => cosine(v, simd128.vectors[i])));
+    console.log(`${kind}: worst cosine between the builds' embeddings ${worst.toFixed(6)}`);
+    assert.ok(worst >= 0.999, `${kind}: an embedding's cosine between the builds is ${worst}`);
+    assert.notDeepEqual(relaxed.vectors, simd128.vectors, `${kind}: the relaxed build's 7-bit activations changed no vector`);
   }
   assert.deepEqual(browser.errors, []);
 });

@@ -3,12 +3,39 @@
 //! Q4_1 weights): per block of 32, the scale `d = max|x| / 127` (kept as
 //! f16, as ggml stores it) and the values rounded to `x · 127 / max|x|`,
 //! ties to even; Q8_1 adds `d · Σ values` (as f16).
+//!
+//! The page's relaxed-SIMD module quantizes the activations of its Q8_0
+//! products to 7 bits instead ([`Bits::Seven`]: `d = max|x| / 63`), so
+//! each byte pair is one 8-bit dot product there (relaxed SIMD's dot
+//! needs one side within 0–127: the activations, offset by 64) rather
+//! than two. Every Q8_0 product of that module does, whatever its rows,
+//! so a text's vector does not depend on what it was batched with.
 
 use half::f16;
 
 use crate::model::attention::round_to_even;
 
+/// How many bits the values take: their largest magnitude is
+/// [`Bits::max`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bits {
+    /// −127..=127, as llama.cpp quantizes.
+    Eight,
+    /// −63..=63: offset by 64, a value fits relaxed SIMD's 7-bit operand.
+    Seven,
+}
+
+impl Bits {
+    pub fn max(self) -> f32 {
+        match self {
+            Bits::Eight => 127.0,
+            Bits::Seven => 63.0,
+        }
+    }
+}
+
 pub struct QuantizedRows {
+    pub bits: Bits,
     /// Values, `k` per row.
     pub values: Vec<i8>,
     /// One scale per block of 32, `k / 32` per row.
@@ -24,6 +51,10 @@ pub struct QuantizedRows {
 
 impl QuantizedRows {
     pub fn quantize(x: &[f32], k: usize) -> QuantizedRows {
+        QuantizedRows::quantize_to(x, k, Bits::Eight)
+    }
+
+    pub fn quantize_to(x: &[f32], k: usize, bits: Bits) -> QuantizedRows {
         assert!(k.is_multiple_of(32), "rows of {k} are not whole Q8_0 blocks");
         let mut values = vec![0i8; x.len()];
         let mut scales = vec![0f32; x.len() / 32];
@@ -40,9 +71,9 @@ impl QuantizedRows {
             .collect();
         crate::model::parallel::chunks_mut(&mut pieces, 1, |i, piece| {
             let piece = &mut piece[0];
-            quantize_blocks(&x[i * rows * k..][..piece.values.len()], piece);
+            quantize_blocks(&x[i * rows * k..][..piece.values.len()], bits.max(), piece);
         });
-        QuantizedRows { values, scales, sums, scaled_sums, k }
+        QuantizedRows { bits, values, scales, sums, scaled_sums, k }
     }
 
     pub fn row(&self, r: usize) -> (&[i8], &[f32]) {
@@ -65,16 +96,17 @@ struct Piece<'a> {
     scaled_sums: &'a mut [f32],
 }
 
-fn quantize_blocks(x: &[f32], piece: &mut Piece) {
+/// Quantizes each block of 32 to values within ±`max`.
+fn quantize_blocks(x: &[f32], max: f32, piece: &mut Piece) {
     #[cfg(target_arch = "x86_64")]
     if super::dispatch::avx2() {
         // SAFETY: the CPU has the features.
-        return unsafe { quantize_blocks_avx2(x, piece) };
+        return unsafe { quantize_blocks_avx2(x, max, piece) };
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    quantize_blocks_simd128(x, piece);
+    quantize_blocks_simd128(x, max, piece);
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    quantize_blocks_portable(x, piece);
+    quantize_blocks_portable(x, max, piece);
 }
 
 /// The portable loop's operations four lanes at a time, so the same
@@ -82,7 +114,7 @@ fn quantize_blocks(x: &[f32], piece: &mut Piece) {
 /// `fmaxf` per value (wasm's `f32.max` has other NaN rules): the
 /// quantizer was about 7% of a MiniLM pass in the page, 1.7% now.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-fn quantize_blocks_simd128(x: &[f32], piece: &mut Piece) {
+fn quantize_blocks_simd128(x: &[f32], max: f32, piece: &mut Piece) {
     use core::arch::wasm32::*;
     let Piece { values, scales, sums, scaled_sums } = piece;
     let outputs = scales.iter_mut().zip(sums.iter_mut()).zip(scaled_sums.iter_mut());
@@ -101,8 +133,8 @@ fn quantize_blocks_simd128(x: &[f32], piece: &mut Piece) {
         let lanes = v.iter().fold(f32x4_splat(0.0), |m, &v| f32x4_pmax(m, finite_abs(v)));
         let pairs = f32x4_pmax(lanes, i32x4_shuffle::<2, 3, 0, 1>(lanes, lanes));
         let amax = f32x4_extract_lane::<0>(f32x4_pmax(pairs, i32x4_shuffle::<1, 0, 3, 2>(pairs, pairs)));
-        let d = amax / 127.0;
-        let inverse = f32x4_splat(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+        let d = amax / max;
+        let inverse = f32x4_splat(if amax != 0.0 { max / amax } else { 0.0 });
         // Ties to even, then saturating to i8 as `as i8` does (NaN to 0).
         let ints: [v128; 8] = std::array::from_fn(|i| i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(v[i], inverse))));
         let total = ints.iter().fold(i32x4_splat(0), |t, &i| i32x4_add(t, i));
@@ -122,7 +154,7 @@ fn quantize_blocks_simd128(x: &[f32], piece: &mut Piece) {
 /// operations, so the same bytes (and 5× the portable loop's speed).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c")]
-fn quantize_blocks_avx2(x: &[f32], piece: &mut Piece) {
+fn quantize_blocks_avx2(x: &[f32], max: f32, piece: &mut Piece) {
     use std::arch::x86_64::*;
     let Piece { values, scales, sums, scaled_sums } = piece;
     let outputs = scales.iter_mut().zip(sums.iter_mut()).zip(scaled_sums.iter_mut());
@@ -139,8 +171,8 @@ fn quantize_blocks_avx2(x: &[f32], piece: &mut Piece) {
             half = _mm_max_ps(half, _mm_movehl_ps(half, half));
             half = _mm_max_ss(half, _mm_movehdup_ps(half));
             let amax = _mm_cvtss_f32(half);
-            let d = amax / 127.0;
-            let inverse = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+            let d = amax / max;
+            let inverse = _mm256_set1_ps(if amax != 0.0 { max / amax } else { 0.0 });
             let ints: [__m256i; 4] = std::array::from_fn(|i| {
                 let scaled = _mm256_round_ps(_mm256_mul_ps(v[i], inverse), _MM_FROUND_TO_NEAREST_INT);
                 _mm256_cvtps_epi32(scaled)
@@ -163,15 +195,15 @@ fn quantize_blocks_avx2(x: &[f32], piece: &mut Piece) {
 
 // In a simd128 build only the tests call it (the SIMD quantizer's reference).
 #[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128", not(test)), allow(dead_code))]
-fn quantize_blocks_portable(x: &[f32], piece: &mut Piece) {
+fn quantize_blocks_portable(x: &[f32], max: f32, piece: &mut Piece) {
     let Piece { values, scales, sums, scaled_sums } = piece;
     let outputs = scales.iter_mut().zip(sums.iter_mut()).zip(scaled_sums.iter_mut());
     for ((block, q), ((scale, sum), scaled_sum)) in x.chunks_exact(32).zip(values.chunks_exact_mut(32)).zip(outputs) {
         let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let d = amax / 127.0;
+        let d = amax / max;
         // ggml's x86 code takes 127/max, not 1/d: they differ in the last
         // bit now and then, which moves a value sitting on a rounding edge.
-        let inverse = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        let inverse = if amax != 0.0 { max / amax } else { 0.0 };
         for (q, v) in q.iter_mut().zip(block) {
             *q = round_to_even(v * inverse) as i8;
         }
@@ -186,15 +218,19 @@ mod tests {
     use super::*;
 
     fn quantized(x: &[f32], simd: bool) -> (Vec<i8>, Vec<f32>, Vec<i32>, Vec<f32>) {
+        quantized_to(x, Bits::Eight, simd)
+    }
+
+    fn quantized_to(x: &[f32], bits: Bits, simd: bool) -> (Vec<i8>, Vec<f32>, Vec<i32>, Vec<f32>) {
         let blocks = x.len() / 32;
         let (mut values, mut scales, mut sums, mut scaled_sums) =
             (vec![0i8; x.len()], vec![0f32; blocks], vec![0i32; blocks], vec![0f32; blocks]);
         let mut piece =
             Piece { values: &mut values, scales: &mut scales, sums: &mut sums, scaled_sums: &mut scaled_sums };
         if simd {
-            quantize_blocks(x, &mut piece)
+            quantize_blocks(x, bits.max(), &mut piece)
         } else {
-            quantize_blocks_portable(x, &mut piece)
+            quantize_blocks_portable(x, bits.max(), &mut piece)
         }
         (values, scales, sums, scaled_sums)
     }
@@ -211,6 +247,10 @@ mod tests {
         x[96..128].iter_mut().enumerate().for_each(|(i, v)| *v = 1e30 * (i as f32 - 7.0));
         x[128..160].iter_mut().enumerate().for_each(|(i, v)| *v = 1e-30 * (i as f32 - 7.0));
         assert_eq!(quantized(&x, true), quantized(&x, false));
+        let seven = quantized_to(&x, Bits::Seven, true);
+        assert_eq!(seven, quantized_to(&x, Bits::Seven, false));
+        assert!(seven.0.iter().all(|v| (-63..=63).contains(v)), "7-bit values within ±63");
+        assert!(seven.0.iter().any(|&v| v.abs() == 63), "each block's largest reaches 63");
     }
 
     /// In wasm the SIMD quantizer also treats NaN and infinite activations

@@ -141,14 +141,65 @@ fn the_relaxed_modules_q8_0_trial_keeps_every_product_exact() {
         let (n, k) = shapes[product % 2];
         let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &matrices[product % 2] };
         let x = activations(m, k);
+        // Both activation forms (an embedding model's 7 bits, 8 else)
+        // on both shapes.
+        let bits = if product % 4 < 2 { Bits::Seven } else { Bits::Eight };
         let mut expected = vec![0f32; m * n];
-        scalar::q8_0_matmul(&QuantizedRows::quantize(&x, k), 0..m, &w, &mut expected);
+        scalar::q8_0_matmul(&QuantizedRows::quantize_to(&x, k, bits), 0..m, &w, &mut expected);
         let mut got = vec![0f32; m * n];
-        matmul(&x, &w, None, &mut got);
-        assert_eq!(got, expected, "product {product}, {m}×{n}×{k}");
+        match bits {
+            Bits::Seven => for_embedding(|| matmul(&x, &w, None, &mut got)),
+            Bits::Eight => matmul(&x, &w, None, &mut got),
+        }
+        assert_eq!(got, expected, "product {product}, {m}×{n}×{k}, {bits:?}");
     }
     assert!(Q8_0_TRIAL.winner().is_some(), "the trial decided within 40 products");
 }
+
+/// [`for_embedding`]'s Q8_0 products take 7-bit activations in the
+/// relaxed module and 8-bit ones elsewhere; outside it, and after it
+/// returns or unwinds, every build takes 8 bits. Bits are told apart by
+/// comparing with the scalar kernel on each quantization.
+#[test]
+fn for_embedding_takes_7_bit_activations_in_the_relaxed_module_alone() {
+    let (n, k) = (24, 96);
+    let bytes = random_matrix(GgmlType::Q8_0, n, k, 5);
+    let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &bytes };
+    for m in [1, 9, PREPACK_ROWS_OR_MORE] {
+        let x = activations(m, k);
+        let product = |bits| {
+            let mut out = vec![0f32; m * n];
+            scalar::q8_0_matmul(&QuantizedRows::quantize_to(&x, k, bits), 0..m, &w, &mut out);
+            out
+        };
+        let (eight, seven) = (product(Bits::Eight), product(Bits::Seven));
+        assert_ne!(eight, seven, "the two quantizations differ on these inputs");
+        let run = || {
+            let mut out = vec![0f32; m * n];
+            matmul(&x, &w, None, &mut out);
+            out
+        };
+        let relaxed = cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
+        // Nearer the one quantization than the other by far (the x86
+        // packed kernel rounds differently from the scalar one, slightly).
+        let distance = |a: &[f32], b: &[f32]| a.iter().zip(b).fold(0f32, |d, (x, y)| d.max((x - y).abs()));
+        let assert_took = |got: &[f32], bits: Bits, what: &str| {
+            let (want, other) = if bits == Bits::Seven { (&seven, &eight) } else { (&eight, &seven) };
+            assert!(distance(got, want) * 10.0 < distance(got, other), "{m} rows {what}: not {bits:?}");
+        };
+        assert_took(&for_embedding(run), if relaxed { Bits::Seven } else { Bits::Eight }, "in for_embedding");
+        assert_took(&run(), Bits::Eight, "outside");
+        // wasm builds abort on a panic: the unwinding case is native's.
+        if cfg!(panic = "unwind") {
+            assert!(std::panic::catch_unwind(|| for_embedding(|| panic!("a failed pass"))).is_err());
+            assert_took(&run(), Bits::Eight, "after a pass unwound");
+        }
+    }
+}
+
+/// Enough activation rows for the packed kernels (the relaxed module's
+/// trial, x86's prepacked VNNI).
+const PREPACK_ROWS_OR_MORE: usize = 131;
 
 fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
@@ -166,60 +217,69 @@ fn q8_0_kernels_match_the_scalar_reference() {
             block[2 + block[3] as usize % 32] = 0x80;
         }
         let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
-        let x = QuantizedRows::quantize(&activations(m, k), k);
-        let mut expected = vec![0f32; m * n];
-        scalar::q8_0_matmul(&x, 0..m, &w, &mut expected);
-        // The whole matrix packed once (products of many rows).
-        #[cfg(any(
-            target_arch = "x86_64",
-            all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")
-        ))]
-        if let Some(packed) = pack_q8_0(&w) {
-            let mut got = vec![0f32; m * n];
-            q8_0_packed_matmul(&x, 0..m, &packed, &mut got);
-            // Relaxed SIMD's sums are exact and scaled in the scalar order.
-            #[cfg(target_arch = "wasm32")]
-            assert_eq!(got, expected, "packed {m}×{n}×{k}");
-            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
-                assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
-            }
+        for bits in [Bits::Eight, Bits::Seven] {
+            q8_0_kernels_match_the_scalar_kernel_on(&w, &QuantizedRows::quantize_to(&activations(m, k), k, bits), m);
         }
-        #[cfg(target_arch = "aarch64")]
-        {
-            let mut kernels = vec![("neon", arm::neon_matmul as Q8Kernel)];
-            let dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
-            // scripts/test-arm.sh runs these under an emulated CPU that has it.
-            assert!(dotprod || std::env::var_os("QMD_EXPECT_DOTPROD").is_none(), "this CPU lacks dotprod");
-            if dotprod {
-                kernels.push(("dotprod", arm::dotprod_matmul as Q8Kernel));
-            }
-            for (name, kernel) in kernels {
-                let mut got = vec![0f32; m * n];
-                kernel(&x, 0..m, &w, &mut got);
-                // Bit for bit: the same integer sums, scaled in the same order.
-                assert_eq!(got, expected, "{name} {m}×{n}×{k}");
-            }
+    }
+}
+
+/// [`q8_0_kernels_match_the_scalar_reference`] for one matrix and one
+/// quantization of `m` activation rows (8 bits, or an embedding model's
+/// 7 in the relaxed module).
+fn q8_0_kernels_match_the_scalar_kernel_on(w: &QMatrix, x: &QuantizedRows, m: usize) {
+    let (n, k) = (w.rows, w.cols);
+    let mut expected = vec![0f32; m * n];
+    scalar::q8_0_matmul(x, 0..m, w, &mut expected);
+    // The whole matrix packed once (products of many rows).
+    #[cfg(any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")
+    ))]
+    if let Some(packed) = pack_q8_0(w) {
+        let mut got = vec![0f32; m * n];
+        q8_0_packed_matmul(x, 0..m, &packed, &mut got);
+        // Relaxed SIMD's sums are exact and scaled in the scalar order.
+        #[cfg(target_arch = "wasm32")]
+        assert_eq!(got, expected, "packed {m}×{n}×{k}");
+        for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+            assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
         }
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        for (name, kernel) in wasm_kernels(true) {
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let mut kernels = vec![("neon", arm::neon_matmul as Q8Kernel)];
+        let dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
+        // scripts/test-arm.sh runs these under an emulated CPU that has it.
+        assert!(dotprod || std::env::var_os("QMD_EXPECT_DOTPROD").is_none(), "this CPU lacks dotprod");
+        if dotprod {
+            kernels.push(("dotprod", arm::dotprod_matmul as Q8Kernel));
+        }
+        for (name, kernel) in kernels {
             let mut got = vec![0f32; m * n];
-            kernel(&x, 0..m, &w, &mut got);
+            kernel(x, 0..m, w, &mut got);
+            // Bit for bit: the same integer sums, scaled in the same order.
             assert_eq!(got, expected, "{name} {m}×{n}×{k}");
         }
-        #[cfg(target_arch = "x86_64")]
-        for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
-            let runs = match name {
-                "vnni" => dispatch::Level::detected() >= dispatch::Level::Avx512Vnni,
-                _ => dispatch::Level::detected() >= dispatch::Level::Avx2,
-            };
-            if !runs {
-                continue;
-            }
-            let mut got = vec![0f32; m * n];
-            kernel(&x, 0..m, &w, &mut got);
-            for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
-                assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{name} {m}×{n}×{k} [{i}]: {g} vs {e}");
-            }
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    for (name, kernel) in wasm_kernels(true) {
+        let mut got = vec![0f32; m * n];
+        kernel(x, 0..m, w, &mut got);
+        assert_eq!(got, expected, "{name} {m}×{n}×{k}");
+    }
+    #[cfg(target_arch = "x86_64")]
+    for (name, kernel) in [("vnni", x86::vnni_matmul as Q8Kernel), ("avx2", x86::avx2_matmul as Q8Kernel)] {
+        let runs = match name {
+            "vnni" => dispatch::Level::detected() >= dispatch::Level::Avx512Vnni,
+            _ => dispatch::Level::detected() >= dispatch::Level::Avx2,
+        };
+        if !runs {
+            continue;
+        }
+        let mut got = vec![0f32; m * n];
+        kernel(x, 0..m, w, &mut got);
+        for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+            assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "{name} {m}×{n}×{k} [{i}]: {g} vs {e}");
         }
     }
 }

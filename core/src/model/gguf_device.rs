@@ -59,7 +59,9 @@ impl GgufDevice {
     /// natively).
     pub async fn embed_async(&self, model: &Encoder, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         match self {
-            GgufDevice::Cpu => model.embed(&Cpu, sequences),
+            // An embedding pass may take the page's faster Q8_0 products
+            // (7-bit activations in the relaxed-SIMD module).
+            GgufDevice::Cpu => crate::kernels::for_embedding(|| model.embed(&Cpu, sequences)),
             #[cfg(feature = "models-wgpu")]
             GgufDevice::Gpu(gpu) => Ok(model.unit_vectors(gpu.read_async(model.pooled(gpu, sequences)?).await?)),
         }
