@@ -362,6 +362,8 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
     match Q8_0_TRIAL.winner() {
         Some(SIMD128) => (wasm::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 on simd128: faster on this CPU)"),
+        // Said at load, before any product: the page's device line.
+        None if race::trials_run() => (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 kernels on trial)"),
         _ => (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD"),
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]

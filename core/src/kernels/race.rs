@@ -3,12 +3,12 @@
 //! module needs it: V8 lowers relaxed SIMD's 8-bit dot product to one
 //! `vpdpbusd` where the CPU has AVX-VNNI but to a `pmaddubsw` sequence
 //! elsewhere, so which Q8_0 kernel wins is a property of the CPU the page
-//! runs on. The products themselves are the trial: a race on a synthetic
-//! product at start-up (until 2026-11-30) picked the relaxed kernel on an
-//! Intel Xeon where the module then embedded real texts 1.3–1.7× slower
-//! than the simd128 module, though the same kernel with no race before it
-//! was as fast as simd128 or faster (README, *the relaxed module*). Core
-//! has no clock of its own on wasm: the page installs one.
+//! runs on. The products themselves are the trial, not a synthetic
+//! product raced at start-up, which until 2026-11-30 measured something
+//! other than the real products' speed (README, *the relaxed module*:
+//! V8's code for the relaxed kernel was fragile then, spilling an
+//! unrolled loop's sums). Core has no clock of its own on wasm: the page
+//! installs one.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -21,6 +21,12 @@ static CLOCK: OnceLock<Clock> = OnceLock::new();
 /// Lets the kernels time themselves; the first clock installed stays.
 pub fn install_clock(clock: Clock) {
     let _ = CLOCK.set(clock);
+}
+
+/// Whether trials run here (a clock is installed): until one decides,
+/// the kernel in use is not yet the one that will stay.
+pub(super) fn trials_run() -> bool {
+    CLOCK.get().is_some()
 }
 
 /// Timed runs of each candidate on a shape before that shape counts. The

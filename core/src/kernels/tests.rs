@@ -134,6 +134,10 @@ fn the_relaxed_modules_q8_0_trial_keeps_every_product_exact() {
     use std::sync::atomic::{AtomicU32, Ordering};
     static TICKS: AtomicU32 = AtomicU32::new(0);
     install_clock(|| f64::from(TICKS.fetch_add(1, Ordering::Relaxed)));
+    // What the page's device line says before any product, and after.
+    if Q8_0_TRIAL.winner().is_none() {
+        assert_eq!(instruction_set(), "WebAssembly relaxed SIMD (Q8_0 kernels on trial)");
+    }
     let m = PREPACK_ROWS + 3;
     let shapes = [(40, 64), (24, 96)];
     let matrices: Vec<Vec<u8>> = shapes.iter().map(|&(n, k)| random_matrix(GgmlType::Q8_0, n, k, n as u64)).collect();
@@ -154,6 +158,7 @@ fn the_relaxed_modules_q8_0_trial_keeps_every_product_exact() {
         assert_eq!(got, expected, "product {product}, {m}×{n}×{k}, {bits:?}");
     }
     assert!(Q8_0_TRIAL.winner().is_some(), "the trial decided within 40 products");
+    assert!(!instruction_set().contains("on trial"), "{}", instruction_set());
 }
 
 /// [`for_embedding`]'s Q8_0 products take 7-bit activations in the
