@@ -214,7 +214,7 @@ fn activations(m: usize, k: usize) -> Vec<f32> {
 /// tile edge (rows and columns not multiples of the tile).
 #[test]
 fn q8_0_kernels_match_the_scalar_reference() {
-    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (5, 16, 64), (9, 7, 96), (70, 13, 384)] {
+    for (m, n, k) in [(1, 1, 32), (1, 9, 96), (3, 5, 64), (4, 4, 32), (5, 16, 64), (9, 7, 96), (70, 13, 384)] {
         let mut w_bytes = random_matrix(GgmlType::Q8_0, n, k, (m * 31 + n) as u64);
         // −128, which llama.cpp's quantizer never writes but a file may hold
         // (relaxed SIMD's 7-bit operand must never be the weight).
@@ -357,7 +357,7 @@ fn matmul_each_equals_separate_products() {
 #[test]
 fn q4_kernels_match_the_scalar_reference() {
     let kernel = q4_kernel();
-    for (m, n, k) in [(1, 1, 32), (3, 5, 64), (4, 4, 32), (5, 16, 64), (9, 7, 96), (70, 13, 384)] {
+    for (m, n, k) in [(1, 1, 32), (1, 9, 96), (3, 5, 64), (4, 4, 32), (5, 16, 64), (9, 7, 96), (70, 13, 384)] {
         let x = QuantizedRows::quantize(&activations(m, k), k);
         for kind in [GgmlType::Q4_0, GgmlType::Q4_1] {
             let bytes = random_matrix(kind, n, k, (m * 7 + n) as u64);

@@ -380,13 +380,19 @@ fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f
     let mut weight_scales = vec![f32x4_splat(0.0); blocks];
     for c in (0..full).step_by(4) {
         let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
-        for (b, scale) in weight_scales.iter_mut().enumerate() {
-            *scale = halves_at(&weights, b * Q8_0_BLOCK_BYTES);
+        // A decoded token's one row converts each block's scales where it
+        // reads the block (as [`q4_relaxed`]).
+        let precomputed = rows.len() > 1;
+        if precomputed {
+            for (b, scale) in weight_scales.iter_mut().enumerate() {
+                *scale = halves_at(&weights, b * Q8_0_BLOCK_BYTES);
+            }
         }
         for (i, (r, out)) in rows.clone().zip(out.chunks_exact_mut(w.rows)).enumerate() {
             let scales = x.row(r).1;
             let mut sums = f32x4_splat(0.0);
             for (b, &[pos_low, pos_high, neg_low, neg_high]) in split[i * blocks..][..blocks].iter().enumerate() {
+                let dw = if precomputed { weight_scales[b] } else { halves_at(&weights, b * Q8_0_BLOCK_BYTES) };
                 let row_dot = |j: usize| {
                     let q = &weights[j][b * Q8_0_BLOCK_BYTES + 2..][..32];
                     let (low, high) = (load(&q[..16]), load(&q[16..]));
@@ -397,7 +403,7 @@ fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f
                     )
                 };
                 let ints = sum4(row_dot(0), row_dot(1), row_dot(2), row_dot(3));
-                sums = add_scaled(sums, ints, scales[b], weight_scales[b]);
+                sums = add_scaled(sums, ints, scales[b], dw);
             }
             // SAFETY: `c + 3 < full <= out.len()`.
             unsafe { v128_store(out[c..c + 4].as_mut_ptr() as *mut v128, sums) };
@@ -423,18 +429,28 @@ fn q4_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32
     let mut weight_factors = vec![(f32x4_splat(0.0), f32x4_splat(0.0)); blocks];
     for c in (0..full).step_by(4) {
         let weights = [w.row(c), w.row(c + 1), w.row(c + 2), w.row(c + 3)];
-        for (b, f) in weight_factors.iter_mut().enumerate() {
-            // A block opens with its f16 scale (then Q4_1's minimum): one
-            // word a row holds both.
+        // A block opens with its f16 scale (then Q4_1's minimum): one word
+        // a row holds both.
+        let factors = |b: usize| {
             let words = gather_u32(&weights, b * block_bytes);
             let minimum = if q4_1 { f16x4_to_f32(u32x4_shr(words, 16)) } else { f32x4_splat(0.0) };
-            *f = (f16x4_to_f32(words), minimum);
+            (f16x4_to_f32(words), minimum)
+        };
+        // A decoded token's one row takes each block's factors where it
+        // reads the block's bytes: one pass over the weights, not two
+        // (SmolLM2 Q4_1 decoded about 5% faster in the page).
+        let precomputed = rows.len() > 1;
+        if precomputed {
+            for (b, f) in weight_factors.iter_mut().enumerate() {
+                *f = factors(b);
+            }
         }
         for (i, r) in rows.clone().enumerate() {
             let (values, scales) = x.row(r);
             let (sums, scaled_sums) = (&x.sums[r * blocks..][..blocks], x.scaled_sums(r));
             let (mut products, mut minimums) = (f32x4_splat(0.0), f32x4_splat(0.0));
-            for (b, &(dw, mw)) in weight_factors.iter().enumerate() {
+            for b in 0..blocks {
+                let (dw, mw) = if precomputed { weight_factors[b] } else { factors(b) };
                 let xs = bytemuck_bytes(&values[b * 32..][..32]);
                 let (x_low, x_high) = (load(&xs[..16]), load(&xs[16..]));
                 let row_dot = |j: usize| {
@@ -450,10 +466,9 @@ fn q4_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32
                 }
                 products = add_scaled(products, ints, scales[b], dw);
             }
-            let sums = f32x4_add(products, minimums);
             let out = &mut out[i * w.rows + c..][..4];
             // SAFETY: four floats.
-            unsafe { v128_store(out.as_mut_ptr() as *mut v128, sums) };
+            unsafe { v128_store(out.as_mut_ptr() as *mut v128, f32x4_add(products, minimums)) };
         }
     }
     for (i, r) in rows.enumerate() {
