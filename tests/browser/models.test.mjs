@@ -55,16 +55,27 @@ async function loadOn(device) {
   return page.evaluate(() => window.qmd.loadModel());
 }
 
+/** How far the page's vectors may be from native's: on WebGPU (and the
+ * simd128 build) as far as the native kernels' own instruction-set
+ * levels are from each other (`kernel_levels.rs`: an AVX2, an AVX-512
+ * and a portable run round the Q8_0 activations a last bit apart, 1.8e-4
+ * of cosine apart on the shortest query); on the CPU in the relaxed-SIMD
+ * build (this Chromium's), whose embedding passes quantize the
+ * activations to 7 bits (README, *The relaxed module*: stated tolerance
+ * cosine ≥ 0.998 to the 8-bit vector; MiniLM's worst here 0.99893), that
+ * far, and its scores of a query and a document up to 0.04 apart. */
+const BOUNDS = {
+  exact: { native: 0.9995, f32: 2e-4, tie: 0.011 },
+  sevenBit: { native: 0.998, f32: 1.5e-3, tie: 0.04 },
+};
+
 /** Embeds the texts at indices `pick` (all by default) in calls of
  * `perCall` and holds them to the native engine's vectors two ways that
- * hold on any CPU: each within 0.9995 of native's ( the bound
- * between the native kernels' own instruction-set levels in
- * `kernel_levels.rs`: an AVX2, an AVX-512 and a portable run round the
- * Q8_0 activations a last bit apart, 1.8e-4 of cosine apart on the
- * shortest query), and no further from the exact answer (sentence-
- * transformers' f32 arithmetic, on burn) than native's are, to within
- * 2e-4 at the worst text. Returns both worst cosines. */
-async function assertMatchesNative(device, { pick = [...texts.keys()], perCall = texts.length } = {}) {
+ * hold on any CPU: each within `bounds.native` of native's, and no
+ * further from the exact answer (sentence-transformers' f32 arithmetic,
+ * on burn) than native's are, to within `bounds.f32` at the worst text.
+ * Returns both worst cosines. */
+async function assertMatchesNative(device, { pick = [...texts.keys()], perCall = texts.length, bounds = BOUNDS.exact } = {}) {
   const vectors = [];
   for (let i = 0; i < pick.length; i += perCall) {
     const group = pick.slice(i, i + perCall).map((j) => texts[j]);
@@ -72,10 +83,10 @@ async function assertMatchesNative(device, { pick = [...texts.keys()], perCall =
   }
   assert.equal(vectors.length, pick.length);
   const worst = Math.min(...vectors.map((v, i) => cosine(v, native[pick[i]])));
-  assert.ok(worst >= 0.9995, `worst cosine to native on ${device}: ${worst}`);
+  assert.ok(worst >= bounds.native, `worst cosine to native on ${device}: ${worst}`);
   const ours = Math.min(...vectors.map((v, i) => cosine(v, exact[pick[i]])));
   const natives = Math.min(...pick.map((j) => cosine(native[j], exact[j])));
-  assert.ok(ours >= natives - 2e-4, `worst cosine to the f32 answer on ${device}: ${ours}, native's ${natives}`);
+  assert.ok(ours >= natives - bounds.f32, `worst cosine to the f32 answer on ${device}: ${ours}, native's ${natives}`);
   console.log(`${device}: worst cosine ${worst.toFixed(7)} to native, ${ours.toFixed(7)} to f32 (native's ${natives.toFixed(7)}) over ${pick.length} texts`);
   return worst;
 }
@@ -98,7 +109,7 @@ test('CPU-fallback embeddings match the native ones, from the OPFS model cache',
   const loaded = await loadOn('cpu');
   assert.match(loaded.device, /^CPU/);
   assert.equal(loaded.cached, true, 'the second load reads the OPFS cache');
-  await assertMatchesNative('CPU');
+  await assertMatchesNative('CPU', { bounds: BOUNDS.sevenBit });
 });
 
 test('a damaged model cache is detected and downloaded again', async () => {
@@ -120,7 +131,7 @@ test('a damaged model cache is detected and downloaded again', async () => {
   assert.equal(await page.locator('#load-model').isDisabled(), false, 'the damaged cache was not loaded');
   const loaded = await page.evaluate(() => window.qmd.loadModel());
   assert.equal(loaded.cached, false);
-  await assertMatchesNative('CPU, re-downloaded');
+  await assertMatchesNative('CPU, re-downloaded', { bounds: BOUNDS.sevenBit });
 });
 
 test('auto picks the CPU over a software adapter; embedded documents give the CLI hybrid top 3; a cancelled run resumes', async () => {
@@ -168,17 +179,18 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
     const web = await page.evaluate((q) => window.qmd.hybrid(q), query);
     assert.deepEqual(web.notes.filter((n) => /vector/.test(n)), [], `vectors were used for ${query}`);
     const fromCli = cli(cliEnv, ['query', query, '--json', '-n', '3', '--no-rerank']);
-    assertSameTop(query, web, fromCli.map((h) => h.docid));
+    // `auto` passed the software adapter over: the CPU, 7-bit embeddings.
+    assertSameTop(query, web, fromCli.map((h) => h.docid), BOUNDS.sevenBit.tie);
   }
 });
 
 /** The page's top documents are the CLI's, but for two that a vector
- * list of the query scores as tied (backend scores within 0.011, in the
+ * list of the query scores as tied (backend scores within `tie`, in the
  * page's own fused result): the page's wasm kernels and the CLI's native
- * ones round the Q8_0 activations a last bit apart (see
- * `assertMatchesNative`), which may order a near-tie either way, and a
- * swap in one list moves the fused order. */
-function assertSameTop(query, result, fromCli) {
+ * ones round the Q8_0 activations apart (a last bit, or 7 bits against
+ * 8: see `BOUNDS`), which may order a near-tie either way, and a swap in
+ * one list moves the fused order. */
+function assertSameTop(query, result, fromCli, tie = BOUNDS.exact.tie) {
   const web = result.hits.slice(0, 3).map((h) => `#${h.hit.docid}`);
   assert.equal(web.length, fromCli.length, `query ${JSON.stringify(query)}`);
   const differ = web.map((doc, i) => [doc, fromCli[i]]).filter(([a, b]) => a !== b);
@@ -195,7 +207,7 @@ function assertSameTop(query, result, fromCli) {
     const [ofA, ofB] = [vectorScores(a), vectorScores(b)];
     const gaps = [...ofA].filter(([list]) => ofB.has(list)).map(([list, score]) => Math.abs(score - ofB.get(list)));
     const gap = Math.min(...gaps);
-    assert.ok(gap <= 0.011, `query ${JSON.stringify(query)}: the page ranks ${a} where the CLI ranks ${b} (closest vector scores ${gap.toFixed(4)} apart)`);
+    assert.ok(gap <= tie, `query ${JSON.stringify(query)}: the page ranks ${a} where the CLI ranks ${b} (closest vector scores ${gap.toFixed(4)} apart)`);
   }
   console.log(`query ${JSON.stringify(query)}: a near-tie ordered the other way (${differ.flat().join(', ')})`);
 }

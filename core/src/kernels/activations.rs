@@ -267,13 +267,16 @@ mod tests {
         x[70] = f32::NEG_INFINITY;
         x[71] = f32::NAN;
         x[96..128].fill(f32::NAN);
-        let (values, scales, sums, scaled_sums) = quantized(&x, true);
-        let portable = quantized(&x, false);
-        assert_eq!(values, portable.0);
-        assert_eq!(sums, portable.2);
-        // NaN != NaN: compare the scales' bits.
-        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-        assert_eq!((bits(&scales), bits(&scaled_sums)), (bits(&portable.1), bits(&portable.3)));
-        assert_eq!(values[3], 0, "a NaN activation quantizes to 0");
+        // At 8 bits and at an embedding pass's 7.
+        for width in [Bits::Eight, Bits::Seven] {
+            let (values, scales, sums, scaled_sums) = quantized_to(&x, width, true);
+            let portable = quantized_to(&x, width, false);
+            assert_eq!(values, portable.0, "{width:?}");
+            assert_eq!(sums, portable.2, "{width:?}");
+            // NaN != NaN: compare the scales' bits.
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!((bits(&scales), bits(&scaled_sums)), (bits(&portable.1), bits(&portable.3)), "{width:?}");
+            assert_eq!(values[3], 0, "a NaN activation quantizes to 0");
+        }
     }
 }
