@@ -105,7 +105,7 @@ thread_local! {
 /// Runs `f`'s products as an embedding model's. In the page's relaxed-SIMD
 /// module its Q8_0 products quantize their activations to 7 bits: one
 /// 8-bit dot a byte pair rather than two, 1.2× the texts a second for
-/// MiniLM, whose vectors then stay within cosine 0.999 of the 8-bit
+/// MiniLM, whose vectors then stay within cosine 0.998 of the 8-bit
 /// ones (README, *The relaxed module*). Elsewhere, and for rerankers and
 /// generation everywhere (a yes/no logit moved by 0.03), nothing changes.
 pub fn for_embedding<T>(f: impl FnOnce() -> T) -> T {
