@@ -4,12 +4,13 @@
 //! f16, as ggml stores it) and the values rounded to `x · 127 / max|x|`,
 //! ties to even; Q8_1 adds `d · Σ values` (as f16).
 //!
-//! The page's relaxed-SIMD module quantizes the activations of its Q8_0
-//! products to 7 bits instead ([`Bits::Seven`]: `d = max|x| / 63`), so
-//! each byte pair is one 8-bit dot product there (relaxed SIMD's dot
-//! needs one side within 0–127: the activations, offset by 64) rather
-//! than two. Every Q8_0 product of that module does, whatever its rows,
-//! so a text's vector does not depend on what it was batched with.
+//! The page's relaxed-SIMD module quantizes the activations of an
+//! embedding pass's Q8_0 products to 7 bits instead ([`Bits::Seven`]:
+//! `d = max|x| / 63`; see `kernels::for_embedding`), so each byte pair
+//! is one 8-bit dot product there (relaxed SIMD's dot needs one side
+//! within 0–127: the activations, offset by 64) rather than two. Every
+//! Q8_0 product of such a pass does, whatever its rows, so a text's
+//! vector does not depend on what it was batched with.
 
 use half::f16;
 
