@@ -631,7 +631,7 @@ $('device').onchange = () => {
 async function start() {
   try {
     // The engine build (engine.js): by the probe, or `?simd=` on the URL.
-    await call('open', { name: 'default', build: engineBuild(location.search) });
+    await call('open', { name: 'default', build: engineBuild(location.search), device: deviceChoice() });
     await refreshCollections();
     const sources = await modelSources();
     $('load-generator').classList.toggle('hidden', !sources.generateModel);

@@ -8,7 +8,7 @@
 // {embed: {state, report}} after each step. A query that expands with a
 // model posts {progress} per few tokens and stops on `cancelQuery`.
 
-import { loadEngine } from './engine.js';
+import { loadEngine, startThreads } from './engine.js';
 import { modelFiles } from './model-cache.js';
 import { HelperPool } from './helpers.js';
 
@@ -20,6 +20,9 @@ let index = null;
 let engine = null;
 /** The engine build the page chose (engine.js); helpers load the same. */
 let buildInUse;
+/** The threaded build's pool size (1 for the other builds): with more,
+ * the engine spreads each pass over its own pool and needs no helpers. */
+let threads = 1;
 let queue = Promise.resolve();
 let embedRun = null;
 /** Queries asked for and not yet answered, each {cancelled}. */
@@ -150,9 +153,13 @@ async function loadGrammars() {
 }
 
 const methods = {
-  async open({ name, build }) {
+  async open({ name, build, device }) {
+    // The threaded build has no WebGPU: where the models would run on a
+    // GPU, the relaxed build (engine.js).
+    if (build === 'threads' && (await resolveDevice(device ?? 'auto'))[0] !== 'cpu') build = 'relaxed';
     buildInUse = build;
     engine = await loadEngine(build);
+    threads = await startThreads(engine);
     engine.setSyntaxLoader(loadGrammars);
     const { QmdIndex } = engine;
     index = await QmdIndex.open(name ?? 'default');
@@ -193,8 +200,9 @@ const methods = {
     const modelBytes = Object.values(files.files).reduce((sum, bytes) => sum + bytes.length, 0);
     const copies = Math.max(1, Math.floor(HELPER_MODEL_BYTES / Math.max(1, modelBytes)));
     const cores = Math.min(navigator.hardwareConcurrency || 1, copies);
-    helpers = loaded.device.startsWith('CPU') ? await HelperPool.start(id, files.files, cores, buildInUse) : null;
-    const workers = helpers?.workers ?? 1;
+    const cpu = loaded.device.startsWith('CPU');
+    helpers = cpu && threads === 1 ? await HelperPool.start(id, files.files, cores, buildInUse) : null;
+    const workers = helpers?.workers ?? (cpu ? threads : 1);
     return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached, workers };
   },
   async loadReranker({ id, url, gguf, device, cachedOnly }) {

@@ -108,7 +108,7 @@ async function decoding(browser) {
   const { env } = isolatedEnv({ QMD_EMBED_MODEL: modelDir, QMD_RERANK_MODEL: './no-reranker', QMD_GENERATE_MODEL: smollm2 });
   const server = await serveApp(env);
   try {
-    for (const simd of ['relaxed', 'simd128']) {
+    for (const simd of ['threads', 'relaxed', 'simd128']) {
       const { page } = browser;
       await page.goto(`${server.url}?device=cpu&simd=${simd}`);
       await page.evaluate(() => window.qmd.ready);

@@ -18,6 +18,11 @@ mod opfs;
 mod source;
 mod syntax;
 
+/// `initThreadPool(n)` in the threaded module: starts its rayon pool of `n`
+/// Web Workers (the engine's Worker calls it once, before any model).
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -87,30 +87,37 @@ impl<'a> QMatrix<'a> {
 }
 
 /// How finely Q8_0 products quantize their activations on this thread:
-/// 8 bits, as llama.cpp does, but for the page's relaxed-SIMD module in
+/// 8 bits, as llama.cpp does, but for the page's relaxed-SIMD modules in
 /// [`for_embedding`], where they take 7.
 fn q8_0_activation_bits() -> Bits {
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-    if EMBEDDING.get() {
-        return Bits::Seven;
-    }
-    Bits::Eight
+    if Settings::current().embedding { Bits::Seven } else { Bits::Eight }
 }
 
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+/// Whether this build has the relaxed-SIMD kernels, the one place that
+/// heeds [`for_embedding`].
+const SEVEN_BIT_KERNELS: bool = cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
+
 thread_local! {
     static EMBEDDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f`'s products as an embedding model's. In the page's relaxed-SIMD
-/// module its Q8_0 products quantize their activations to 7 bits: one
-/// 8-bit dot a byte pair rather than two, 1.2× the texts a second for
-/// MiniLM, whose vectors then stay within cosine 0.998 of the 8-bit
-/// ones (README, *The relaxed module*). Elsewhere, and for rerankers and
-/// generation everywhere (a yes/no logit moved by 0.03), nothing changes.
-pub fn for_embedding<T>(f: impl FnOnce() -> T) -> T {
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-    {
+/// The calling thread's kernel settings (thread-locals), which
+/// `model::parallel` carries onto the pool's threads with each task.
+#[derive(Clone, Copy)]
+pub struct Settings {
+    /// Inside [`for_embedding`], in a build that heeds it.
+    embedding: bool,
+}
+
+impl Settings {
+    /// This thread's settings.
+    pub fn current() -> Settings {
+        Settings { embedding: SEVEN_BIT_KERNELS && EMBEDDING.get() }
+    }
+
+    /// Runs `f` under these settings, and puts this thread's back after it
+    /// (on a panic too).
+    pub fn apply<T>(self, f: impl FnOnce() -> T) -> T {
         /// Puts the previous setting back, on a panic too.
         struct Restore(bool);
         impl Drop for Restore {
@@ -118,11 +125,19 @@ pub fn for_embedding<T>(f: impl FnOnce() -> T) -> T {
                 EMBEDDING.set(self.0);
             }
         }
-        let _restore = Restore(EMBEDDING.replace(true));
+        let _restore = Restore(EMBEDDING.replace(self.embedding));
         f()
     }
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")))]
-    f()
+}
+
+/// Runs `f`'s products as an embedding model's. In the page's relaxed-SIMD
+/// modules its Q8_0 products quantize their activations to 7 bits: one
+/// 8-bit dot a byte pair rather than two, 1.2× the texts a second for
+/// MiniLM, whose vectors then stay within cosine 0.998 of the 8-bit
+/// ones (README, *The relaxed module*). Elsewhere, and for rerankers and
+/// generation everywhere (a yes/no logit moved by 0.03), nothing changes.
+pub fn for_embedding<T>(f: impl FnOnce() -> T) -> T {
+    Settings { embedding: SEVEN_BIT_KERNELS }.apply(f)
 }
 
 /// Bytes of a Q8_0 block: an f16 scale, then 32 signed bytes.

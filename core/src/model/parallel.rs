@@ -1,49 +1,121 @@
 //! Work spread over the machine's cores where the build has threads
-//! (native, `models-threads`), one after another where it has not (wasm).
+//! (native with `models-threads`; the page's threaded module, `web-threads`
+//! built with wasm atomics, its pool Web Workers sharing one memory), one
+//! after another where it has not (the other wasm builds).
+//!
+//! A task on the pool runs under its caller's kernel settings
+//! ([`crate::kernels::Settings`]): they live in thread-locals, and a pass
+//! started in [`crate::kernels::for_embedding`] keeps its products'
+//! 7-bit activations on whichever thread takes each piece.
 
-use crate::error::Result;
+pub use pool::{chunks_mut, map, on_workers, workers};
 
-/// How many calls of [`map`] can run at once: the rayon pool's threads
-/// (`RAYON_NUM_THREADS`, else one per core), or 1 without threads.
-pub fn workers() -> usize {
-    #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]
-    return rayon::current_num_threads();
-    #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
-    1
-}
+#[cfg(any(
+    all(feature = "models-threads", not(target_family = "wasm")),
+    all(feature = "web-threads", target_feature = "atomics")
+))]
+mod pool {
+    use rayon::prelude::*;
 
-/// Runs `f` on one of the pool's threads, so that the parallel steps
-/// inside it start from a worker: the caller then takes its share of each
-/// step and the other workers steal the rest, where a call from outside
-/// the pool hands every step over and sleeps until it is done (two thread
-/// switches a step; a decoded token takes hundreds of steps).
-pub fn on_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]
-    return rayon::scope(|_| f());
-    #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
-    f()
-}
+    use crate::error::Result;
+    use crate::kernels::Settings;
 
-/// `f` over `items`, results in input order; the first error wins.
-pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R> + Sync + Send) -> Result<Vec<R>> {
-    #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]
-    {
-        use rayon::prelude::*;
-        items.par_iter().map(f).collect()
+    /// How many calls of [`map`] can run at once: the rayon pool's threads
+    /// (`RAYON_NUM_THREADS`, else one per core; the page's pool as it was
+    /// started).
+    pub fn workers() -> usize {
+        rayon::current_num_threads()
     }
-    #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
-    items.iter().map(f).collect()
+
+    /// Runs `f` on one of the pool's threads, so that the parallel steps
+    /// inside it start from a worker: the caller then takes its share of each
+    /// step and the other workers steal the rest, where a call from outside
+    /// the pool hands every step over and sleeps until it is done (two thread
+    /// switches a step; a decoded token takes hundreds of steps).
+    pub fn on_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        let settings = Settings::current();
+        #[cfg(target_family = "wasm")]
+        return kept_awake(move || settings.apply(f));
+        #[cfg(not(target_family = "wasm"))]
+        rayon::scope(|_| settings.apply(f))
+    }
+
+    /// `f` on the pool's first thread while every other thread of the pool
+    /// waits for its steps awake. A Web Worker's rayon thread that finds
+    /// no work falls asleep at once (wasm has no `yield_now` to spin on, so
+    /// rayon's spinning before it sleeps takes no time), and each of a
+    /// decoded token's hundreds of parallel steps then paid for waking it:
+    /// two Workers decoded no faster than one. Here the others run rayon's
+    /// pending jobs as they appear, spinning in between, until `f` is done.
+    #[cfg(target_family = "wasm")]
+    fn kept_awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        use std::sync::Mutex;
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let f = Mutex::new(Some(f));
+        let done = AtomicBool::new(false);
+        let mut results = rayon::broadcast(|context| {
+            if context.index() != 0 {
+                while !done.load(Ordering::Acquire) {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::hint::spin_loop();
+                    }
+                }
+                return None;
+            }
+            let f = f.lock().unwrap_or_else(|e| e.into_inner()).take();
+            // Set on unwind too, so the others stop.
+            struct Done<'a>(&'a AtomicBool);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Release);
+                }
+            }
+            let _done = Done(&done);
+            f.map(|f| f())
+        });
+        results.swap_remove(0).expect("the pool's first thread runs f")
+    }
+
+    /// `f` over `items`, results in input order; the first error wins.
+    pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R> + Sync + Send) -> Result<Vec<R>> {
+        let settings = Settings::current();
+        items.par_iter().map(|item| settings.apply(|| f(item))).collect()
+    }
+
+    /// `f(i, chunk)` for each `chunk_len` piece of `out` (the last may be
+    /// shorter), spread over the cores like [`map`].
+    pub fn chunks_mut<T: Send>(out: &mut [T], chunk_len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+        let settings = Settings::current();
+        out.par_chunks_mut(chunk_len.max(1)).enumerate().for_each(|(i, c)| settings.apply(|| f(i, c)));
+    }
 }
 
-/// `f(i, chunk)` for each `chunk_len` piece of `out` (the last may be
-/// shorter), spread over the cores like [`map`].
-pub fn chunks_mut<T: Send>(out: &mut [T], chunk_len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
-    let chunk_len = chunk_len.max(1);
-    #[cfg(all(feature = "models-threads", not(target_family = "wasm")))]
-    {
-        use rayon::prelude::*;
-        out.par_chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c));
+#[cfg(not(any(
+    all(feature = "models-threads", not(target_family = "wasm")),
+    all(feature = "web-threads", target_feature = "atomics")
+)))]
+mod pool {
+    use crate::error::Result;
+
+    /// One: this build has no threads.
+    pub fn workers() -> usize {
+        1
     }
-    #[cfg(not(all(feature = "models-threads", not(target_family = "wasm"))))]
-    out.chunks_mut(chunk_len).enumerate().for_each(|(i, c)| f(i, c));
+
+    /// `f`, here.
+    pub fn on_workers<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        f()
+    }
+
+    /// `f` over `items` in order; the first error wins.
+    pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> Result<R> + Sync + Send) -> Result<Vec<R>> {
+        items.iter().map(f).collect()
+    }
+
+    /// `f(i, chunk)` for each `chunk_len` piece of `out` (the last may be
+    /// shorter), in order.
+    pub fn chunks_mut<T: Send>(out: &mut [T], chunk_len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+        out.chunks_mut(chunk_len.max(1)).enumerate().for_each(|(i, c)| f(i, c));
+    }
 }
