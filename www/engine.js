@@ -69,11 +69,16 @@ export async function loadEngine(build = engineBuild('')) {
   return pkg;
 }
 
-/** Starts the threaded build's pool: one Worker per core, sharing the
- * module's memory. A no-op for the other builds. Returns the pool's size. */
+/** Most Workers in the threaded build's pool: each is a whole JavaScript
+ * realm, and a decoded token's steps are too small to share among more. */
+export const MAX_THREADS = 8;
+
+/** Starts the threaded build's pool: one Worker per core (up to
+ * MAX_THREADS), sharing the module's memory. A no-op for the other
+ * builds. Returns the pool's size. */
 export async function startThreads(pkg) {
   if (!pkg.initThreadPool) return 1;
-  const threads = navigator.hardwareConcurrency;
+  const threads = Math.min(navigator.hardwareConcurrency || 1, MAX_THREADS);
   await pkg.initThreadPool(threads);
   return threads;
 }

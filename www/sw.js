@@ -9,7 +9,7 @@ const SHELL = [
   './', 'index.html', 'style.css', 'app.js', 'folders.js', 'highlight.js', 'worker.js', 'model-cache.js',
   'helpers.js', 'model-worker.js', 'engine.js',
 ];
-// The engine's two builds (engine.js) are not precached: a browser runs
+// The engine's three builds (engine.js) are not precached: a browser runs
 // one, and the fetch handler below caches it when the page first loads it.
 
 

@@ -23,6 +23,8 @@ let buildInUse;
 /** The threaded build's pool size (1 for the other builds): with more,
  * the engine spreads each pass over its own pool and needs no helpers. */
 let threads = 1;
+/** Why the threaded build was asked for and not used, if it was. */
+let threadsFailure = null;
 let queue = Promise.resolve();
 let embedRun = null;
 /** Queries asked for and not yet answered, each {cancelled}. */
@@ -41,6 +43,13 @@ async function resolveDevice(device) {
     return ['cpu', `the WebGPU adapter is software (${adapter.info?.architecture || 'fallback'})`];
   }
   return ['gpu', null];
+}
+
+/** A loaded model's device, with why the CPU was chosen and why the
+ * threaded build is not in use, where either applies. */
+function deviceLine(device, reason) {
+  const notes = [reason, threadsFailure && `no threads (${threadsFailure.message ?? threadsFailure})`];
+  return [device, ...notes.filter(Boolean)].join(', ');
 }
 
 function embedStep(run) {
@@ -157,9 +166,21 @@ const methods = {
     // The threaded build has no WebGPU: where the models would run on a
     // GPU, the relaxed build (engine.js).
     if (build === 'threads' && (await resolveDevice(device ?? 'auto'))[0] !== 'cpu') build = 'relaxed';
+    // A threaded build that cannot start (no shared memory, Workers
+    // refused) leaves the relaxed one, and the device line says why.
+    engine = null;
+    if (build === 'threads') {
+      try {
+        engine = await loadEngine(build);
+        threads = await startThreads(engine);
+      } catch (e) {
+        threadsFailure = e;
+        engine = null;
+        build = 'relaxed';
+      }
+    }
+    engine ??= await loadEngine(build);
     buildInUse = build;
-    engine = await loadEngine(build);
-    threads = await startThreads(engine);
     engine.setSyntaxLoader(loadGrammars);
     const { QmdIndex } = engine;
     index = await QmdIndex.open(name ?? 'default');
@@ -203,14 +224,14 @@ const methods = {
     const cpu = loaded.device.startsWith('CPU');
     helpers = cpu && threads === 1 ? await HelperPool.start(id, files.files, cores, buildInUse) : null;
     const workers = helpers?.workers ?? (cpu ? threads : 1);
-    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached, workers };
+    return { ...loaded, device: deviceLine(loaded.device, reason), cached: files.cached, workers };
   },
   async loadReranker({ id, url, gguf, device, cachedOnly }) {
     const files = await fetchModel('Downloading reranker', id, url, gguf, cachedOnly);
     if (!files) return null;
     const [choice, reason] = await resolveDevice(device ?? 'auto');
     const loaded = await index.loadReranker(id, files.files, choice);
-    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached };
+    return { ...loaded, device: deviceLine(loaded.device, reason), cached: files.cached };
   },
   /** The query-expansion model (one GGUF file), opt-in: qmd's is 1.2 GB. */
   async loadGenerator({ id, url, device, cachedOnly }) {
@@ -218,7 +239,7 @@ const methods = {
     if (!files) return null;
     const [choice, reason] = await resolveDevice(device ?? 'auto');
     const loaded = await index.loadGenerator(id, files.files, choice);
-    return { ...loaded, device: reason ? `${loaded.device}, ${reason}` : loaded.device, cached: files.cached };
+    return { ...loaded, device: deviceLine(loaded.device, reason), cached: files.cached };
   },
   followTokens: ({ text, reference }) => index.followTokens(text, Uint32Array.from(reference)),
   rerankTexts: ({ query, documents }) => index.rerankTexts(query, documents),

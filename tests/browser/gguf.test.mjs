@@ -134,25 +134,32 @@ for (const kind of Object.keys(KINDS)) {
   });
 }
 
-// The page's two engine builds (www/engine.js): this Chromium runs relaxed
-// SIMD, so it gets pkg-relaxed/; `?simd=simd128` loads the build every
-// browser runs. Their integer products are exact and scaled alike, so
-// the two give the same rank scores, bit for bit, and the same embeddings
-// on K-quant weights; on Q8_0 weights the relaxed build's embedding
-// passes quantize the activations to 7 bits (one dot a byte pair, README
-// *The relaxed module*), within the stated tolerance of the simd128
-// build's 8: cosine ≥ 0.999 a vector.
-test('both engine builds: relaxed SIMD gives the simd128 build\'s rank scores, and its embeddings (Q8_0: within tolerance)', async () => {
+// The page's three engine builds (www/engine.js): this Chromium runs
+// relaxed SIMD and `qmd web` makes the page cross-origin isolated, so on
+// the CPU it gets pkg-threads/ (relaxed SIMD, a pool of Workers sharing
+// one memory); `?simd=relaxed` loads the same kernels on one thread, and
+// `?simd=simd128` the build every browser runs. Their integer products are
+// exact and scaled alike, and threads split a product by whole rows, so
+// all three give the same rank scores, bit for bit, and the same embeddings
+// on K-quant weights; the threaded build gives the relaxed one's
+// embeddings bit for bit everywhere (its pool's threads take the caller's
+// 7-bit setting with each task). On Q8_0 weights the relaxed builds'
+// embedding passes quantize the activations to 7 bits (one dot a byte
+// pair, README *The relaxed module*), within the stated tolerance of the
+// simd128 build's 8: cosine ≥ 0.999 a vector.
+test('all three engine builds: threads and relaxed SIMD give the simd128 build\'s rank scores, and its embeddings (Q8_0: within tolerance)', async () => {
   const texts = allTexts.filter((_, i) => i % 3 === 0);
   const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
   const { page, requests } = browser;
+  const wasm = { threads: '/pkg-threads/qmd_web_bg.wasm', relaxed: '/pkg-relaxed/qmd_web_bg.wasm', simd128: '/pkg/qmd_web_bg.wasm' };
   for (const kind of ['q8_0', 'q4_k_m']) {
     const runs = {};
-    // The default first: the second visit's Workers then come from the
+    // The default first: the later visits' Workers then come from the
     // service worker's cache, and must still load the build asked for.
-    for (const [simd, device, wasm, other] of [
-      ['', /^CPU: WebAssembly relaxed SIMD/, '/pkg-relaxed/qmd_web_bg.wasm', '/pkg/qmd_web_bg.wasm'],
-      ['simd128', /^CPU: WebAssembly SIMD/, '/pkg/qmd_web_bg.wasm', '/pkg-relaxed/qmd_web_bg.wasm'],
+    for (const [simd, build, device] of [
+      ['', 'threads', /^CPU: WebAssembly relaxed SIMD.*, \d+ threads/],
+      ['relaxed', 'relaxed', /^CPU: WebAssembly relaxed SIMD(?!.*threads)/],
+      ['simd128', 'simd128', /^CPU: WebAssembly SIMD(?!.*threads)/],
     ]) {
       requests.length = 0;
       await page.goto(`${servers[kind].url}?device=cpu${simd && `&simd=${simd}`}`);
@@ -161,18 +168,20 @@ test('both engine builds: relaxed SIMD gives the simd128 build\'s rank scores, a
       const reranker = await page.evaluate(() => window.qmd.reranker());
       assert.match(embedder.device, device);
       assert.match(reranker.device, device);
-      const paths = requests.map((u) => new URL(u).pathname);
-      const loaded = paths.filter((p) => p.endsWith('.wasm'));
-      assert.ok(paths.includes(wasm) && !paths.includes(other), `${simd || 'default'} loads ${wasm} alone: ${loaded}`);
+      const loaded = requests.map((u) => new URL(u).pathname).filter((p) => p.endsWith('.wasm') && p.includes('/pkg'));
+      assert.deepEqual([...new Set(loaded)], [wasm[build]], `${simd || 'default'} loads ${wasm[build]} alone`);
       const start = performance.now();
       const vectors = await page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.map((v) => [...v])), texts);
       const embedMs = performance.now() - start;
       const scores = [...(await page.evaluate(({ q, d }) => window.qmd.rerankTexts(q, d), { q: queries[0], d: documents }))];
-      runs[simd || 'relaxed'] = { vectors, scores, embedMs };
+      runs[build] = { vectors, scores, embedMs };
     }
-    const { relaxed, simd128 } = runs;
-    console.log(`${kind}: ${texts.length} texts embedded in ${simd128.embedMs.toFixed(0)} ms (simd128), ${relaxed.embedMs.toFixed(0)} ms (relaxed SIMD)`);
+    const { threads, relaxed, simd128 } = runs;
+    const ms = (run) => run.embedMs.toFixed(0);
+    console.log(`${kind}: ${texts.length} texts embedded in ${ms(simd128)} ms (simd128), ${ms(relaxed)} ms (relaxed SIMD), ${ms(threads)} ms (threads)`);
     assert.deepEqual(relaxed.scores, simd128.scores, `${kind}: the builds' rank scores differ`);
+    assert.deepEqual(threads.scores, relaxed.scores, `${kind}: the threaded build's rank scores differ`);
+    assert.deepEqual(threads.vectors, relaxed.vectors, `${kind}: the threaded build's embeddings differ`);
     if (kind === 'q4_k_m') {
       assert.deepEqual(relaxed.vectors, simd128.vectors, `${kind}: the builds' embeddings differ`);
       continue;

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { balancedShares } from '../../www/helpers.js';
-import { engineBuild, probe } from '../../www/engine.js';
+import { engineBuild, loadEngine, probe } from '../../www/engine.js';
 
 test('shares cover every text once, each in ascending order', () => {
   const texts = Array.from({ length: 37 }, (_, i) => 'x'.repeat(1 + ((i * 53) % 400)));
@@ -40,6 +40,20 @@ test('an engine without relaxed SIMD gets the simd128 build; ?simd= picks one', 
   assert.equal(engineBuild('?simd=relaxed', false), 'relaxed');
   assert.equal(engineBuild('?simd=avx512', false), 'simd128', 'an unknown build name is the probe\'s choice');
   assert.equal(engineBuild('?simd=avx512', true), 'relaxed');
+});
+
+test('a cross-origin isolated page with cores to spare gets the threaded build, where relaxed SIMD runs', () => {
+  assert.equal(engineBuild('', true, true), 'threads');
+  assert.equal(engineBuild('', true, false), 'relaxed', 'no shared memory, no threads');
+  assert.equal(engineBuild('', false, true), 'simd128', 'the threaded build needs relaxed SIMD as well');
+  assert.equal(engineBuild('?simd=relaxed', true, true), 'relaxed');
+  assert.equal(engineBuild('?simd=threads', false, false), 'threads', 'asked for by name (loadEngine then says why it cannot)');
+  // Node is not a cross-origin isolated page: the default there is no threads.
+  assert.equal(engineBuild('', true), 'relaxed');
+});
+
+test('loadEngine refuses the threaded build outside a cross-origin isolated page, naming the headers', async () => {
+  await assert.rejects(loadEngine('threads'), /cross-origin isolated.*Cross-Origin-Opener-Policy: same-origin.*Cross-Origin-Embedder-Policy: require-corp/);
 });
 
 test('the probe validates exactly where relaxed SIMD does', () => {
