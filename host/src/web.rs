@@ -195,8 +195,12 @@ fn with_type(body: impl IntoResponse, content_type: &'static str) -> Response {
     // Cross-origin isolation, which a memory shared between Workers needs:
     // the engine's threaded build (www/engine.js) runs only where the page
     // is isolated. Everything the page loads is same-origin.
-    headers.insert(header::HeaderName::from_static("cross-origin-opener-policy"), HeaderValue::from_static("same-origin"));
-    headers.insert(header::HeaderName::from_static("cross-origin-embedder-policy"), HeaderValue::from_static("require-corp"));
+    headers
+        .insert(header::HeaderName::from_static("cross-origin-opener-policy"), HeaderValue::from_static("same-origin"));
+    headers.insert(
+        header::HeaderName::from_static("cross-origin-embedder-policy"),
+        HeaderValue::from_static("require-corp"),
+    );
     response
 }
 

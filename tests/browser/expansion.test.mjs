@@ -167,22 +167,28 @@ for (const [name, device] of RUNS) {
   });
 }
 
-// The page's two engine builds (www/engine.js) on SmolLM2's Q4_1 weights:
-// relaxed SIMD (what this Chromium gets) and simd128 (`?simd=simd128`,
-// what every browser runs) give the same logits, bit for bit, along the
-// same 32 tokens.
-test('smollm2: both engine builds decode the same logits, bit for bit', async () => {
+// The page's three engine builds (www/engine.js) on SmolLM2's Q4_1
+// weights: threads (what this Chromium gets on a page `qmd web` isolates:
+// relaxed SIMD, a token's products split by whole rows over a pool of
+// Workers), relaxed SIMD on one thread (`?simd=relaxed`) and simd128
+// (`?simd=simd128`, what every browser runs) give the same logits, bit for
+// bit, along the same 32 tokens.
+test('smollm2: all three engine builds decode the same logits, bit for bit', async () => {
   const { file, prompts } = MODELS['smollm2-q4_1'];
   const reference = llamaGreedy(file, prompts[0]).generated;
   const runs = {};
-  // Relaxed first: the second visit's Worker comes from the service
+  // The default first: the later visits' Workers come from the service
   // worker's cache and must still load the build asked for.
-  for (const simd of ['relaxed', 'simd128']) {
+  for (const [simd, device] of [
+    ['threads', /^CPU: WebAssembly relaxed SIMD.*, \d+ threads/],
+    ['relaxed', /^CPU: WebAssembly relaxed SIMD(?!.*threads)/],
+    ['simd128', /^CPU: WebAssembly SIMD(?!.*threads)/],
+  ]) {
     const { page } = browser;
-    await page.goto(`${servers['smollm2-q4_1'].url}?device=cpu&simd=${simd}`);
+    await page.goto(`${servers['smollm2-q4_1'].url}?device=cpu${simd === 'threads' ? '' : `&simd=${simd}`}`);
     await page.evaluate(() => window.qmd.ready);
     const loaded = await page.evaluate(() => window.qmd.loadGenerator());
-    assert.match(loaded.device, simd === 'relaxed' ? /^CPU: WebAssembly relaxed SIMD/ : /^CPU: WebAssembly SIMD/);
+    assert.match(loaded.device, device);
     const start = performance.now();
     runs[simd] = await page.evaluate(
       ({ prompt, reference }) =>
@@ -193,11 +199,14 @@ test('smollm2: both engine builds decode the same logits, bit for bit', async ()
     );
     runs[simd].seconds = (performance.now() - start) / 1000;
   }
-  const { relaxed, simd128 } = runs;
-  console.log(`smollm2 in the page, prompt and 32 tokens: ${simd128.seconds.toFixed(1)} s (simd128), ${relaxed.seconds.toFixed(1)} s (relaxed SIMD)`);
-  assert.deepEqual(relaxed.chosen, simd128.chosen);
-  assert.deepEqual(relaxed.gaps, simd128.gaps);
-  assert.ok(relaxed.firstLogits.every((l, i) => Object.is(l, simd128.firstLogits[i])), 'the first step\'s logits differ');
+  const { threads, relaxed, simd128 } = runs;
+  const s = (run) => run.seconds.toFixed(1);
+  console.log(`smollm2 in the page, prompt and 32 tokens: ${s(simd128)} s (simd128), ${s(relaxed)} s (relaxed SIMD), ${s(threads)} s (threads)`);
+  for (const [name, run] of [['relaxed', relaxed], ['threads', threads]]) {
+    assert.deepEqual(run.chosen, simd128.chosen, `${name}: greedy choices`);
+    assert.deepEqual(run.gaps, simd128.gaps, `${name}: gaps`);
+    assert.ok(run.firstLogits.every((l, i) => Object.is(l, simd128.firstLogits[i])), `${name}: the first step's logits differ`);
+  }
   assert.deepEqual(browser.errors, []);
 });
 

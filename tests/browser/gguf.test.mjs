@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import {
-  addStagedFolder, cli, cosine, evalDir, evalQueries, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder,
+  addStagedFolder, cli, cosine, evalDir, evalQueries, isolatedEnv, launch, readFolder, repoRoot, serveApp, serveWithoutIsolation, stageFolder,
   targetDir, writeFolder,
 } from './harness.mjs';
 
@@ -190,6 +190,35 @@ test('all three engine builds: threads and relaxed SIMD give the simd128 build\'
     console.log(`${kind}: worst cosine between the builds' embeddings ${worst.toFixed(6)}`);
     assert.ok(worst >= 0.999, `${kind}: an embedding's cosine between the builds is ${worst}`);
     assert.notDeepEqual(relaxed.vectors, simd128.vectors, `${kind}: the relaxed build's 7-bit activations changed no vector`);
+  }
+  assert.deepEqual(browser.errors, []);
+});
+
+// A host that does not isolate the page (a static server without COOP and
+// COEP): no shared memory, so by default the page takes the relaxed build;
+// asked for the threaded one by name, it cannot start it, runs the relaxed
+// one instead and says why on the device line.
+test('without cross-origin isolation the page runs the relaxed build; asked for threads, it says why it has none', async () => {
+  const proxy = await serveWithoutIsolation(servers.q4_k_m.url);
+  try {
+    const { page, requests } = browser;
+    const notes = /, no threads \(the threaded engine needs a cross-origin isolated page \(Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp\)/;
+    for (const simd of ['', 'threads']) {
+      requests.length = 0;
+      await page.goto(`${proxy.url}?device=cpu${simd && `&simd=${simd}`}`);
+      await page.evaluate(() => window.qmd.ready);
+      assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+      const embedder = await page.evaluate(() => window.qmd.loadModel());
+      assert.match(embedder.device, /^CPU: WebAssembly relaxed SIMD(?!.*\d+ threads)/);
+      if (simd) assert.match(embedder.device, notes);
+      else assert.doesNotMatch(embedder.device, /threads/);
+      const loaded = requests.map((u) => new URL(u).pathname).filter((p) => p.endsWith('.wasm') && p.includes('/pkg'));
+      assert.deepEqual([...new Set(loaded)], ['/pkg-relaxed/qmd_web_bg.wasm']);
+      const vectors = await page.evaluate((t) => window.qmd.embedTexts(t).then((vs) => vs.length), allTexts.slice(0, 3));
+      assert.equal(vectors, 3);
+    }
+  } finally {
+    proxy.stop();
   }
   assert.deepEqual(browser.errors, []);
 });

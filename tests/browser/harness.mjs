@@ -58,6 +58,25 @@ export function serveStatic(root, headers = {}) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/** A proxy of `target` (a served app's URL) that drops the cross-origin
+ * isolation headers: the app as a static host without them serves it.
+ * Resolves to {url, stop}. */
+export async function serveWithoutIsolation(target) {
+  const server = http.createServer((req, res) => {
+    const upstream = http.request(new URL(req.url, target), { method: req.method, headers: req.headers }, (answer) => {
+      const headers = { ...answer.headers };
+      delete headers['cross-origin-opener-policy'];
+      delete headers['cross-origin-embedder-policy'];
+      res.writeHead(answer.statusCode, headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/`, stop: () => server.close() };
+}
+
 export async function serveApp(env) {
   const server = spawn(qmdBin, ['web', '--port', '0', '--dir', appDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -85,6 +104,13 @@ export const chromiumArgs = [
   ...(process.env.QMD_CHROMIUM_FLAGS?.split(' ').filter(Boolean) ?? []),
   '--disable-quic',
 ];
+
+/** Requests in `requests` that leave `origin`. A `blob:` URL the page
+ * made is its own origin's (the threaded engine build starts its pool's
+ * Workers from one), and so is a `data:` URL. */
+export function foreignRequests(requests, origin) {
+  return requests.filter((url) => !url.startsWith('data:') && new URL(url).origin !== origin);
+}
 
 /** Chromium with a fresh profile; every request any page or worker makes is recorded. */
 export async function launch() {

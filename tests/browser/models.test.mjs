@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  addStagedFolder, cli, cosine, evalDir, repoRoot, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
+  addStagedFolder, cli, cosine, evalDir, foreignRequests, repoRoot, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
   stageFolder, testModelDir, writeFolder,
 } from './harness.mjs';
 
@@ -137,7 +137,7 @@ test('a damaged model cache is detected and downloaded again', async () => {
 test('auto picks the CPU over a software adapter; embedded documents give the CLI hybrid top 3; a cancelled run resumes', async () => {
   const { page } = browser;
   const loaded = await loadOn('auto');
-  assert.match(loaded.device, /^CPU: WebAssembly (relaxed )?SIMD( \([^)]*\))?, the WebGPU adapter is software/);
+  assert.match(loaded.device, /^CPU: WebAssembly (relaxed )?SIMD( \([^)]*\))?(, \d+ threads)?, the WebGPU adapter is software/);
   assert.match(await page.locator('#notice').textContent(), /No hardware WebGPU here/);
   // Bulk embedding spreads over helper Workers, one per core (at most 8):
   // the documents below are embedded by them.
@@ -344,6 +344,6 @@ test('the page chunks real sources as qmd 2.8.3 itself does, under auto and rege
 
 test('only the model fetch and the app are requested, all from the page origin', () => {
   const origin = new URL(server.url).origin;
-  assert.deepEqual(browser.requests.filter((url) => !url.startsWith(`${origin}/`)), []);
+  assert.deepEqual(foreignRequests(browser.requests, origin), []);
   assert.ok(browser.requests.some((url) => url.endsWith('/models/embed/model.safetensors')));
 });
