@@ -282,9 +282,13 @@ async function embedding() {
   await referenceRows();
 }
 
-/** The page's two engine builds on the GGUF file (`BENCH_ONLY=ours` runs
- * these alone: the quick check of a kernel change). */
+/** The page's three engine builds on the GGUF file (`BENCH_ONLY=ours`
+ * runs these alone: the quick check of a kernel change). The threaded one
+ * (the default on a cross-origin isolated page) first: the table's ratios
+ * are to the first row. */
 async function pageRows() {
+  phase('this project, Q8_0 GGUF, threads');
+  rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, threaded build', gguf, 'threads'));
   phase('this project, Q8_0 GGUF, relaxed SIMD');
   rows.push(await ours(browser, 'this project, MiniLM Q8_0 GGUF, relaxed-SIMD build', gguf, 'relaxed'));
   phase('this project, Q8_0 GGUF, simd128');
