@@ -4,11 +4,11 @@
 # repository (the default path, quantized to Q8_0 at load), wllama (llama.cpp in wasm) on the same GGUF file and
 # Transformers.js (ONNX Runtime Web) on the int8 ONNX graph — on the same
 # tldr texts, in one run. Writes bench/web-gguf-results.md.
-# Then SmolLM2-135M Q4_1 decoding in the page (both engine builds) against
+# Then SmolLM2-135M Q4_1 decoding in the page (all three engine builds) against
 # the native kernels.
 #   BENCH_TEXTS    texts embedded by each runtime (default 100)
 #   BENCH_ROUNDS   timed runs of each, the best reported (default 3)
-#   BENCH_ONLY     `embed`, `decode`, `ours` (the page's two GGUF rows: a
+#   BENCH_ONLY     `embed`, `decode`, `ours` (the page's three GGUF rows: a
 #                  kernel change's quick check) or `references` (wllama and
 #                  Transformers.js alone): that part alone, written to
 #                  bench/web-gguf-results.PART.md (the committed file is
