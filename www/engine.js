@@ -40,19 +40,18 @@ export const relaxedSimd = WebAssembly.validate(probe());
 export const threadsPossible = () =>
   globalThis.crossOriginIsolated === true && (globalThis.navigator?.hardwareConcurrency ?? 1) > 1;
 
-const BUILDS = ['threads', 'relaxed', 'simd128'];
+/** Each build's glue, by the name `?simd=` and the Workers use. */
+const FOLDERS = { threads: './pkg-threads/qmd_web.js', relaxed: './pkg-relaxed/qmd_web.js', simd128: './pkg/qmd_web.js' };
 
 /** The build to load: `threads`, `relaxed` or `simd128`, from `?simd=` in
  * `search`, else by whether the engine runs relaxed SIMD and the page may
  * run threads. */
 export function engineBuild(search, relaxed = relaxedSimd, threads = threadsPossible()) {
   const asked = new URLSearchParams(search).get('simd');
-  if (BUILDS.includes(asked)) return asked;
+  if (Object.hasOwn(FOLDERS, asked ?? '')) return asked;
   if (!relaxed) return 'simd128';
   return threads ? 'threads' : 'relaxed';
 }
-
-const FOLDERS = { threads: './pkg-threads/qmd_web.js', relaxed: './pkg-relaxed/qmd_web.js', simd128: './pkg/qmd_web.js' };
 
 /** The engine's bindings for `build` (engine.js's choice when not given),
  * initialised; each Worker loads its own. The threaded build's pool is
