@@ -36,11 +36,8 @@ done
 # imported shared memory, and the thread-local storage symbols each thread
 # initialises its own copy with. The memory may grow to 4 GiB, as the other
 # builds' can (a shared memory must declare its maximum).
-# Symbols are stripped by wasm-bindgen here, not by cargo: its thread
-# support reads the module's target_features section, which `strip`
-# removes.
 threads_target="$CARGO_TARGET_DIR/web-threads"
-RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$threads_target" CARGO_PROFILE_WEB_STRIP=debuginfo \
+RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR="$threads_target" \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS='--cfg getrandom_backend="wasm_js" -C target-feature=+simd128,+atomics,+bulk-memory,+mutable-globals -C link-arg=--shared-memory -C link-arg=--import-memory -C link-arg=--max-memory=4294967296 -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base' \
     cargo build --profile web --locked -p qmd-web --target wasm32-unknown-unknown \
     --no-default-features --features threads -Zbuild-std=panic_abort,std

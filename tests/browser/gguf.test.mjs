@@ -147,7 +147,7 @@ for (const kind of Object.keys(KINDS)) {
 // embedding passes quantize the activations to 7 bits (one dot a byte
 // pair, README *The relaxed module*), within the stated tolerance of the
 // simd128 build's 8: cosine ≥ 0.999 a vector.
-test('all three engine builds: threads and relaxed SIMD give the simd128 build\'s rank scores, and its embeddings (Q8_0: within tolerance)', async () => {
+test('all three engine builds: threads and relaxed SIMD give the simd128 build\'s rank scores, and its embeddings within tolerance', async () => {
   const texts = allTexts.filter((_, i) => i % 3 === 0);
   const documents = paragraphs.slice(0, 8).map((p) => p.slice(0, 600));
   const { page, requests } = browser;
@@ -182,14 +182,14 @@ test('all three engine builds: threads and relaxed SIMD give the simd128 build\'
     assert.deepEqual(relaxed.scores, simd128.scores, `${kind}: the builds' rank scores differ`);
     assert.deepEqual(threads.scores, relaxed.scores, `${kind}: the threaded build's rank scores differ`);
     assert.deepEqual(threads.vectors, relaxed.vectors, `${kind}: the threaded build's embeddings differ`);
-    if (kind === 'q4_k_m') {
-      assert.deepEqual(relaxed.vectors, simd128.vectors, `${kind}: the builds' embeddings differ`);
-      continue;
-    }
+    // Embedding passes differ by design: the relaxed builds' attention
+    // products fuse their multiply-adds (every file), and their Q8_0
+    // products take 7-bit activations (the Q8_0 file: further off).
     const worst = Math.min(...relaxed.vectors.map((v, i) => cosine(v, simd128.vectors[i])));
-    console.log(`${kind}: worst cosine between the builds' embeddings ${worst.toFixed(6)}`);
-    assert.ok(worst >= 0.999, `${kind}: an embedding's cosine between the builds is ${worst}`);
-    assert.notDeepEqual(relaxed.vectors, simd128.vectors, `${kind}: the relaxed build's 7-bit activations changed no vector`);
+    console.log(`${kind}: worst cosine between the builds' embeddings ${worst.toFixed(7)}`);
+    const tolerance = kind === 'q8_0' ? 0.999 : 0.9999;
+    assert.ok(worst >= tolerance, `${kind}: an embedding's cosine between the builds is ${worst}`);
+    assert.notDeepEqual(relaxed.vectors, simd128.vectors, `${kind}: the relaxed build's embedding passes changed no vector`);
   }
   assert.deepEqual(browser.errors, []);
 });

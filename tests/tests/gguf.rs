@@ -167,6 +167,27 @@ fn minilm_q8_0_gguf_matches_llama_cpp() {
     compare_with_llama("minilm-q8_0.gguf", 0.9995);
 }
 
+/// A call's texts are cut into passes that run side by side on the
+/// cores, several passes here (over 2 × 512 tokens): each text still gets
+/// the vector it gets alone, in the call's order. (Alone a text is a pass
+/// of its own, whose products may take another kernel: the same to the
+/// last bits or nearly, never another text's vector.)
+#[test]
+fn passes_side_by_side_give_each_text_its_own_vector_in_order() {
+    let path = fixtures().file("minilm-q8_0.gguf");
+    let encoder = GgufEncoder::load("minilm-q8_0.gguf", Arc::new(read(&path))).unwrap();
+    let base = texts();
+    let texts: Vec<String> = (0..24).map(|i| base[i % base.len()].repeat(1 + i % 6)).collect();
+    let counts = encoder.embed_counted(&texts).unwrap();
+    let tokens: usize = counts.iter().map(|e| (e.tokens as usize).min(encoder.tokenizer().max_tokens())).sum();
+    assert!(tokens > 2 * 512, "{tokens} tokens make one pass");
+    for (i, text) in texts.iter().enumerate() {
+        let alone = encoder.embed_counted(std::slice::from_ref(text)).unwrap().remove(0);
+        let similarity = cosine(&counts[i].vector, &alone.vector);
+        assert!(similarity > 0.99999, "text {i}: cosine {similarity} to its vector alone");
+    }
+}
+
 /// EmbeddingGemma's architecture (windowed and global layers, grouped-query
 /// attention over 256-wide heads, dense projections) and Gemma's
 /// SentencePiece tokenizer, on random weights. Measured: F32 1.0000000,

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use super::flash_f16;
 use crate::error::{Error, Result};
 use crate::kernels::QMatrix;
-use crate::kernels::float::{View, multiply};
+use crate::kernels::float::HeadProducts;
 use crate::model::attention::{exp, softmax};
 use crate::model::parallel;
 use crate::model::vectorize::multiversion;
@@ -409,36 +409,17 @@ fn sequence_attention(
     let mut scores = vec![0f32; QUERY_BLOCK.min(queries) * len];
     for h in 0..heads {
         let (q_column, kv_column) = (h * head_dim, (h / group) * head_dim);
+        let products = HeadProducts::new(&k[kv_column..], kv_width, len, head_dim);
         for first in (0..queries).step_by(QUERY_BLOCK) {
             let rows = QUERY_BLOCK.min(queries - first);
             // The windows only move forward with the query, so the block's
             // keys run from its first row's first key to its last row's last.
             let span = window.keys(cached + first, len).start..window.keys(cached + first + rows - 1, len).end;
             let width = span.len();
+            let scores = &mut scores[..rows * width];
             // scores = scale · Q_h[block] · K_h[span]ᵀ
-            // SAFETY: Q_h[block] is the rows × head_dim block at (first,
-            // q_column) of the len × q_width matrix, K_h[span] the width ×
-            // head_dim one at (span.start, kv_column) of the len × kv_width
-            // matrix (read as its transpose); scores holds rows × width.
-            unsafe {
-                multiply(
-                    (rows, width, head_dim),
-                    scores.as_mut_ptr(),
-                    width,
-                    View {
-                        data: q.as_ptr().add(first * q_width + q_column),
-                        row_stride: q_width as isize,
-                        col_stride: 1,
-                    },
-                    View {
-                        data: k.as_ptr().add(span.start * kv_width + kv_column),
-                        row_stride: 1,
-                        col_stride: kv_width as isize,
-                    },
-                    scale,
-                );
-            }
-            for (i, row) in scores[..rows * width].chunks_exact_mut(width).enumerate() {
+            products.scores(&q[first * q_width + q_column..], (q_width, rows), span.clone(), scale, scores);
+            for (i, row) in scores.chunks_exact_mut(width).enumerate() {
                 let keys = window.keys(cached + first + i, len);
                 let keys = keys.start - span.start..keys.end - span.start;
                 row[..keys.start].fill(0.0);
@@ -446,22 +427,12 @@ fn sequence_attention(
                 softmax(&mut row[keys]);
             }
             // out_h[block] = scores · V_h[span]
-            // SAFETY: as above; out_h[block] is the block at (first,
-            // q_column) of out.
-            unsafe {
-                multiply(
-                    (rows, head_dim, width),
-                    out.as_mut_ptr().add(first * q_width + q_column),
-                    q_width,
-                    View { data: scores.as_ptr(), row_stride: width as isize, col_stride: 1 },
-                    View {
-                        data: v.as_ptr().add(span.start * kv_width + kv_column),
-                        row_stride: kv_width as isize,
-                        col_stride: 1,
-                    },
-                    1.0,
-                );
-            }
+            products.weighted_values(
+                scores,
+                (rows, width),
+                (&v[span.start * kv_width + kv_column..], kv_width),
+                (&mut out[first * q_width + q_column..], q_width),
+            );
         }
     }
 }

@@ -34,6 +34,8 @@ mod scalar;
 pub(crate) mod wasm;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 mod wasm_relaxed;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+pub mod wasm_relaxed_f32;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -91,6 +93,13 @@ impl<'a> QMatrix<'a> {
 /// [`for_embedding`], where they take 7.
 fn q8_0_activation_bits() -> Bits {
     if Settings::current().embedding { Bits::Seven } else { Bits::Eight }
+}
+
+/// Whether this thread's attention products of heads `head_dim` wide
+/// take relaxed SIMD's fused multiply-add (`wasm_relaxed_f32`): in the
+/// relaxed-SIMD modules' embedding passes, for widths of a multiple of 8.
+pub fn fused_attention(head_dim: usize) -> bool {
+    Settings::current().embedding && head_dim.is_multiple_of(8)
 }
 
 /// Whether this build has the relaxed-SIMD kernels, the one place that

@@ -452,3 +452,70 @@ fn products_split_either_way_equal_the_dequantized_product() {
         }
     }
 }
+
+/// An attention head's two products ([`float::HeadProducts`]) against
+/// their definition, in f64, on every shape of tile and remainder the
+/// fused kernels cut (rows and key spans that are and are not multiples of
+/// their tiles, spans that start inside the keys), in an embedding pass
+/// (the relaxed module's fused multiply-add) and outside one (gemm
+/// everywhere). Only the relaxed module fuses, and only in the pass.
+#[test]
+fn attention_products_follow_their_definition_in_and_out_of_embedding_passes() {
+    let mut next = xorshift(11);
+    let mut value = move || ((next() % 2001) as f32 - 1000.0) / 1000.0;
+    let relaxed = cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
+    for head_dim in [8, 12, 32] {
+        assert_eq!(for_embedding(|| fused_attention(head_dim)), relaxed && head_dim % 8 == 0, "{head_dim} wide");
+        assert!(!fused_attention(head_dim), "outside an embedding pass");
+        let (len, stride) = (37, head_dim + 3);
+        let k: Vec<f32> = (0..len * stride).map(|_| value()).collect();
+        let v: Vec<f32> = (0..len * stride).map(|_| value()).collect();
+        for rows in [1, 3, 4, 9] {
+            let q: Vec<f32> = (0..rows * stride).map(|_| value()).collect();
+            for span in [0..len, 0..1, 2..7, 5..33, 30..37] {
+                let width = span.len();
+                let p: Vec<f32> = (0..rows * width).map(|_| value()).collect();
+                let at = |m: &[f32], row: usize, d: usize| f64::from(m[row * stride + d]);
+                for embedding in [false, true] {
+                    let run = || {
+                        let products = float::HeadProducts::new(&k, stride, len, head_dim);
+                        let mut scores = vec![f32::NAN; rows * width];
+                        products.scores(&q, (stride, rows), span.clone(), 0.5, &mut scores);
+                        let mut out = vec![f32::NAN; rows * stride];
+                        products.weighted_values(
+                            &p,
+                            (rows, width),
+                            (&v[span.start * stride..], stride),
+                            (&mut out, stride),
+                        );
+                        (scores, out)
+                    };
+                    let (scores, out) = if embedding { for_embedding(run) } else { run() };
+                    for i in 0..rows {
+                        for (j, key) in span.clone().enumerate() {
+                            let want = 0.5 * (0..head_dim).map(|d| at(&q, i, d) * at(&k, key, d)).sum::<f64>();
+                            let got = f64::from(scores[i * width + j]);
+                            assert!(
+                                (got - want).abs() < 1e-5,
+                                "{head_dim} wide, {rows} rows, {span:?}: score {got} vs {want}"
+                            );
+                        }
+                        for d in 0..head_dim {
+                            let want: f64 =
+                                (0..width).map(|j| f64::from(p[i * width + j]) * at(&v, span.start + j, d)).sum();
+                            let got = f64::from(out[i * stride + d]);
+                            assert!(
+                                (got - want).abs() < 1e-5,
+                                "{head_dim} wide, {rows} rows, {span:?}: value {got} vs {want}"
+                            );
+                        }
+                        assert!(
+                            out[i * stride + head_dim..(i + 1) * stride].iter().all(|x| x.is_nan()),
+                            "wrote past the head"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

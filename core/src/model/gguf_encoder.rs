@@ -8,6 +8,7 @@ use super::bert_checkpoint::{QUANTIZED_AT_LOAD, quantized_bert};
 use super::encoder::Repository;
 use super::encoder::counted;
 use super::gguf_device::{GgufDevice, Pass};
+use super::parallel;
 use super::tokenize::TextTokenizer;
 use super::{ModelDevice, ModelFiles};
 use crate::arch::backend::now;
@@ -16,9 +17,14 @@ use crate::error::Result;
 use crate::gguf::GgufFile;
 use crate::inference::{EmbedderInfo, Embedding};
 
-/// Tokens per forward pass on the CPU: activations for 8,192 tokens of a
-/// 768-wide model with a 3,072-wide FFN are about 150 MB.
+/// Tokens in forward passes at once on the CPU, over all its cores:
+/// activations for 8,192 tokens of a 768-wide model with a 3,072-wide FFN
+/// are about 150 MB.
 const PASS_TOKENS: usize = 8192;
+
+/// The smallest pass a call is cut into so that each core runs passes of
+/// its own (below this a product's rows no longer fill a core's tasks).
+const MIN_PASS_TOKENS: usize = 512;
 
 /// Tokens per forward pass on a GPU.
 const GPU_PASS_TOKENS: usize = 32_768;
@@ -94,11 +100,7 @@ impl GgufEncoder {
     /// blocking (the browser).
     pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         let (passes, counts) = self.passes(texts)?;
-        let mut vectors = Vec::with_capacity(counts.len());
-        for pass in &passes {
-            vectors.extend(self.device.embed_async(&self.model, pass).await?);
-        }
-        Ok(counted(vectors, counts))
+        Ok(counted(self.device.embed_all_async(&self.model, &passes).await?, counts))
     }
 
     /// The texts' token ids in forward passes, and each text's untruncated
@@ -107,7 +109,13 @@ impl GgufEncoder {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let encoded = self.tokenizer.encode_counted(&refs)?;
         let counts = encoded.iter().map(|(_, count)| *count).collect();
-        let ids = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
-        Ok((self.device.passes(ids, PASS_TOKENS, GPU_PASS_TOKENS), counts))
+        let ids: Vec<Vec<u32>> = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
+        // On the CPU each core gets passes of its own (see
+        // `GgufDevice::embed_all_async`), together at most PASS_TOKENS (and
+        // a text) up to 16 cores, MIN_PASS_TOKENS a core beyond.
+        let workers = parallel::workers();
+        let tokens: usize = ids.iter().map(Vec::len).sum();
+        let cpu = tokens.div_ceil(workers).clamp(MIN_PASS_TOKENS, (PASS_TOKENS / workers).max(MIN_PASS_TOKENS));
+        Ok((self.device.passes(ids, cpu, GPU_PASS_TOKENS), counts))
     }
 }

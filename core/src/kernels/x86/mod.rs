@@ -167,13 +167,24 @@ fn vnni_panel_tile(x: &QuantizedRows, rows: Span, panel: &Panel, columns: Span, 
         }
     }
     for (i, acc) in acc.iter().enumerate().take(rows.1) {
+        let out = &mut out[i * n + columns.0..i * n + columns.0 + columns.1];
+        // Straight stores: a copy of a variable length here was a call to
+        // memmove a row, 15% of an embedding pass's time.
+        if let Ok(out) = <&mut [f32; PANEL]>::try_from(&mut *out) {
+            // SAFETY: 16 floats.
+            unsafe {
+                _mm256_storeu_ps(out.as_mut_ptr(), acc[0]);
+                _mm256_storeu_ps(out.as_mut_ptr().add(8), acc[1]);
+            }
+            continue;
+        }
         let mut lanes = [0f32; PANEL];
         // SAFETY: 16 floats.
         unsafe {
             _mm256_storeu_ps(lanes.as_mut_ptr(), acc[0]);
             _mm256_storeu_ps(lanes.as_mut_ptr().add(8), acc[1]);
         }
-        out[i * n + columns.0..i * n + columns.0 + columns.1].copy_from_slice(&lanes[..columns.1]);
+        out.iter_mut().zip(lanes).for_each(|(o, v)| *o = v);
     }
 }
 
