@@ -15,7 +15,10 @@
 //! activations, in [`k_quants`].
 //!
 //! Float weights (F32, F16, BF16) are converted a few rows at a time into
-//! a scratch tile and multiplied in f32 by `gemm`.
+//! a scratch tile and multiplied in f32 by `gemm`, as are attention's two
+//! products ([`float::HeadProducts`]), but for the relaxed module's
+//! embedding passes, where `wasm_relaxed_f32` runs those on fused
+//! multiply-adds.
 
 mod activations;
 #[cfg(target_arch = "aarch64")]

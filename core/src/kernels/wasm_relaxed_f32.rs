@@ -33,7 +33,6 @@ pub fn transpose_keys(k: &[f32], stride: usize, len: usize, head_dim: usize) -> 
 /// `out[rows × span.len()] = scale · Q · K[span]ᵀ`: `q` holds the rows
 /// (`head_dim` values each, `q_stride` apart), `kt` the head's
 /// [`transpose_keys`] over `len` keys.
-#[allow(clippy::too_many_arguments)]
 pub fn scores(
     q: &[f32],
     (q_stride, rows): (usize, usize),
