@@ -155,12 +155,19 @@ impl<'k> HeadProducts<'k> {
         (out, out_stride): (&mut [f32], usize),
     ) {
         let head_dim = self.head_dim;
-        if rows == 0 || width == 0 {
+        if rows == 0 {
+            return;
+        }
+        assert!(out.len() >= (rows - 1) * out_stride + head_dim, "attention output: {rows} rows");
+        if width == 0 {
+            // An empty sum: zeros, as either product would write.
+            for row in out.chunks_mut(out_stride.max(head_dim)).take(rows) {
+                row[..head_dim].fill(0.0);
+            }
             return;
         }
         assert!(p.len() >= rows * width, "attention weights: {rows} × {width}");
         assert!(v.len() >= (width - 1) * v_stride + head_dim, "attention values: {width} rows");
-        assert!(out.len() >= (rows - 1) * out_stride + head_dim, "attention output: {rows} rows");
         match &self.keys {
             // SAFETY: the weights, the value rows and the output rows are
             // in bounds (checked above).
