@@ -48,12 +48,8 @@ impl PassPlan {
             super::heap::keep_freed_pages();
         }
         let workers = if cpu { parallel::workers() } else { 1 };
-        let budget = if cpu {
-            let padded: usize = lengths.iter().sum();
-            padded.div_ceil(workers).clamp(CPU_MIN_PASS_TOKENS, CPU_PASS_TOKENS)
-        } else {
-            GPU_PASS_TOKENS
-        };
+        let budget =
+            if cpu { cpu_pass_tokens(lengths.iter().sum(), workers, CPU_PASS_TOKENS) } else { GPU_PASS_TOKENS };
         PassPlan { passes: passes(lengths, budget), texts: lengths.len(), parallel: workers > 1 }
     }
 
@@ -89,6 +85,14 @@ impl PassPlan {
         }
         slots.into_iter().map(|slot| slot.expect("every text is in one pass")).collect()
     }
+}
+
+/// The tokens of a CPU pass when a call of `tokens` is spread over
+/// `workers` cores running passes side by side: a share each, at most
+/// `largest`, and never under [`CPU_MIN_PASS_TOKENS`] (nor is `largest`).
+/// The burn path and the GGUF path both cut their calls so.
+pub fn cpu_pass_tokens(tokens: usize, workers: usize, largest: usize) -> usize {
+    tokens.div_ceil(workers.max(1)).clamp(CPU_MIN_PASS_TOKENS, largest.max(CPU_MIN_PASS_TOKENS))
 }
 
 /// Indices grouped by length, each group at most `budget` padded tokens
@@ -178,6 +182,16 @@ mod tests {
         // A text longer than the budget still gets a pass of its own.
         assert_eq!(passes(&[500, 5], 100), vec![vec![1], vec![0]]);
         assert!(passes(&[], 100).is_empty());
+    }
+
+    #[test]
+    fn a_cpu_pass_is_a_workers_share_within_its_bounds() {
+        assert_eq!(cpu_pass_tokens(4_000, 2, 8_192), 2_000);
+        assert_eq!(cpu_pass_tokens(40_000, 2, 4_096), 4_096, "at most the largest");
+        assert_eq!(cpu_pass_tokens(300, 2, 4_096), CPU_MIN_PASS_TOKENS, "never under the smallest");
+        // 8,192 over 32 cores would be 256 a pass: the smallest wins.
+        assert_eq!(cpu_pass_tokens(100_000, 32, 8_192 / 32), CPU_MIN_PASS_TOKENS);
+        assert_eq!(cpu_pass_tokens(0, 0, 0), CPU_MIN_PASS_TOKENS, "no tokens, no workers");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! ([`super::bert_checkpoint`]); unit vectors out, on the CPU or the
 //! device's GPU.
 
+use super::batch::cpu_pass_tokens;
 use super::bert_checkpoint::{QUANTIZED_AT_LOAD, quantized_bert};
 use super::encoder::Repository;
 use super::encoder::counted;
@@ -21,10 +22,6 @@ use crate::inference::{EmbedderInfo, Embedding};
 /// activations for 8,192 tokens of a 768-wide model with a 3,072-wide FFN
 /// are about 150 MB.
 const PASS_TOKENS: usize = 8192;
-
-/// The smallest pass a call is cut into so that each core runs passes of
-/// its own (below this a product's rows no longer fill a core's tasks).
-const MIN_PASS_TOKENS: usize = 512;
 
 /// Tokens per forward pass on a GPU.
 const GPU_PASS_TOKENS: usize = 32_768;
@@ -112,10 +109,10 @@ impl GgufEncoder {
         let ids: Vec<Vec<u32>> = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
         // On the CPU each core gets passes of its own (see
         // `GgufDevice::embed_all_async`), together at most PASS_TOKENS (and
-        // a text) up to 16 cores, MIN_PASS_TOKENS a core beyond.
+        // a text) up to 16 cores, the smallest pass a core beyond.
         let workers = parallel::workers();
         let tokens: usize = ids.iter().map(Vec::len).sum();
-        let cpu = tokens.div_ceil(workers).clamp(MIN_PASS_TOKENS, (PASS_TOKENS / workers).max(MIN_PASS_TOKENS));
+        let cpu = cpu_pass_tokens(tokens, workers, PASS_TOKENS / workers);
         Ok((self.device.passes(ids, cpu, GPU_PASS_TOKENS), counts))
     }
 }
