@@ -46,7 +46,8 @@ mod pool {
     /// rayon's spinning before it sleeps takes no time), and each of a
     /// decoded token's hundreds of parallel steps then paid for waking it:
     /// two Workers decoded no faster than one. Here the others run rayon's
-    /// pending jobs as they appear, spinning in between, until `f` is done.
+    /// pending jobs as they appear, spinning in between, until `f` is done
+    /// or they have found nothing for a while ([`super::MAX_IDLE_SPINS`]).
     #[cfg(target_family = "wasm")]
     fn kept_awake<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         use std::sync::Mutex;
@@ -56,11 +57,7 @@ mod pool {
         let done = AtomicBool::new(false);
         let mut results = rayon::broadcast(|context| {
             if context.index() != 0 {
-                while !done.load(Ordering::Acquire) {
-                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                        std::hint::spin_loop();
-                    }
-                }
+                super::wait_awake(&done, super::MAX_IDLE_SPINS, || rayon::yield_now() == Some(rayon::Yield::Executed));
                 return None;
             }
             let f = f.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -91,6 +88,42 @@ mod pool {
     }
 }
 
+/// How many times in a row a thread kept awake may find no work before it
+/// goes back to rayon's own waiting (about 10 ms in the page): a decoded
+/// token's steps follow each other within microseconds, so this bound
+/// costs decoding nothing, and a thread never spins on without end (while
+/// a long serial step runs, or should the step it waits for be held up
+/// behind its own spin).
+#[cfg_attr(not(all(feature = "web-threads", target_feature = "atomics")), allow(dead_code))]
+const MAX_IDLE_SPINS: u32 = 1 << 17;
+
+/// Whether a thread kept awake left because the work was done or because
+/// it found none for too long.
+#[cfg_attr(not(all(feature = "web-threads", target_feature = "atomics")), allow(dead_code))]
+#[derive(Debug, PartialEq, Eq)]
+enum Waited {
+    Done,
+    GaveUp,
+}
+
+/// Runs `run_pending` (true when it ran a job) until `done` is set, or
+/// until it has found nothing `max_idle` times in a row.
+#[cfg_attr(not(all(feature = "web-threads", target_feature = "atomics")), allow(dead_code))]
+fn wait_awake(done: &std::sync::atomic::AtomicBool, max_idle: u32, mut run_pending: impl FnMut() -> bool) -> Waited {
+    let mut idle = 0;
+    while !done.load(std::sync::atomic::Ordering::Acquire) {
+        if run_pending() {
+            idle = 0;
+        } else if idle >= max_idle {
+            return Waited::GaveUp;
+        } else {
+            idle += 1;
+            std::hint::spin_loop();
+        }
+    }
+    Waited::Done
+}
+
 #[cfg(not(any(
     all(feature = "models-threads", not(target_family = "wasm")),
     all(feature = "web-threads", target_feature = "atomics")
@@ -117,5 +150,49 @@ mod pool {
     /// shorter), in order.
     pub fn chunks_mut<T: Send>(out: &mut [T], chunk_len: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
         out.chunks_mut(chunk_len.max(1)).enumerate().for_each(|(i, c)| f(i, c));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::{Waited, wait_awake};
+
+    #[test]
+    fn a_thread_kept_awake_leaves_when_the_work_is_done() {
+        let done = AtomicBool::new(false);
+        let mut calls = 0;
+        let waited = wait_awake(&done, 100, || {
+            calls += 1;
+            if calls == 50 {
+                done.store(true, Ordering::Release);
+            }
+            false
+        });
+        assert_eq!(waited, Waited::Done);
+        assert_eq!(calls, 50);
+    }
+
+    #[test]
+    fn a_thread_kept_awake_gives_up_after_finding_no_work_too_long() {
+        let done = AtomicBool::new(false);
+        let mut calls = 0;
+        assert_eq!(
+            wait_awake(&done, 100, || {
+                calls += 1;
+                false
+            }),
+            Waited::GaveUp
+        );
+        assert_eq!(calls, 101, "the bound counts idle rounds in a row");
+        // Work found resets the count: 3 × 80 idle rounds with a job between.
+        let mut calls = 0;
+        let waited = wait_awake(&done, 100, || {
+            calls += 1;
+            calls % 80 == 0 && calls <= 240
+        });
+        assert_eq!(waited, Waited::GaveUp);
+        assert_eq!(calls, 240 + 101);
     }
 }
