@@ -281,12 +281,10 @@ fn product(inputs: &Inputs, w: &QMatrix, out: &mut [f32]) {
     if w.kind == GgmlType::Q8_0 && m >= PREPACK_ROWS {
         // The relaxed module's products of many rows are its Q8_0 trial.
         let rows = inputs.for_q8_0();
+        let packed = pack_q8_0(w).expect("the relaxed packer packs every Q8_0 matrix");
         return Q8_0_TRIAL.run((n, k), m, |candidate| match candidate {
-            RELAXED => {
-                let packed = pack_q8_0(w).expect("the relaxed packer packs every Q8_0 matrix");
-                by_rows(out, n, &|range, out| q8_0_packed_matmul(rows, range, &packed, out));
-            }
-            _ => by_rows(out, n, &|range, out| wasm::q8_0_matmul(rows, range, w, out)),
+            FUSED_DOT => by_rows(out, n, &|range, out| q8_0_packed_matmul(rows, range, &packed, out)),
+            _ => by_rows(out, n, &|range, out| wasm_relaxed::matmul_packed_split(rows, range, &packed, out)),
         });
     }
     #[cfg(target_arch = "x86_64")]
@@ -388,7 +386,9 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
     match Q8_0_TRIAL.winner() {
-        Some(SIMD128) => (wasm::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 on simd128: faster on this CPU)"),
+        Some(SPLIT_DOT) => {
+            (wasm_relaxed::q8_0_matmul_split, "WebAssembly relaxed SIMD (Q8_0's dot product split: faster on this CPU)")
+        }
         // Said at load, before any product: the page's device line.
         None if race::trials_run() => (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD (Q8_0 kernels on trial)"),
         _ => (wasm_relaxed::q8_0_matmul, "WebAssembly relaxed SIMD"),
@@ -404,17 +404,19 @@ fn q8_0_kernel() -> (Q8Kernel, &'static str) {
 }
 
 /// The relaxed module's Q8_0 kernels, on trial (see [`race`]): its
-/// products of [`PREPACK_ROWS`] rows or more take turns on the relaxed
-/// packed kernel ([`RELAXED`], the default) and the simd128 one
-/// ([`SIMD128`]) until one is known to be faster on this CPU, which then
-/// runs every Q8_0 product. Both give the scalar kernel's results bit for
-/// bit, so the trial changes speed alone.
+/// products of [`PREPACK_ROWS`] rows or more take turns on the packed
+/// kernel with relaxed SIMD's fused 8-bit dot product ([`FUSED_DOT`], the
+/// default) and with that product split in two steps ([`SPLIT_DOT`]:
+/// three instructions where V8 lowers the fused one to five, on x86
+/// without AVX-VNNI) until one is known to be faster on this CPU, which
+/// then runs every Q8_0 product. Both give the scalar kernel's results
+/// bit for bit, so the trial changes speed alone.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 static Q8_0_TRIAL: race::Trial = race::Trial::new();
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-const RELAXED: usize = 0;
+const FUSED_DOT: usize = 0;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-const SIMD128: usize = 1;
+const SPLIT_DOT: usize = 1;
 
 /// The widest Q4_0/Q4_1 kernel this CPU runs.
 fn q4_kernel() -> Q8Kernel {

@@ -1,9 +1,10 @@
 //! Picking the faster of kernels that give the same results, by timing
 //! them on the products the engine actually runs. The page's relaxed-SIMD
 //! module needs it: V8 lowers relaxed SIMD's 8-bit dot product to one
-//! `vpdpbusd` where the CPU has AVX-VNNI but to a `pmaddubsw` sequence
-//! elsewhere, so which Q8_0 kernel wins is a property of the CPU the page
-//! runs on. The products themselves are the trial, not a synthetic
+//! `vpdpbusd` where the CPU has AVX-VNNI but to a five-instruction
+//! `pmaddubsw` sequence elsewhere, where the product split in its two
+//! steps is faster, so which form of the Q8_0 kernel wins is a property
+//! of the CPU the page runs on. The products themselves are the trial, not a synthetic
 //! product raced at start-up, which until 2026-11-30 measured something
 //! other than the real products' speed (README, *the relaxed module*:
 //! V8's code for the relaxed kernel was fragile then, spilling an

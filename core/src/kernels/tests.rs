@@ -66,7 +66,12 @@ fn wasm_kernels(q8_0: bool) -> Vec<(&'static str, Q8Kernel)> {
     #[allow(unused_mut)] // one kernel without the relaxed-simd feature
     let mut kernels = vec![("simd128", if q8_0 { wasm::q8_0_matmul as Q8Kernel } else { wasm::q4_matmul })];
     #[cfg(feature = "relaxed-simd")]
-    kernels.push(("relaxed", if q8_0 { wasm_relaxed::q8_0_matmul as Q8Kernel } else { wasm_relaxed::q4_matmul }));
+    {
+        kernels.push(("relaxed", if q8_0 { wasm_relaxed::q8_0_matmul as Q8Kernel } else { wasm_relaxed::q4_matmul }));
+        if q8_0 {
+            kernels.push(("relaxed, split dot", wasm_relaxed::q8_0_matmul_split));
+        }
+    }
     kernels
 }
 
@@ -210,6 +215,25 @@ fn activations(m: usize, k: usize) -> Vec<f32> {
     (0..m * k).map(|i| ((i * 7919 % 1013) as f32 / 1013.0 - 0.5) * if i % 97 == 0 { 40.0 } else { 1.0 }).collect()
 }
 
+/// At the extremes of both operands (every weight −128 or 127, every
+/// activation its quantization's largest or smallest) each kernel's
+/// products, 16-bit pair sums included, neither saturate nor wrap.
+#[test]
+fn q8_0_kernels_are_exact_at_the_extremes() {
+    let (n, k) = (9, 64);
+    let mut w_bytes = random_matrix(GgmlType::Q8_0, n, k, 3);
+    for (b, block) in w_bytes.chunks_exact_mut(Q8_0_BLOCK_BYTES).enumerate() {
+        block[2..].fill(if b % 2 == 0 { 0x80 } else { 0x7f });
+    }
+    let w = QMatrix { kind: GgmlType::Q8_0, rows: n, cols: k, data: &w_bytes };
+    for m in [1, 5, PREPACK_ROWS_OR_MORE] {
+        let x: Vec<f32> = (0..m * k).map(|i| if (i / k) % 2 == 0 { 1.0 } else { -1.0 }).collect();
+        for bits in [Bits::Eight, Bits::Seven] {
+            q8_0_kernels_match_the_scalar_kernel_on(&w, &QuantizedRows::quantize_to(&x, k, bits), m);
+        }
+    }
+}
+
 /// Every kernel this CPU runs gives the scalar kernel's sums, at every
 /// tile edge (rows and columns not multiples of the tile).
 #[test]
@@ -243,9 +267,15 @@ fn q8_0_kernels_match_the_scalar_kernel_on(w: &QMatrix, x: &QuantizedRows, m: us
     if let Some(packed) = pack_q8_0(w) {
         let mut got = vec![0f32; m * n];
         q8_0_packed_matmul(x, 0..m, &packed, &mut got);
-        // Relaxed SIMD's sums are exact and scaled in the scalar order.
+        // Relaxed SIMD's sums are exact and scaled in the scalar order,
+        // on either form of its dot product.
         #[cfg(target_arch = "wasm32")]
-        assert_eq!(got, expected, "packed {m}×{n}×{k}");
+        {
+            assert_eq!(got, expected, "packed {m}×{n}×{k}");
+            let mut split = vec![0f32; m * n];
+            wasm_relaxed::matmul_packed_split(x, 0..m, &packed, &mut split);
+            assert_eq!(split, expected, "packed, split dot, {m}×{n}×{k}");
+        }
         for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
             assert!((g - e).abs() <= 1e-4 * e.abs().max(1.0), "packed {m}×{n}×{k} [{i}]: {g} vs {e}");
         }

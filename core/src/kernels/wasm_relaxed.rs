@@ -29,13 +29,36 @@
 //! unpacked, their block sums gathered into one vector.
 
 use core::arch::wasm32::*;
-// `c + Σ a·b` over each lane's four byte pairs (`b` within 0–127).
-use core::arch::wasm32::i32x4_relaxed_dot_i8x16_i7x16_add as dot;
 use std::ops::Range;
 
 use super::wasm::{add_scaled, f16x4_to_f32, halves_at, q8_0_rows_past, sum4};
 use super::{Bits, Q8_0_BLOCK_BYTES, QMatrix, QuantizedRows};
 use crate::gguf::GgmlType;
+
+/// `c + Σ a·b` over each lane's four byte pairs (`b` within 0–127), in
+/// one of two forms that give the same sums. Fused
+/// (`i32x4.relaxed_dot_i8x16_i7x16_add_s`): one `vpdpbusd` where V8 has
+/// AVX-VNNI, one `sdot` on ARM, but elsewhere on x86 five instructions,
+/// two of them re-making a vector of ones at every dot. Split
+/// (`SPLIT_DOT`): the 16-bit pair sums (`i16x8.relaxed_dot_i8x16_i7x16_s`,
+/// one `pmaddubsw`), then their pairs summed against ones the loop keeps
+/// in a register (`i32x4.dot_i16x8_s`, one `pmaddwd`) and added: three.
+/// A pair of products is within ±2 · 128 · 127 < 2¹⁵, so the 16-bit step
+/// never saturates and both forms are exact. Which is faster is the
+/// CPU's: the relaxed module's Q8_0 trial picks ([`super::race`]).
+#[inline]
+#[target_feature(enable = "relaxed-simd")]
+fn dot<const SPLIT_DOT: bool>(a: v128, b: v128, c: v128) -> v128 {
+    if SPLIT_DOT {
+        i32x4_add(c, i32x4_dot_i16x8(i16x8_relaxed_dot_i8x16_i7x16(a, b), i16x8_splat(1)))
+    } else {
+        i32x4_relaxed_dot_i8x16_i7x16_add(a, b, c)
+    }
+}
+
+/// The dot product's forms, as [`dot`]'s parameter.
+const FUSED: bool = false;
+const SPLIT: bool = true;
 
 /// The 32-bit words at byte `at` of four rows, one a lane.
 #[inline(always)]
@@ -66,9 +89,22 @@ fn bytemuck_bytes(v: &[i8]) -> &[u8] {
 }
 
 pub fn q8_0_matmul(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    q8_0_matmul_with::<FUSED>(x, rows, w, out)
+}
+
+/// [`q8_0_matmul`] on the split dot product.
+pub fn q8_0_matmul_split(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+    q8_0_matmul_with::<SPLIT>(x, rows, w, out)
+}
+
+fn q8_0_matmul_with<const SPLIT_DOT: bool>(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     // Safe on wasm: a module with relaxed SIMD in it does not validate
     // where the engine lacks it (the page picks the module by that test).
-    if rows.len() < PACK_ROWS { q8_0_relaxed(x, rows, w, out) } else { q8_0_packed(x, rows, w, out) }
+    if rows.len() < PACK_ROWS {
+        q8_0_relaxed::<SPLIT_DOT>(x, rows, w, out)
+    } else {
+        q8_0_packed::<SPLIT_DOT>(x, rows, w, out)
+    }
 }
 
 /// From this many activation rows on, the weights are packed into
@@ -158,22 +194,36 @@ pub fn pack(w: &QMatrix) -> Option<PackedMatrix> {
 }
 
 pub fn matmul_packed(x: &QuantizedRows, rows: Range<usize>, packed: &PackedMatrix, out: &mut [f32]) {
+    matmul_packed_with::<FUSED>(x, rows, packed, out)
+}
+
+/// [`matmul_packed`] on the split dot product.
+pub fn matmul_packed_split(x: &QuantizedRows, rows: Range<usize>, packed: &PackedMatrix, out: &mut [f32]) {
+    matmul_packed_with::<SPLIT>(x, rows, packed, out)
+}
+
+fn matmul_packed_with<const SPLIT_DOT: bool>(
+    x: &QuantizedRows,
+    rows: Range<usize>,
+    packed: &PackedMatrix,
+    out: &mut [f32],
+) {
     let panels = packed.panels.iter().enumerate().map(|(p, panel)| (p * PANEL, panel));
     match x.bits {
         Bits::Seven => {
             let rows = PanelRows::<Offset>::new(x, rows);
-            panels.for_each(|(c, panel)| panel_rows::<OFFSET_RM, _>(&rows, panel, c, packed.rows, out));
+            panels.for_each(|(c, panel)| panel_rows::<OFFSET_RM, SPLIT_DOT, _>(&rows, panel, c, packed.rows, out));
         }
         Bits::Eight => {
             let rows = PanelRows::<Halves>::new(x, rows);
-            panels.for_each(|(c, panel)| panel_rows::<HALVES_RM, _>(&rows, panel, c, packed.rows, out));
+            panels.for_each(|(c, panel)| panel_rows::<HALVES_RM, SPLIT_DOT, _>(&rows, panel, c, packed.rows, out));
         }
     }
 }
 
 /// Packs each panel of `w` in turn and runs every activation row over it:
 /// for a task with too few rows to pack the whole matrix for.
-fn q8_0_packed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+fn q8_0_packed<const SPLIT_DOT: bool>(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     debug_assert_eq!(w.kind, GgmlType::Q8_0);
     let mut panel = Panel::new(w.cols / 32);
     let mut each_panel = |run: &mut dyn FnMut(&Panel, usize)| {
@@ -185,11 +235,11 @@ fn q8_0_packed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f3
     match x.bits {
         Bits::Seven => {
             let rows = PanelRows::<Offset>::new(x, rows);
-            each_panel(&mut |panel, c| panel_rows::<OFFSET_RM, _>(&rows, panel, c, w.rows, out));
+            each_panel(&mut |panel, c| panel_rows::<OFFSET_RM, SPLIT_DOT, _>(&rows, panel, c, w.rows, out));
         }
         Bits::Eight => {
             let rows = PanelRows::<Halves>::new(x, rows);
-            each_panel(&mut |panel, c| panel_rows::<HALVES_RM, _>(&rows, panel, c, w.rows, out));
+            each_panel(&mut |panel, c| panel_rows::<HALVES_RM, SPLIT_DOT, _>(&rows, panel, c, w.rows, out));
         }
     }
 }
@@ -201,7 +251,8 @@ trait PanelBlock: Copy {
 
     /// `R` activation rows (their blocks from `blocks`, block scales from
     /// `scales`) against one panel: each row's eight outputs.
-    fn tile<const R: usize>(blocks: &[Self], scales: &[&[f32]], panel: &Panel) -> [[v128; 2]; R];
+    fn tile<const R: usize, const SPLIT_DOT: bool>(blocks: &[Self], scales: &[&[f32]], panel: &Panel)
+    -> [[v128; 2]; R];
 }
 
 /// A 7-bit block offset by [`OFFSET`]: two vectors of 1–127, one dot a
@@ -228,8 +279,12 @@ impl PanelBlock for Offset {
         Offset([offset(&values[..16]), offset(&values[16..32])])
     }
 
-    fn tile<const R: usize>(blocks: &[Offset], scales: &[&[f32]], panel: &Panel) -> [[v128; 2]; R] {
-        offset_tile(blocks, scales, panel)
+    fn tile<const R: usize, const SPLIT_DOT: bool>(
+        blocks: &[Offset],
+        scales: &[&[f32]],
+        panel: &Panel,
+    ) -> [[v128; 2]; R] {
+        offset_tile::<R, SPLIT_DOT>(blocks, scales, panel)
     }
 }
 
@@ -238,8 +293,12 @@ impl PanelBlock for Halves {
         Halves(halves(values))
     }
 
-    fn tile<const R: usize>(blocks: &[Halves], scales: &[&[f32]], panel: &Panel) -> [[v128; 2]; R] {
-        halves_tile(blocks, scales, panel)
+    fn tile<const R: usize, const SPLIT_DOT: bool>(
+        blocks: &[Halves],
+        scales: &[&[f32]],
+        panel: &Panel,
+    ) -> [[v128; 2]; R] {
+        halves_tile::<R, SPLIT_DOT>(blocks, scales, panel)
     }
 }
 
@@ -264,7 +323,13 @@ impl<'x, B: PanelBlock> PanelRows<'x, B> {
 /// unpacked kernel, scaled in the same order: the same floats, bit for
 /// bit.
 #[target_feature(enable = "relaxed-simd")]
-fn panel_rows<const R: usize, B: PanelBlock>(rows: &PanelRows<B>, panel: &Panel, c: usize, n: usize, out: &mut [f32]) {
+fn panel_rows<const R: usize, const SPLIT_DOT: bool, B: PanelBlock>(
+    rows: &PanelRows<B>,
+    panel: &Panel,
+    c: usize,
+    n: usize,
+    out: &mut [f32],
+) {
     let (count, blocks) = (rows.scales.len(), panel.scales.len() / PANEL);
     let width = PANEL.min(n - c);
     let mut i = 0;
@@ -272,9 +337,9 @@ fn panel_rows<const R: usize, B: PanelBlock>(rows: &PanelRows<B>, panel: &Panel,
         let take = if count - i >= R { R } else { 1 };
         let (blocks_from, scales_from) = (&rows.blocks[i * blocks..], &rows.scales[i..]);
         let sums: [[v128; 2]; R] = if take == R {
-            B::tile::<R>(blocks_from, scales_from, panel)
+            B::tile::<R, SPLIT_DOT>(blocks_from, scales_from, panel)
         } else {
-            let [one] = B::tile::<1>(blocks_from, scales_from, panel);
+            let [one] = B::tile::<1, SPLIT_DOT>(blocks_from, scales_from, panel);
             [one; R]
         };
         for (j, sums) in sums.iter().enumerate().take(take) {
@@ -326,7 +391,11 @@ fn rolled(quants: &[u8]) -> std::slice::ChunksExact<'_, u8> {
 }
 
 #[target_feature(enable = "relaxed-simd")]
-fn offset_tile<const R: usize>(blocks: &[Offset], scales: &[&[f32]], panel: &Panel) -> [[v128; 2]; R] {
+fn offset_tile<const R: usize, const SPLIT_DOT: bool>(
+    blocks: &[Offset],
+    scales: &[&[f32]],
+    panel: &Panel,
+) -> [[v128; 2]; R] {
     let count = panel.scales.len() / PANEL;
     let mut acc = [[f32x4_splat(0.0); 2]; R];
     for (b, (quants, offsets)) in
@@ -342,7 +411,7 @@ fn offset_tile<const R: usize>(blocks: &[Offset], scales: &[&[f32]], panel: &Pan
             for i in 0..R {
                 // SAFETY: byte 4g of a 32-byte block, g < 8.
                 let x = unsafe { v128_load32_splat(xs[i].add(4 * g) as *const u32) };
-                sums[i] = [dot(w0, x, sums[i][0]), dot(w1, x, sums[i][1])];
+                sums[i] = [dot::<SPLIT_DOT>(w0, x, sums[i][0]), dot::<SPLIT_DOT>(w1, x, sums[i][1])];
             }
         }
         let dw = weight_scales(panel, b);
@@ -356,7 +425,11 @@ fn offset_tile<const R: usize>(blocks: &[Offset], scales: &[&[f32]], panel: &Pan
 }
 
 #[target_feature(enable = "relaxed-simd")]
-fn halves_tile<const R: usize>(blocks: &[Halves], scales: &[&[f32]], panel: &Panel) -> [[v128; 2]; R] {
+fn halves_tile<const R: usize, const SPLIT_DOT: bool>(
+    blocks: &[Halves],
+    scales: &[&[f32]],
+    panel: &Panel,
+) -> [[v128; 2]; R] {
     let count = panel.scales.len() / PANEL;
     let zero = i32x4_splat(0);
     let mut acc = [[f32x4_splat(0.0); 2]; R];
@@ -374,8 +447,8 @@ fn halves_tile<const R: usize>(blocks: &[Halves], scales: &[&[f32]], panel: &Pan
                         v128_load32_splat(xs[i].add(32 + 4 * g) as *const u32),
                     )
                 };
-                pos[i] = [dot(w0, p, pos[i][0]), dot(w1, p, pos[i][1])];
-                neg[i] = [dot(w0, n, neg[i][0]), dot(w1, n, neg[i][1])];
+                pos[i] = [dot::<SPLIT_DOT>(w0, p, pos[i][0]), dot::<SPLIT_DOT>(w1, p, pos[i][1])];
+                neg[i] = [dot::<SPLIT_DOT>(w0, n, neg[i][0]), dot::<SPLIT_DOT>(w1, n, neg[i][1])];
             }
         }
         let dw = weight_scales(panel, b);
@@ -389,7 +462,7 @@ fn halves_tile<const R: usize>(blocks: &[Halves], scales: &[&[f32]], panel: &Pan
 }
 
 #[target_feature(enable = "relaxed-simd")]
-fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
+fn q8_0_relaxed<const SPLIT_DOT: bool>(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     debug_assert_eq!(w.kind, GgmlType::Q8_0);
     let blocks = w.cols / 32;
     let split: Vec<[v128; 4]> = rows.clone().flat_map(|r| x.row(r).0.chunks_exact(32).map(halves)).collect();
@@ -415,8 +488,8 @@ fn q8_0_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f
                     let (low, high) = (load(&q[..16]), load(&q[16..]));
                     let zero = i32x4_splat(0);
                     i32x4_sub(
-                        dot(high, pos_high, dot(low, pos_low, zero)),
-                        dot(high, neg_high, dot(low, neg_low, zero)),
+                        dot::<SPLIT_DOT>(high, pos_high, dot::<SPLIT_DOT>(low, pos_low, zero)),
+                        dot::<SPLIT_DOT>(high, neg_high, dot::<SPLIT_DOT>(low, neg_low, zero)),
                     )
                 };
                 let ints = sum4(row_dot(0), row_dot(1), row_dot(2), row_dot(3));
@@ -473,7 +546,7 @@ fn q4_relaxed(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32
                 let row_dot = |j: usize| {
                     let q = load(&weights[j][b * block_bytes + nibbles..][..16]);
                     let (low, high) = (v128_and(q, u8x16_splat(0x0f)), u8x16_shr(q, 4));
-                    dot(x_high, high, dot(x_low, low, i32x4_splat(0)))
+                    dot::<FUSED>(x_high, high, dot::<FUSED>(x_low, low, i32x4_splat(0)))
                 };
                 let mut ints = sum4(row_dot(0), row_dot(1), row_dot(2), row_dot(3));
                 if q4_1 {
