@@ -4,12 +4,12 @@
 //! `vpdpbusd` where the CPU has AVX-VNNI but to a five-instruction
 //! `pmaddubsw` sequence elsewhere, where the product split in its two
 //! steps is faster, so which form of the Q8_0 kernel wins is a property
-//! of the CPU the page runs on. The products themselves are the trial, not a synthetic
-//! product raced at start-up, which until 2026-11-30 measured something
-//! other than the real products' speed (README, *the relaxed module*:
-//! V8's code for the relaxed kernel was fragile then, spilling an
-//! unrolled loop's sums). Core has no clock of its own on wasm: the page
-//! installs one.
+//! of the CPU the page runs on. The products themselves are the trial,
+//! not a synthetic product raced at start-up, which until 2026-11-30
+//! measured something other than the real products' speed (README, *the
+//! relaxed module*: V8's code for the relaxed kernel was fragile then,
+//! spilling an unrolled loop's sums). Core has no clock of its own on
+//! wasm: the page installs one.
 
 use std::sync::{Mutex, OnceLock};
 
