@@ -208,38 +208,42 @@ fn matmul_packed_with<const SPLIT_DOT: bool>(
     packed: &PackedMatrix,
     out: &mut [f32],
 ) {
-    let panels = packed.panels.iter().enumerate().map(|(p, panel)| (p * PANEL, panel));
-    match x.bits {
-        Bits::Seven => {
-            let rows = PanelRows::<Offset>::new(x, rows);
-            panels.for_each(|(c, panel)| panel_rows::<OFFSET_RM, SPLIT_DOT, _>(&rows, panel, c, packed.rows, out));
-        }
-        Bits::Eight => {
-            let rows = PanelRows::<Halves>::new(x, rows);
-            panels.for_each(|(c, panel)| panel_rows::<HALVES_RM, SPLIT_DOT, _>(&rows, panel, c, packed.rows, out));
-        }
-    }
+    over_panels::<SPLIT_DOT>(x, rows, packed.rows, out, |run| {
+        packed.panels.iter().enumerate().for_each(|(p, panel)| run(panel, p * PANEL));
+    });
 }
 
 /// Packs each panel of `w` in turn and runs every activation row over it:
 /// for a task with too few rows to pack the whole matrix for.
 fn q8_0_packed<const SPLIT_DOT: bool>(x: &QuantizedRows, rows: Range<usize>, w: &QMatrix, out: &mut [f32]) {
     debug_assert_eq!(w.kind, GgmlType::Q8_0);
-    let mut panel = Panel::new(w.cols / 32);
-    let mut each_panel = |run: &mut dyn FnMut(&Panel, usize)| {
+    over_panels::<SPLIT_DOT>(x, rows, w.rows, out, |run| {
+        let mut panel = Panel::new(w.cols / 32);
         for c in (0..w.rows).step_by(PANEL) {
             panel.pack(w, c);
             run(&panel, c);
         }
-    };
+    });
+}
+
+/// Runs the activation rows `rows` of `x` (in the block form of their
+/// width) over each panel that `panels` hands its argument, with the
+/// panel's first output column; the outputs are `columns` wide.
+fn over_panels<const SPLIT_DOT: bool>(
+    x: &QuantizedRows,
+    rows: Range<usize>,
+    columns: usize,
+    out: &mut [f32],
+    panels: impl FnOnce(&mut dyn FnMut(&Panel, usize)),
+) {
     match x.bits {
         Bits::Seven => {
             let rows = PanelRows::<Offset>::new(x, rows);
-            each_panel(&mut |panel, c| panel_rows::<OFFSET_RM, SPLIT_DOT, _>(&rows, panel, c, w.rows, out));
+            panels(&mut |panel, c| panel_rows::<OFFSET_RM, SPLIT_DOT, _>(&rows, panel, c, columns, out));
         }
         Bits::Eight => {
             let rows = PanelRows::<Halves>::new(x, rows);
-            each_panel(&mut |panel, c| panel_rows::<HALVES_RM, SPLIT_DOT, _>(&rows, panel, c, w.rows, out));
+            panels(&mut |panel, c| panel_rows::<HALVES_RM, SPLIT_DOT, _>(&rows, panel, c, columns, out));
         }
     }
 }
