@@ -39,11 +39,13 @@ function llamaGreedy(model, prompt) {
 
 const CHAT = (user) => `<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`;
 // Per model: its file, prompts, and the bounds. The page runs along
-// llama.cpp's 32 greedy tokens: with F32 (no activation rounding on either
-// side) its choice is llama.cpp's at every step; with quantized files each
-// side rounds activations to 8 bits in its own summation order, so where
-// two tokens are tied to within `maxGap` in our logits either may win
-// (the native tests' bound). First-step probabilities as the native tests'.
+// llama.cpp's 32 greedy tokens: where two tokens are tied to within
+// `maxGap` in our logits either may win (the native tests' bounds). With
+// F32 (no activation rounding on either side) only the last bits differ
+// (the summation orders; llama.cpp's change with the CPU), so only a tie
+// to 0.01 may go either way; with quantized files each side rounds
+// activations to 8 bits in its own order, to 0.1. First-step
+// probabilities as the native tests'.
 const MODELS = {
   'smollm2-q4_1': {
     file: smollm2,
@@ -54,7 +56,7 @@ const MODELS = {
   'qwen3-f32': {
     file: path.join(fixtures, 'qwen3-f32.gguf'),
     prompts: [CHAT('/no_think Expand this search query: rotate api keys'), CHAT('/no_think Expand this search query: CAP theorem tradeoffs')],
-    maxGap: 0,
+    maxGap: 0.01,
     maxFirstStep: 2e-3,
   },
   // Held to the exact answer, its F32 original (tests/tests/gguf.rs,
@@ -163,7 +165,6 @@ for (const [name, device] of RUNS) {
       );
       assert.ok(firstStep <= maxFirstStep, `first-step probabilities differ by ${firstStep}`);
       assert.ok(worstGap <= maxGap, `llama.cpp's token was ${worstGap} below ours: ${JSON.stringify(ours.gaps)}`);
-      if (maxGap === 0) assert.deepEqual(ours.chosen, followed, `the same ${followed.length} tokens`);
       assert.ok(new Set(theirs.generated).size >= 4, 'the run varies, so the comparison means something');
     }
   });

@@ -15,6 +15,7 @@ import {
   addStagedFolder, cli, cosine, evalDir, foreignRequests, repoRoot, evalQueries, isolatedEnv, launch, nativeEmbeddings, readFolder, serveApp,
   stageFolder, testModelDir, writeFolder,
 } from './harness.mjs';
+import { assertSameTop } from './ranking.mjs';
 
 const docs = readFolder(path.join(evalDir, 'docs'));
 const queries = evalQueries().map((q) => q.query);
@@ -183,34 +184,6 @@ test('auto picks the CPU over a software adapter; embedded documents give the CL
     assertSameTop(query, web, fromCli.map((h) => h.docid), BOUNDS.sevenBit.tie);
   }
 });
-
-/** The page's top documents are the CLI's, but for two that a vector
- * list of the query scores as tied (backend scores within `tie`, in the
- * page's own fused result): the page's wasm kernels and the CLI's native
- * ones round the Q8_0 activations apart (a last bit, or 7 bits against
- * 8: see `BOUNDS`), which may order a near-tie either way, and a swap in
- * one list moves the fused order. */
-function assertSameTop(query, result, fromCli, tie = BOUNDS.exact.tie) {
-  const web = result.hits.slice(0, 3).map((h) => `#${h.hit.docid}`);
-  assert.equal(web.length, fromCli.length, `query ${JSON.stringify(query)}`);
-  const differ = web.map((doc, i) => [doc, fromCli[i]]).filter(([a, b]) => a !== b);
-  if (!differ.length) return;
-  // Each document's backend score in each vector list, as the page fused them.
-  const vectorScores = (docid) => {
-    const item = result.hits.find((h) => `#${h.hit.docid}` === docid);
-    assert.ok(item, `query ${JSON.stringify(query)}: the CLI's ${docid} is not among the page's ${result.hits.length} hits`);
-    const scores = new Map();
-    for (const c of item.contributions) if (result.lists[c.list]?.source === 'vec') scores.set(c.list, c.backend_score);
-    return scores;
-  };
-  for (const [a, b] of differ) {
-    const [ofA, ofB] = [vectorScores(a), vectorScores(b)];
-    const gaps = [...ofA].filter(([list]) => ofB.has(list)).map(([list, score]) => Math.abs(score - ofB.get(list)));
-    const gap = Math.min(...gaps);
-    assert.ok(gap <= tie, `query ${JSON.stringify(query)}: the page ranks ${a} where the CLI ranks ${b} (closest vector scores ${gap.toFixed(4)} apart)`);
-  }
-  console.log(`query ${JSON.stringify(query)}: a near-tie ordered the other way (${differ.flat().join(', ')})`);
-}
 
 /** Small source files of this repository in three of the grammars'
  * languages (the boundaries themselves are checked on real sources below). */

@@ -214,20 +214,61 @@ def test_keyword_answers_equal_the_cli(setup: Setup):
             assert abs(mine["score"] - theirs["score"]) <= 0.005 + 1e-9, (query, mine, theirs)
 
 
+# Two vector similarities this close (as the CLI prints them, to two
+# decimals) are a tie the arithmetic decides: the component's wasm SIMD (fused
+# multiply-adds in its relaxed build) and native kernels on another CPU round
+# differently in the last bits.
+NEAR_TIE = 0.01 + 1e-9
+
+
+def vector_ranking(port: int, query: str) -> list[str]:
+    """The server's ranking of every document by vector search alone."""
+    answer = request(port, "POST", "/query", {"searches": [{"type": "vec", "query": query}], "limit": 100})
+    assert answer.status == 200, (query, answer.body)
+    return [r["file"] for r in answer.json()["results"]]
+
+
+def swapped_pairs(mine: list[str], theirs: list[str]) -> list[tuple[str, str]]:
+    """Pairs that `theirs` ranks one way and `mine` the other."""
+    position = {f: i for i, f in enumerate(mine)}
+    return [
+        (a, b)
+        for i, a in enumerate(theirs)
+        for b in theirs[i + 1 :]
+        if a in position and b in position and position[a] > position[b]
+    ]
+
+
 def test_hybrid_answers_match_the_native_servers(setup: Setup):
     """Vector search runs the embedding model inside the component (wasm
-    SIMD): the same documents in the same order, scores within 0.01."""
+    SIMD): the same documents in the same order, scores within 0.01, unless
+    the two vector rankings differ, and then only by near-ties (within
+    NEAR_TIE in native's similarities): hybrid lists follow from keyword
+    ranks, which are equal (above), and vector ranks."""
     compared = 0
     for query in setup.queries:
         edge = request(setup.fresh.port, "POST", "/query", hybrid(query))
         native = request(setup.native.port, "POST", "/query", hybrid(query))
         assert edge.status == native.status == 200, (query, edge.body)
         mine, theirs = edge.json()["results"], native.json()["results"]
+        edge_ranking, native_ranking = vector_ranking(setup.fresh.port, query), vector_ranking(setup.native.port, query)
+        assert sorted(edge_ranking) == sorted(native_ranking), query
+        if edge_ranking != native_ranking:
+            similarity = {
+                r["file"]: r["score"]
+                for r in json.loads(run_qmd(setup.env, setup.root, "vsearch", "--json", "-n", "100", "--min-score", "0", query))
+            }
+            for a, b in swapped_pairs(edge_ranking, native_ranking):
+                assert a in similarity and b in similarity, (query, a, b, similarity)
+                gap = abs(similarity[a] - similarity[b])
+                assert gap <= NEAR_TIE, f"{query!r}: {a} and {b} swapped, {gap:.3f} apart in similarity"
+            continue
         assert [r["file"] for r in mine] == [r["file"] for r in theirs], query
         for a, b in zip(mine, theirs):
             assert abs(a["score"] - b["score"]) <= 0.01 + 1e-9, (query, a, b)
             compared += 1
-    assert compared > 0
+    # Most queries have no near-tie: the comparison is not vacuous.
+    assert compared >= 5 * len(setup.queries) // 2, compared
     # Vectors made a difference: a query with no keyword hit still finds
     # documents through the model.
     semantic = request(setup.edge.port, "POST", "/query", {"searches": [{"type": "vec", "query": "raising money from investors"}]})

@@ -1563,6 +1563,12 @@ def native_embeddings(model: str, texts: list[str]) -> list[list[float]]:
     return json.loads(out.stdout)
 
 
+# Two CPU runs of the engine's Q8_0 embedding (MiniLM quantized at load)
+# agree to this cosine on every CPU (the native tests' bound against
+# llama.cpp's Q8_0; measured between processes: 0.99991 at the worst).
+SAME_ENGINE_COSINE = 0.9995
+
+
 def test_openai_endpoints_serve_the_official_client(tmp_path_factory, qwen3_reranker: Path):
     """`/v1/embeddings` and `/v1/rerank` on `qmd mcp --http`, called with the
     official `openai` Python client (which asks for base64 vectors) and raw
@@ -1593,9 +1599,14 @@ def test_openai_endpoints_serve_the_official_client(tmp_path_factory, qwen3_rera
         got = client.embeddings.create(model=model, input=inputs)
         assert [d.index for d in got.data] == [0, 1, 2, 3] and got.model == model
         assert got.usage.prompt_tokens > 20 and got.usage.total_tokens == got.usage.prompt_tokens
+        # The engine's vectors: within the bound that holds between any two
+        # of its CPU runs (Q8_0 activations rounded to 8 bits, so a last-bit
+        # difference that moves one rounding moves the vector by ~1e-3; two
+        # processes on one machine have differed so), not bit for bit.
         for mine, reference in zip(got.data, native_embeddings(model, inputs)):
             assert len(mine.embedding) == 384
-            assert max(abs(a - b) for a, b in zip(mine.embedding, reference)) < 1e-6
+            agreement = sum(a * b for a, b in zip(mine.embedding, reference))
+            assert agreement >= SAME_ENGINE_COSINE, (agreement, mine.embedding[:4], reference[:4])
         floats = client.embeddings.create(model=model, input=inputs[3], encoding_format="float")
         assert max(abs(a - b) for a, b in zip(floats.data[0].embedding, got.data[3].embedding)) < 1e-6
         # The served vectors rank the notes as `qmd vsearch` ranks them.

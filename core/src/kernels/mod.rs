@@ -38,6 +38,8 @@ pub(crate) mod wasm;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 mod wasm_relaxed;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+pub mod wasm_relaxed_elementwise;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 pub mod wasm_relaxed_f32;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -102,7 +104,14 @@ fn q8_0_activation_bits() -> Bits {
 /// take relaxed SIMD's fused multiply-add (`wasm_relaxed_f32`): in the
 /// relaxed-SIMD modules' embedding passes, for widths of a multiple of 8.
 pub fn fused_attention(head_dim: usize) -> bool {
-    Settings::current().embedding && head_dim.is_multiple_of(8)
+    fused_element_wise() && head_dim.is_multiple_of(8)
+}
+
+/// Whether this thread's softmax and GELU take relaxed SIMD's fused
+/// multiply-add (`wasm_relaxed_elementwise`): in the relaxed-SIMD modules'
+/// embedding passes.
+pub fn fused_element_wise() -> bool {
+    Settings::current().embedding
 }
 
 /// Whether this build has the relaxed-SIMD kernels, the one place that

@@ -550,3 +550,59 @@ fn attention_products_follow_their_definition_in_and_out_of_embedding_passes() {
         }
     }
 }
+
+/// Softmax and GELU against their definitions in f64, in an embedding
+/// pass (the relaxed module's fused multiply-add) and outside one, at
+/// lengths around the four- and eight-lane bodies, over the exponential's
+/// whole range and past its bounds (masked scores, GELU's saturation),
+/// and with GELU's factors (the gated form) and without.
+#[test]
+fn softmax_and_gelu_follow_their_definition_in_and_out_of_embedding_passes() {
+    use crate::arch::ops::{GELU_TANH, gelu, gelu_gate};
+    use crate::model::attention::softmax;
+    let relaxed = cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
+    assert_eq!(for_embedding(fused_element_wise), relaxed);
+    assert!(!fused_element_wise(), "outside an embedding pass");
+    let mut next = xorshift(5);
+    let mut value = move |range: f32| ((next() % 20_001) as f32 - 10_000.0) / 10_000.0 * range;
+    for embedding in [false, true] {
+        let pass = |f: &mut dyn FnMut()| if embedding { for_embedding(f) } else { f() };
+        for len in [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 200] {
+            for range in [1.0, 30.0, 90.0] {
+                let mut row: Vec<f32> = (0..len).map(|_| value(range)).collect();
+                if len > 2 {
+                    row[1] = -1e9; // a masked score
+                }
+                let top = row.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
+                let total: f64 = row.iter().map(|&x| (f64::from(x) - top).exp()).sum();
+                let mut ours = row.clone();
+                pass(&mut || softmax(&mut ours));
+                for (x, y) in row.iter().zip(&ours) {
+                    let want = (f64::from(*x) - top).exp() / total;
+                    assert!((f64::from(*y) - want).abs() <= 1e-6, "softmax, {len} long, ±{range}: {y} vs {want}");
+                }
+            }
+            let x: Vec<f32> = (0..len).map(|i| if i == 2 { -200.0 } else { value(12.0) }).collect();
+            let up: Vec<f32> = (0..len).map(|_| value(2.0)).collect();
+            let (mut plain, mut gated) = (x.clone(), x.clone());
+            pass(&mut || {
+                gelu(&mut plain);
+                gelu_gate(&mut gated, &up);
+            });
+            for (i, &v) in x.iter().enumerate() {
+                let (v64, (scale, cube)) = (f64::from(v), GELU_TANH);
+                let y = f64::from(scale) * (v64 + f64::from(cube) * v64.powi(3));
+                // 0.5·v·(1 + tanh y) as v·e^{2y}/(e^{2y} + 1): in f64 too the
+                // tanh form cancels to 0 for v ≲ −9.
+                let want = v64 / (1.0 + (-2.0 * y).exp());
+                // Relative to the value, with e^{2y}'s error from 2y's
+                // rounding (|2y|·ε), but for e^{2y} past exp's domain
+                // (y < −43.5), where both sides are under 1e-37.
+                let bound = (16.0 + 8.0 * y.abs()) * f64::from(f32::EPSILON);
+                let close = |got: f32, want: f64| (f64::from(got) - want).abs() <= bound * want.abs() + 1e-30;
+                assert!(close(plain[i], want), "gelu({v}) = {} vs {want}, {len} long", plain[i]);
+                assert!(close(gated[i], want * f64::from(up[i])), "gated gelu({v}) = {} vs {want}·{}", gated[i], up[i]);
+            }
+        }
+    }
+}

@@ -83,10 +83,20 @@ fn transpose(from: &[f32], rows: usize, cols: usize, to: &mut [f32]) {
 /// the compiler keeps in two simd128 registers.
 const LANES: usize = 8;
 
+/// `row` replaced by its softmax, every reduction in lanes (also the
+/// GGUF models' attention, `arch::ops`). In the relaxed-SIMD module's
+/// embedding passes, on its fused multiply-add
+/// (`kernels::wasm_relaxed_elementwise`).
+pub(crate) fn softmax(row: &mut [f32]) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    if crate::kernels::fused_element_wise() {
+        return crate::kernels::wasm_relaxed_elementwise::softmax(row);
+    }
+    softmax_in_lanes(row);
+}
+
 super::vectorize::multiversion! {
-    /// `row` replaced by its softmax, every reduction in lanes (also the
-    /// GGUF models' attention, `arch::ops`).
-    pub(crate) fn softmax(row: &mut [f32]) {
+    fn softmax_in_lanes(row: &mut [f32]) {
         let inverse = 1.0 / exp_shifted(row, max(row));
         row.iter_mut().for_each(|x| *x *= inverse);
     }
@@ -134,22 +144,27 @@ fn exp_shifted(row: &mut [f32], max: f32) -> f32 {
 // SiLU) from vectorising; out of line it was a tenth of a GGUF pass.
 #[inline(always)]
 pub(crate) fn exp(x: f32) -> f32 {
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    let x = x.clamp(-87.0, 88.0);
+    let x = x.clamp(EXP_DOMAIN.0, EXP_DOMAIN.1);
     // Nearest, not Cephes' floor(x·log₂e + ½): the same reduction to
     // |r| ≤ ln2/2 but branch-free (floorf is a libm call on baseline
     // x86-64, 7% of a GGUF embedding pass in perf).
     let n = round_to_even(x * std::f32::consts::LOG2_E);
     let r = x - n * LN2_HI - n * LN2_LO;
-    let mut p = 1.987_569_1e-4 * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
+    let [first, rest @ ..] = EXP_POLYNOMIAL;
+    let p = rest.iter().fold(first, |p, &c| p * r + c);
     let e = p * r * r + r + 1.0;
     e * f32::from_bits(((n as i32 + 127) << 23) as u32)
 }
+
+/// Where [`exp`] is computed; beyond, the bounds' values.
+pub(crate) const EXP_DOMAIN: (f32, f32) = (-87.0, 88.0);
+/// ln 2 in two parts, the first with few bits, so that `x − n·ln 2` loses
+/// nothing to rounding.
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = -2.121_944_4e-4;
+/// Cephes' coefficients of `(eʳ − 1 − r) / r²`, highest degree first.
+pub(crate) const EXP_POLYNOMIAL: [f32; 6] =
+    [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
 
 /// Nearest integer, ties to even (as SIMD rounding does): adding and
 /// taking away 1.5·2²³ leaves no fraction bits for |x| < 2²².
