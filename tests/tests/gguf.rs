@@ -594,7 +594,11 @@ fn smollm2_q4_1_matches_llama_cpp() {
     }
     // Where a run parts depends on where a tie falls, which moves with the
     // CPU; that all part early would not.
-    assert!(runs.iter().any(|run| run.agreed >= 16), "no run agrees for 16 tokens: {:?}", runs.iter().map(|r| r.agreed).collect::<Vec<_>>());
+    assert!(
+        runs.iter().any(|run| run.agreed >= 16),
+        "no run agrees for 16 tokens: {:?}",
+        runs.iter().map(|r| r.agreed).collect::<Vec<_>>()
+    );
 }
 
 /// A random Qwen3-1.7B-architecture causal LM (qmd's expansion model's
