@@ -63,14 +63,11 @@ pub fn gelu_times(x: &mut [f32], factors: &[f32]) {
     let (head, tail) = x.split_at_mut(body);
     if factors.is_empty() {
         head.chunks_exact_mut(4).for_each(|quad| store(quad, gelu4(load(quad))));
+        tail.iter_mut().for_each(|v| *v = gelu_tanh(*v));
     } else {
         for (quad, f) in head.chunks_exact_mut(4).zip(factors.chunks_exact(4)) {
             store(quad, f32x4_mul(gelu4(load(quad)), load(f)));
         }
-    }
-    if factors.is_empty() {
-        tail.iter_mut().for_each(|v| *v = gelu_tanh(*v));
-    } else {
         tail.iter_mut().zip(&factors[body..]).for_each(|(v, f)| *v = gelu_tanh(*v) * f);
     }
 }
