@@ -46,8 +46,11 @@ async function cached(dir) {
   } catch {
     return null;
   }
-  const files = {};
-  for (const [name, size] of Object.entries(manifest.files)) {
+  // Keyed by file names from storage: no prototype, and only the names a
+  // model has (a manifest is data, not a list of files to open).
+  const files = Object.create(null);
+  for (const [name, size] of Object.entries(manifest?.files ?? {})) {
+    if (![...REQUIRED, ...OPTIONAL, GGUF].includes(name)) return null;
     try {
       const bytes = await readCached(dir, name);
       if (bytes.length !== size) return null;
@@ -127,7 +130,7 @@ export async function modelFiles(id, url, onProgress, { cachedOnly = false, gguf
   if (cachedOnly) return { files: null, cached: false };
   // The manifest goes first: from here until it is rewritten, the cache is incomplete.
   await dir.removeEntry('complete.json').catch(() => {});
-  const files = {};
+  const files = Object.create(null);
   for (const { name, url: fileUrl, required } of plan(url, gguf)) {
     const bytes = await downloadWithRetry(fileUrl, (received, total) => onProgress(name, received, total));
     if (bytes === null) {

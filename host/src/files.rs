@@ -1,6 +1,7 @@
 //! Writing files safely: whole (a reader never sees half of one), and
 //! inside a folder a command owns without ever following a link there.
 
+pub mod contained;
 pub mod regular;
 
 use std::collections::BTreeSet;

@@ -53,6 +53,8 @@ pub fn run(models: &ModelSources, options: WebOptions) -> Result<ExitCode> {
     if !root.join("index.html").is_file() {
         bail!("{} holds no built app (index.html); run scripts/build-web.sh first, or pass --dir", root.display());
     }
+    // Files are served only from under the folder's real path.
+    let root = root.canonicalize().with_context(|| format!("cannot open {}", root.display()))?;
     let state = Arc::new(WebState {
         root,
         embed: models.embed.clone(),
@@ -143,7 +145,7 @@ async fn model_file(State(state): State<Arc<WebState>>, UrlPath((role, file)): U
         _ => return not_found(),
     };
     match &model.gguf {
-        Some(gguf) if file == GGUF_FILE => serve(&gguf.path).await,
+        Some(gguf) if file == GGUF_FILE => serve(&gguf.path, None).await,
         Some(_) => not_found(),
         // Only a local folder's files: a model without one (an endpoint, a
         // spec naming no model) has an empty `dir`, which would serve the
@@ -153,7 +155,7 @@ async fn model_file(State(state): State<Arc<WebState>>, UrlPath((role, file)): U
             && !model.dir.as_os_str().is_empty()
             && (REQUIRED_FILES.contains(&file.as_str()) || OPTIONAL_FILES.contains(&file.as_str())) =>
         {
-            serve(&model.dir.join(&file)).await
+            serve(&model.dir.join(&file), None).await
         }
         None => not_found(),
     }
@@ -166,16 +168,23 @@ async fn static_file(State(state): State<Arc<WebState>>, uri: Uri) -> Response {
     if path.split('/').any(|s| s.is_empty() || s.starts_with('.')) || path.contains(['\\', '%']) {
         return not_found();
     }
-    serve(&state.root.join(path)).await
+    serve(&state.root.join(path), Some(&state.root)).await
 }
 
 /// A file, streamed (model files run to hundreds of MB) with its length,
-/// which the page checks a download against.
-async fn serve(path: &Path) -> Response {
+/// which the page checks a download against. With a `root`, only if its
+/// real path stays under it: a link in the app folder to `/etc/passwd`
+/// is a 404, as for every folder a command here reads.
+async fn serve(path: &Path, root: Option<&Path>) -> Response {
     // Only a regular file (`files::regular`): a FIFO in the served folder
     // is refused, never opened for a blocking read (a thread per request).
     let owned = path.to_path_buf();
-    let opened = tokio::task::spawn_blocking(move || crate::files::regular::open(&owned)).await;
+    let root = root.map(Path::to_path_buf);
+    let opened = tokio::task::spawn_blocking(move || match &root {
+        Some(root) => crate::files::contained::open_under(root, &owned),
+        None => crate::files::regular::open(&owned),
+    })
+    .await;
     let Ok(Ok(file)) = opened else { return not_found() };
     let file = tokio::fs::File::from_std(file);
     let Ok(metadata) = file.metadata().await else { return not_found() };

@@ -32,39 +32,92 @@ pub struct Target {
     /// The target gets `1 / cost` of a run's iterations: loading and
     /// running a model costs what a thousand parses do.
     pub cost: u64,
+    /// What one input may cost; an input past it counts as a crash.
+    pub bound: Option<Bound>,
+}
+
+/// Time and memory one input may take, growing with its size: work that
+/// grows faster than the input (nesting, repetition, a count that sizes an
+/// allocation) fails the run. Memory is counted by [`crate::allocation`]
+/// where the binary installs it (`qmd-fuzz` does); time by the clock, with
+/// bounds tens of times what a healthy input takes, so a loaded machine
+/// stays inside them.
+#[derive(Clone, Copy)]
+pub struct Bound {
+    pub seconds: f64,
+    pub seconds_per_mb: f64,
+    pub bytes: usize,
+    pub bytes_per_input_byte: usize,
+}
+
+impl Bound {
+    fn seconds_for(&self, len: usize) -> f64 {
+        self.seconds + self.seconds_per_mb * len as f64 / (1 << 20) as f64
+    }
+
+    fn bytes_for(&self, len: usize) -> usize {
+        self.bytes.saturating_add(self.bytes_per_input_byte.saturating_mul(len))
+    }
 }
 
 pub fn targets() -> Vec<Target> {
     vec![
-        Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex, cost: 1 },
+        Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex, cost: 1, bound: None },
         Target {
             name: "query-document",
             seeds: document_seeds,
             dictionary: DOCUMENT_WORDS,
             run: query_document,
             cost: 1,
+            bound: None,
         },
-        Target { name: "config", seeds: config_seeds, dictionary: CONFIG_WORDS, run: config, cost: 1 },
-        Target { name: "manifest", seeds: manifest_seeds, dictionary: MANIFEST_WORDS, run: manifest, cost: 1 },
-        Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment, cost: 1 },
-        Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor, cost: 1 },
-        Target { name: "gguf", seeds: crate::fuzz_models::files, dictionary: GGUF_WORDS, run: gguf, cost: 10 },
+        Target { name: "config", seeds: config_seeds, dictionary: CONFIG_WORDS, run: config, cost: 1, bound: None },
+        Target {
+            name: "manifest",
+            seeds: manifest_seeds,
+            dictionary: MANIFEST_WORDS,
+            run: manifest,
+            cost: 1,
+            bound: None,
+        },
+        Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment, cost: 1, bound: None },
+        Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor, cost: 1, bound: None },
+        Target {
+            name: "gguf",
+            seeds: crate::fuzz_models::files,
+            dictionary: GGUF_WORDS,
+            run: gguf,
+            cost: 10,
+            bound: None,
+        },
         Target {
             name: "gguf-models",
             seeds: crate::fuzz_models::recipes,
             dictionary: &[],
             run: crate::fuzz_models::load_and_run,
             cost: 10,
+            bound: None,
         },
-        Target { name: "model-id", seeds: model_id_seeds, dictionary: MODEL_ID_WORDS, run: model_id, cost: 1 },
+        Target {
+            name: "model-id",
+            seeds: model_id_seeds,
+            dictionary: MODEL_ID_WORDS,
+            run: model_id,
+            cost: 1,
+            bound: None,
+        },
         Target {
             name: "expansion-cache",
             seeds: expansion_seeds,
             dictionary: EXPANSION_WORDS,
             run: expansion_entry,
             cost: 1,
+            bound: None,
         },
     ]
+    .into_iter()
+    .chain(crate::fuzz_site::targets())
+    .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -534,6 +587,19 @@ pub struct Report {
     pub crashes: Vec<(Vec<u8>, String)>,
 }
 
+/// What an input took past its bound, if it did.
+fn past(bound: &Bound, len: usize, started: std::time::Instant, live: usize) -> Option<String> {
+    let seconds = started.elapsed().as_secs_f64();
+    let bytes = crate::allocation::peak().saturating_sub(live);
+    if seconds > bound.seconds_for(len) {
+        return Some(format!("{seconds:.1} s for a {len}-byte input (bound {:.1} s)", bound.seconds_for(len)));
+    }
+    if crate::allocation::counting() && bytes > bound.bytes_for(len) {
+        return Some(format!("{bytes} bytes at peak for a {len}-byte input (bound {})", bound.bytes_for(len)));
+    }
+    None
+}
+
 /// Runs `target` on its seeds, then on `iterations` mutants.
 pub fn run(target: &Target, iterations: u64, seed: u64) -> Report {
     let iterations = (iterations / target.cost.max(1)).max(1);
@@ -542,8 +608,15 @@ pub fn run(target: &Target, iterations: u64, seed: u64) -> Report {
     let mut report = Report { iterations: 0, crashes: Vec::new() };
     let attempt = |input: &[u8], report: &mut Report| -> bool {
         report.iterations += 1;
+        let (started, live) = (std::time::Instant::now(), crate::allocation::reset_peak());
         match catch_unwind(AssertUnwindSafe(|| (target.run)(input))) {
-            Ok(()) => true,
+            Ok(()) => match target.bound.and_then(|bound| past(&bound, input.len(), started, live)) {
+                Some(message) => {
+                    report.crashes.push((input.to_vec(), message));
+                    false
+                }
+                None => true,
+            },
             Err(panic) => {
                 let message = panic
                     .downcast_ref::<String>()

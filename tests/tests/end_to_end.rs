@@ -22,6 +22,7 @@ mod owned_outputs;
 mod project;
 mod servers;
 mod site_cli;
+mod site_inputs;
 mod skill;
 mod untrusted_inputs;
 mod untrusted_models;

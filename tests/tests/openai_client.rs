@@ -217,6 +217,9 @@ fn remote_models_survive_faults_and_refuse_wrong_answers() {
     let out = remote.qmd_with(remote.root(), &["embed"], &remote_envs);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains(&format!("Model: {spec}")), "{}", out.stdout);
+    // The report names what ran: the server, not this machine's kernels.
+    let device = format!("Device: the server at http://127.0.0.1:{}/v1 (OpenAI-compatible)", proxy.port);
+    assert!(out.stdout.contains(&device) && !out.stdout.contains("quantized kernels"), "{}", out.stdout);
     assert!(*proxy.seen.lock().unwrap() >= 5, "each fault was met and retried");
     assert_eq!(remote.vectors(&remote_envs), local.vectors(&local_envs), "no vector lost or duplicated");
     let got = ranking(&remote, &remote_envs);

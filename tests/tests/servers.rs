@@ -123,6 +123,28 @@ fn web_refuses_foreign_hosts() {
     }
 }
 
+/// The app folder is served as a static host serves its root: a link in it
+/// that leads out (to a file, or through a folder) is a 404; one that stays
+/// inside is followed.
+#[test]
+fn web_serves_nothing_a_link_out_of_its_folder_points_to() {
+    let env = Env::new();
+    env.write("private/passwd.txt", "root:x:0:0:WEB-SECRET");
+    env.write("www/assets/app.css", "body { color: teal }");
+    let www = env.path("www");
+    std::os::unix::fs::symlink(env.path("private/passwd.txt"), www.join("passwd.txt")).unwrap();
+    std::os::unix::fs::symlink(env.path("private"), www.join("vendor")).unwrap();
+    std::os::unix::fs::symlink("assets/app.css", www.join("style.css")).unwrap();
+    let (_server, port) = start_web(&env, &[]);
+    for path in ["/passwd.txt", "/vendor/passwd.txt"] {
+        let (status, body) = http(port, "GET", path, &[]);
+        assert_eq!(status, 404, "GET {path}: {body}");
+        assert!(!body.contains("WEB-SECRET"), "{body}");
+    }
+    let (status, body) = http(port, "GET", "/style.css", &[]);
+    assert_eq!((status, body.contains("teal")), (200, true), "{body}");
+}
+
 #[test]
 fn web_refuses_foreign_origins() {
     let env = Env::new();

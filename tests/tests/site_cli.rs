@@ -53,9 +53,11 @@ fn bad_input_is_named() {
     let out = env.qmd(&["site", "build", &env.arg("site"), "--out", &env.arg("out"), "--model", "x"]).failure();
     assert!(out.stderr.contains("--semantic"), "--model needs --semantic: {}", out.stderr);
     env.write("site/b.html", "<html><body>\u{0}\u{fffd} <main>broken <b>markup <i>still</main> &bogus; indexes");
+    // Not UTF-8 and no charset declared: skipped, named, never mojibake.
     fs::write(env.path("site/c.html"), b"<main>not utf-8: \xff\xfe caf\xe9</main>").unwrap();
     let out = env.ok(&["site", "build", &env.arg("site"), "--out", &env.arg("out")]);
-    assert!(out.stdout.contains("Indexed 3 HTML pages"), "{}", out.stdout);
+    assert!(out.stdout.contains("Indexed 2 HTML pages"), "{}", out.stdout);
+    assert!(out.stderr.contains("skipped c.html: not UTF-8"), "{}", out.stderr);
 }
 
 #[test]

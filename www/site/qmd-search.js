@@ -11,10 +11,102 @@ const decoder = new TextDecoder();
 /** The bundle folder this module was loaded from. */
 const HERE = new URL('.', import.meta.url);
 
-/** Bytes of a gzip-compressed file (every bundle file but entry.json). */
-async function inflate(response) {
-  const stream = response.body.pipeThrough(new DecompressionStream('gzip'));
-  return new Uint8Array(await new Response(stream).arrayBuffer());
+/** The most any bundle file is inflated to, whatever its entry says. */
+const CEILING = 256 << 20;
+/** entry.json is read up to this (it names files; it holds no index). */
+const ENTRY_BYTES = 1 << 20;
+
+/**
+ * The URL of bundle file `name`: only a plain relative name under the
+ * bundle's folder (same origin, path prefix). Names come from entry.json
+ * and the engine's reading of the meta, which are data, never trusted to
+ * point elsewhere.
+ */
+function bundleUrl(base, name) {
+  const shown = typeof name === 'string' ? JSON.stringify(name).slice(0, 80) : `a ${typeof name}`;
+  const refuse = () => new Error(`qmd search: ${shown} is not a file of this bundle`);
+  if (typeof name !== 'string' || !name || /[\\?#%:]|^\//.test(name) || /[\u0000-\u0020\u007f]/.test(name)) throw refuse();
+  const url = new URL(name, base);
+  if (url.origin !== base.origin || !url.pathname.startsWith(base.pathname) || url.search || url.hash) throw refuse();
+  return url;
+}
+
+/**
+ * A file's kind, as the build names it (`t` for `t/…/3.bin`, `meta` for
+ * `meta.….bin`): entry.json's `limits` give each kind's largest file.
+ */
+const kindOf = (name) => name.split(/[./]/)[0];
+
+/** A response body's bytes, failing past `cap` bytes (the rest unread). */
+async function readCapped(stream, cap, what) {
+  if (!stream) throw new Error(`qmd search: ${what}: the response has no body`);
+  const reader = stream.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    let step;
+    try {
+      step = await reader.read();
+    } catch (err) {
+      throw new Error(`qmd search: ${what}: damaged data (${err.message})`);
+    }
+    if (step.done) break;
+    total += step.value.length;
+    if (total > cap) {
+      reader.cancel().catch(() => {});
+      throw new Error(`qmd search: ${what} holds more than the ${cap} bytes its kind may (a damaged or hostile bundle)`);
+    }
+    chunks.push(step.value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
+
+/** Bytes of a gzip-compressed file (every bundle file but entry.json),
+ * inflated no further than `cap`; damage is named, not "Failed to fetch". */
+function inflate(response, cap, name) {
+  return readCapped(response.body.pipeThrough(new DecompressionStream('gzip')), cap, name);
+}
+
+/**
+ * A JSON value from a bundle with every object rebuilt without a
+ * prototype: keys such as `__proto__` and `constructor` are data.
+ */
+function dataObject(value) {
+  if (Array.isArray(value)) return value.map(dataObject);
+  if (value === null || typeof value !== 'object') return value;
+  const out = Object.create(null);
+  for (const [key, inner] of Object.entries(value)) out[key] = dataObject(inner);
+  return out;
+}
+
+/**
+ * Filter keys and values cross to the engine with what would split a line
+ * or a pair escaped (web/site/src/wire.rs `escape_field`, the same five).
+ */
+const ESCAPES = { '%': '%25', '=': '%3D', '\t': '%09', '\n': '%0A', '\r': '%0D' };
+const escapeField = (text) => String(text).replace(/[%=\t\n\r]/g, (c) => ESCAPES[c]);
+const unescapeField = (text) =>
+  text.replace(/%(25|3[dD]|09|0[aA]|0[dD])/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)));
+
+/**
+ * `url` if a click on it can only navigate: http(s), or relative (which
+ * resolves to the page's own scheme). `javascript:`, `data:` and the like
+ * give null, and the result is shown without a link.
+ */
+function safeHref(url) {
+  if (typeof url !== 'string') return null;
+  try {
+    const { protocol } = new URL(url, 'https://relative.invalid/');
+    return protocol === 'https:' || protocol === 'http:' ? url : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Excerpt text with its marked runs: [{ text, mark }]. */
@@ -84,17 +176,45 @@ export class QmdSearch {
     this.ready = null;
   }
 
-  async get(name, gz = true) {
-    const response = await this.fetch(new URL(name, this.base));
+  /** A bundle file's bytes, inflated within its kind's limit. */
+  async get(name) {
+    const response = await this.respond(name);
+    const limit = this.limits?.get(kindOf(name));
+    return inflate(response, Math.min(limit ?? CEILING, CEILING), name);
+  }
+
+  async respond(name) {
+    const response = await this.fetch(bundleUrl(this.base, name));
     if (!response.ok) throw new Error(`qmd search: ${name}: HTTP ${response.status}`);
-    return gz ? inflate(response) : response;
+    return response;
+  }
+
+  /** entry.json: what the bundle holds, checked before any name in it is used. */
+  async readEntry() {
+    const bytes = await readCapped((await this.respond('entry.json')).body, ENTRY_BYTES, 'entry.json');
+    let entry;
+    try {
+      entry = JSON.parse(decoder.decode(bytes));
+    } catch (err) {
+      throw new Error(`qmd search: entry.json is not JSON (${err.message})`);
+    }
+    if (entry?.format !== 'qmd-site/1') throw new Error(`qmd search: unknown bundle format ${String(entry?.format).slice(0, 40)}`);
+    const named = (key) => typeof entry[key] === 'string';
+    if (!named('engine') || !named('meta') || !(entry.docs >= 0 && Number.isSafeInteger(entry.docs))) {
+      throw new Error('qmd search: entry.json lacks its engine, meta or page count');
+    }
+    // Each kind's largest file; a limit that is not a size is no limit
+    // (the ceiling stands).
+    this.limits = new Map(
+      Object.entries(entry.limits ?? {}).filter(([, n]) => Number.isSafeInteger(n) && n >= 0),
+    );
+    return entry;
   }
 
   /** Loads the entry, the engine and the meta (once; later calls wait for it). */
   init() {
     this.ready ??= (async () => {
-      const entry = await (await this.get('entry.json', false)).json();
-      if (entry.format !== 'qmd-site/1') throw new Error(`qmd search: unknown bundle format ${entry.format}`);
+      const entry = await this.readEntry();
       const [wasm, meta, semantic] = await Promise.all([
         this.get(entry.engine),
         this.get(entry.meta),
@@ -174,8 +294,8 @@ export class QmdSearch {
       if (!needs.length) break;
       await Promise.all(needs.map((name) => this.load(name)));
     }
-    const filterLines = Object.entries(filters)
-      .flatMap(([key, values]) => [values].flat().map((value) => `${key}=${value}`))
+    const filterLines = (filters instanceof Map ? [...filters] : Object.entries(filters ?? {}))
+      .flatMap(([key, values]) => [...[values].flat()].map((value) => `${escapeField(key)}=${escapeField(value)}`))
       .join('\n');
     const restricted = allowed ? 1 : 0;
     const out = e.call('qmd_search', ...e.text(query), limit, ...e.text(filterLines), ...e.put(allowed ?? new Uint8Array()), restricted, hybrid ? 1 : 0);
@@ -189,7 +309,14 @@ export class QmdSearch {
 
   /** A result's page: url, title, highlighted excerpt and sub-results. */
   async fragment(name, query) {
-    const page = JSON.parse(decoder.decode(await this.get(name)));
+    let page;
+    try {
+      page = dataObject(JSON.parse(decoder.decode(await this.get(name))));
+    } catch (err) {
+      throw err.message.startsWith('qmd search:') ? err : new Error(`qmd search: ${name} is not JSON (${err.message})`);
+    }
+    if (typeof page?.text !== 'string' || !Array.isArray(page.anchors)) throw new Error(`qmd search: ${name} is not a page`);
+    page.anchors = page.anchors.filter((a) => a && Number.isSafeInteger(a.at) && a.at >= 0);
     const e = this.engine;
     const out = e.call('qmd_excerpts', ...e.text(query), ...e.text(page.text), ...e.u32s(page.anchors.map((a) => a.at)), 30, 3);
     const [main, ...sections] = lines(out).map((line) => {
@@ -198,29 +325,31 @@ export class QmdSearch {
     });
     return {
       url: page.url,
-      title: page.title,
+      title: String(page.title ?? ''),
       excerpt: main?.excerpt ?? [],
-      filters: page.filters,
-      metadata: page.metadata ?? {},
-      sub_results: sections.map(({ anchor, excerpt }) => {
+      filters: page.filters ?? Object.create(null),
+      metadata: page.metadata ?? Object.create(null),
+      sub_results: sections.flatMap(({ anchor, excerpt }) => {
         const a = page.anchors[Number(anchor)];
-        return { url: `${page.url}#${encodeURIComponent(a.id)}`, title: a.text, excerpt };
+        if (!a) return [];
+        return [{ url: `${page.url}#${encodeURIComponent(String(a.id))}`, title: String(a.text ?? ''), excerpt }];
       }),
     };
   }
 
   /**
    * Filter keys → values → page counts: of the whole site, or of `docs`
-   * (the `doc` numbers of a search's results: facet counts).
+   * (the `doc` numbers of a search's results: facet counts). Objects
+   * without a prototype: a key is data, whatever its name.
    * @param {number[]} [docs]
    */
   async filters(docs = null) {
     await this.init();
     const e = this.engine;
-    const out = {};
+    const out = Object.create(null);
     for (const line of lines(e.call('qmd_filters', ...e.u32s(docs ?? []), docs ? 1 : 0))) {
-      const [key, value, count] = line.split('\t');
-      (out[key] ??= {})[value] = Number(count);
+      const [key, value, count] = line.split('\t').map((field, i) => (i < 2 ? unescapeField(field) : field));
+      (out[key] ??= Object.create(null))[value] = Number(count);
     }
     return out;
   }
@@ -353,16 +482,18 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     return this.search;
   }
 
-  /** The `filters` attribute's key → values, and the checked facets'
-   * unless `facets` is false. */
+  /** The `filters` attribute's key → values (the first `:` splits), and
+   * the checked facets' unless `facets` is false: a Map, keyed by the
+   * page's strings. */
   filters(facets = true) {
-    const out = {};
+    const out = new Map();
     for (const pair of (this.getAttribute('filters') ?? '').split(',')) {
-      const [key, value] = pair.split(':').map((s) => s?.trim());
-      if (key && value) (out[key] ??= []).push(value);
+      const colon = pair.indexOf(':');
+      const [key, value] = colon < 0 ? [] : [pair.slice(0, colon).trim(), pair.slice(colon + 1).trim()];
+      if (key && value) out.set(key, [...(out.get(key) ?? []), value]);
     }
     for (const [key, values] of facets ? this.selected : []) {
-      if (values.size) out[key] = [...values];
+      if (values.size) out.set(key, [...values]);
     }
     return out;
   }
@@ -410,7 +541,7 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     // A key the `filters` attribute fixes is not offered: checking another
     // of its values would widen what the site owner narrowed.
     const fixed = this.filters(false);
-    const keys = (wanted.length ? wanted : Object.keys(counts).sort()).filter((k) => counts[k] && !fixed[k]);
+    const keys = (wanted.length ? wanted : Object.keys(counts).sort()).filter((k) => Object.hasOwn(counts, k) && !fixed.has(k));
     this.facetBox.replaceChildren();
     for (const key of keys) {
       const checked = this.selected.get(key) ?? new Set();
@@ -467,20 +598,15 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     li.setAttribute('role', 'option');
     li.setAttribute('part', 'result');
     li.setAttribute('aria-selected', 'false');
-    const link = document.createElement('a');
-    link.className = 'title';
-    link.href = data.url;
-    link.textContent = data.title;
+    const link = linkNode(data.url, data.title);
+    link.classList.add('title');
     li.append(link, excerptNode('p', data.excerpt));
     // The page's own heading is the result's title already.
     const same = (a, b) => a.trim().toLowerCase() === b.trim().toLowerCase();
     for (const sub of data.sub_results.filter((sub) => !same(sub.title, data.title))) {
       const div = document.createElement('div');
       div.className = 'sub';
-      const a = document.createElement('a');
-      a.href = sub.url;
-      a.textContent = sub.title;
-      div.append(a, excerptNode('p', sub.excerpt));
+      div.append(linkNode(sub.url, sub.title), excerptNode('p', sub.excerpt));
       li.append(div);
     }
     return li;
@@ -511,6 +637,16 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
     this.input.setAttribute('aria-activedescendant', items[index].id);
     items[index].scrollIntoView?.({ block: 'nearest' });
   }
+}
+
+/** A result's title: a link when its URL can only navigate ([`safeHref`]),
+ * else plain text. */
+function linkNode(url, title) {
+  const href = safeHref(url);
+  const node = document.createElement(href === null ? 'span' : 'a');
+  if (href !== null) node.href = href;
+  node.textContent = title;
+  return node;
 }
 
 /** An excerpt as DOM nodes: text and <mark>, never HTML strings. */

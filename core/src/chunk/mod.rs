@@ -11,6 +11,8 @@
 
 #[cfg(feature = "code-chunks")]
 mod code;
+#[cfg(feature = "code-chunks")]
+mod parse_memory;
 mod strategy;
 
 #[cfg(feature = "code-chunks")]

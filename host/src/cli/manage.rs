@@ -661,9 +661,13 @@ pub fn embed(session: &Session, args: super::args::EmbedArgs) -> Result<ExitCode
         // model (a GGUF file, or a repository quantized at load) on the
         // GPU where there is one (its WGSL kernels), else on the CPU's
         // quantized kernels, never on burn's CPU backend (which only a
-        // repository whose widths are not whole Q8_0 blocks falls to).
-        match crate::models::device() {
-            Ok(device) if device.gpu.is_some() => println!("  Device: {}", device.description),
+        // repository whose widths are not whole Q8_0 blocks falls to). An
+        // `openai:` model's vectors came from its server: that is what ran.
+        match (&session.models.embed.endpoint, crate::models::device()) {
+            (Some(Ok(endpoint)), _) => {
+                println!("  Device: the server at {} (OpenAI-compatible)", shown(&endpoint.base_url))
+            }
+            (_, Ok(device)) if device.gpu.is_some() => println!("  Device: {}", device.description),
             _ => println!("  Device: CPU (quantized kernels, {})", qmd_core::kernels::instruction_set()),
         }
     }

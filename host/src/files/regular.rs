@@ -54,7 +54,7 @@ fn open_to_write(path: &Path, append: bool) -> io::Result<File> {
 }
 
 /// The error for an entry of `kind` where a regular file must be.
-fn not_regular(kind: std::fs::FileType) -> io::Error {
+pub fn not_regular(kind: std::fs::FileType) -> io::Error {
     let what = if kind.is_symlink() {
         "a link"
     } else if kind.is_fifo() {

@@ -14,7 +14,7 @@
 //! listed in the folder's marker ([`OwnedDir`]). A bundle folder of an
 //! earlier version (no marker) is written into, and nothing in it removed.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -69,9 +69,19 @@ fn ours(name: &str) -> bool {
         || hashed("sem.", ".bin")
         || hashed("w/", ".bin")
         || hashed("vocab.", ".txt") // an earlier version's single vocabulary file
+        || hashed("m/", ".json")
         || hashed("r/", ".bin")
         || hashed("v/", ".bin")
         || name.ends_with(".partial")
+}
+
+/// A bundle file's kind, as the page reads it from the name: what comes
+/// before its first `.` or `/` (`t` for `t/…/3.bin`, `meta` for
+/// `meta.….bin`). The entry lists each kind's largest file (inflated),
+/// the most the page inflates a file of that kind to: a shard swapped for
+/// a gzip bomb fails at its kind's size, not at the tab's memory.
+fn kind(name: &str) -> &str {
+    name.split(['.', '/']).next().unwrap_or(name)
 }
 
 pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
@@ -81,6 +91,7 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
     let engine = format!("engine.{}.wasm", id_hex(&file_id(ENGINE)));
     let filter = format!("filter.{}.wasm", id_hex(&file_id(FILTER)));
     let mut keep: HashSet<String> = HashSet::new();
+    let mut limits: BTreeMap<&str, usize> = BTreeMap::new();
     let mut bytes = 0u64;
     let all = site
         .files
@@ -90,6 +101,8 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
     // Listed at once (one marker write, not one a file).
     dir.claim(all.clone().map(|(name, _)| name).chain(["qmd-search.js", "entry.json"]))?;
     for (name, data) in all {
+        let limit = limits.entry(kind(name)).or_default();
+        *limit = (*limit).max(data.len());
         let stored = gzip(data)?;
         bytes += stored.len() as u64;
         // Same name, same content: a file from an earlier build is reused.
@@ -107,6 +120,7 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
         "meta": site.meta,
         "semantic": site.semantic,
         "docs": site.docs,
+        "limits": limits,
     });
     let entry = serde_json::to_vec_pretty(&entry)?;
     dir.write("entry.json", &entry)?;
@@ -122,6 +136,14 @@ pub fn write(out: &Path, site: SiteFiles) -> Result<Written> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_are_the_names_first_part() {
+        assert_eq!(
+            ["t/0a1b/3.bin", "meta.12.bin", "engine.34.wasm", "f/0011/3.json", "sem.9.bin", "x"].map(kind),
+            ["t", "meta", "engine", "f", "sem", "x"]
+        );
+    }
 
     #[test]
     fn only_bundle_files_are_ever_removed() {

@@ -131,6 +131,14 @@ fn heading_level(tag: &str) -> Option<u8> {
     }
 }
 
+/// An attribute's value as the page means it: lol_html gives the source
+/// text, so `Tom &amp; Jerry` is decoded here (once) before it becomes a
+/// filter value or an anchor.
+fn attribute(el: &Element<'_, '_>, name: &str) -> Option<String> {
+    el.get_attribute(name).map(|raw| html_escape::decode_html_entities(&raw).into_owned())
+}
+
+/// Whitespace runs (newlines and tabs included) as one space, trimmed.
 fn collapse(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -145,14 +153,14 @@ pub fn extract(html: &str, url: String, path: String, file_stem: &str) -> Result
             let tag = el.tag_name();
             let mut s = state.borrow_mut();
             if tag == "html" {
-                s.lang = el.get_attribute("lang").map(|l| l.trim().to_string()).filter(|l| !l.is_empty());
+                s.lang = attribute(el, "lang").map(|l| collapse(&l)).filter(|l| !l.is_empty());
             }
-            if let Some(spec) = el.get_attribute("data-qmd-filter") {
+            if let Some(spec) = attribute(el, "data-qmd-filter") {
                 for pair in spec.split(',') {
                     if let Some((k, v)) = pair.split_once(':') {
-                        let (k, v) = (k.trim(), v.trim());
+                        let (k, v) = (collapse(k), collapse(v));
                         if !k.is_empty() && !v.is_empty() {
-                            s.filters.push((k.to_string(), v.to_string()));
+                            s.filters.push((k, v));
                         }
                     }
                 }
@@ -190,7 +198,7 @@ pub fn extract(html: &str, url: String, path: String, file_stem: &str) -> Result
                 && s.heading.is_none()
             {
                 let at = s.text.len();
-                s.heading = Some((el.get_attribute("id").filter(|i| !i.is_empty()), String::new(), at, level));
+                s.heading = Some((attribute(el, "id").filter(|i| !i.is_empty()), String::new(), at, level));
             }
             if marked_title && s.marked_title.is_none() {
                 s.capture_marked_title = true;
@@ -317,6 +325,24 @@ mod tests {
         assert_eq!(anchors, [("top", "tar — archives"), ("extract", "Extract")]);
         assert!(p.text[p.anchors[1].at..].starts_with("Extract"));
         assert_eq!(p.filters, [("platform".into(), "linux".into()), ("lang".into(), "en".into())]);
+    }
+
+    #[test]
+    fn attribute_values_are_decoded_before_they_become_data() {
+        let p = page(
+            "<html lang=\" en\n\"><main data-qmd-filter=\"author:Tom &amp; Jerry, tag : a\n\tb, k&#61;1:v&#x3a;w\">\
+             <h2 id=\"a&amp;b\">Q&amp;A</h2><p>text</p></main></html>",
+        );
+        assert_eq!(
+            p.filters,
+            [
+                ("author".into(), "Tom & Jerry".into()),
+                ("tag".into(), "a b".into()),
+                ("k=1".into(), "v:w".into()),
+                ("lang".into(), "en".into())
+            ]
+        );
+        assert_eq!((p.anchors[0].id.as_str(), p.anchors[0].text.as_str()), ("a&b", "Q&A"));
     }
 
     #[test]

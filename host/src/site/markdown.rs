@@ -16,7 +16,7 @@ pub struct Links {
 impl Links {
     pub fn url(&self, path: &str) -> String {
         let stem = path.strip_suffix(".md").or_else(|| path.strip_suffix(".markdown")).unwrap_or(path);
-        format!("{}/{stem}{}", self.base.trim_end_matches('/'), self.extension)
+        format!("{}/{}{}", self.base.trim_end_matches('/'), super::links::encode_path(stem), self.extension)
     }
 }
 

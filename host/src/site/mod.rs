@@ -3,12 +3,15 @@
 //! `qmd_core::site`).
 
 mod bundle;
+mod charset;
 mod html;
+mod links;
 mod markdown;
 mod page_vectors;
 mod vocabulary;
 mod walk;
 
+use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
 
@@ -17,16 +20,6 @@ use qmd_core::site::semantic::{RowWidth, SemanticInput};
 use qmd_core::site::{SiteBuilder, SiteOptions, SitePage};
 
 use crate::cli::args::{SiteBuildArgs, SiteFormat};
-
-/// The link of an HTML file: `dir/index.html` is served as `dir/`.
-fn html_url(base: &str, path: &str) -> String {
-    let link = match path.rsplit_once('/') {
-        Some((dir, "index.html")) => format!("{dir}/"),
-        None if path == "index.html" => String::new(),
-        _ => path.to_string(),
-    };
-    format!("{}/{link}", base.trim_end_matches('/'))
-}
 
 impl SiteFormat {
     /// File name endings of the format's pages (lowercase).
@@ -68,12 +61,23 @@ fn resolve(path: &Path) -> Result<std::path::PathBuf> {
     }
 }
 
-fn read_text(path: &Path) -> Result<String> {
+/// A page's text: read only if its real path stays under the site folder
+/// (`root`, canonical), decoded as it declares ([`charset`]); a note when
+/// some bytes were not valid in its encoding.
+fn read_page(root: &Path, rel: &str, format: SiteFormat) -> Result<(String, Option<String>)> {
+    let path = root.join(rel);
     // A FIFO named like a page is refused, not read (a read would block).
-    let bytes =
-        crate::files::regular::read(path, u64::MAX).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    let mut bytes = Vec::new();
+    crate::files::contained::open_under(root, &path)
+        .and_then(|mut file| file.read_to_end(&mut bytes))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    charset::decode(&bytes, matches!(format, SiteFormat::Html)).map_err(anyhow::Error::msg)
 }
+
+/// Filter keys a page's scripts take for an object's own machinery: the
+/// widget keys no plain object by them, and the build keeps them out of
+/// bundles, for readers that do.
+const RESERVED_FILTER_KEYS: &[&str] = &["__proto__", "constructor", "prototype"];
 
 /// `index` names the index whose configured embedding model the semantic
 /// tier distils (`--index`), unless `--model` names one.
@@ -86,6 +90,8 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
     if args.semantic && args.dims == 0 {
         bail!("--dims must be at least 1");
     }
+    links::check_base_url(&args.base_url)?;
+    links::check_link_ext(&args.link_ext)?;
     if !input.is_dir() {
         bail!("Not a directory: {}", args.input);
     }
@@ -104,28 +110,44 @@ pub fn build(args: SiteBuildArgs, index: Option<&str>) -> Result<()> {
         Some(n) => n.clone(),
         None => input_abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "site".into()),
     };
-    let links = markdown::Links { base: args.base_url.clone(), extension: args.link_ext.clone() };
+    let markdown_links = markdown::Links { base: args.base_url.clone(), extension: args.link_ext.clone() };
     let mut builder = SiteBuilder::new(&name);
     let mut invalid_metadata = Vec::new();
     for rel in files.iter().filter(|f| format.is_page(f)) {
-        // A page that cannot be read (gone, unreadable) is skipped.
-        let text = match read_text(&input_abs.join(rel)) {
-            Ok(text) => text,
+        let shown = crate::files::escape(rel.as_bytes());
+        // A page that cannot be read (gone, unreadable, a link out, not
+        // text in the charset it declares) is skipped.
+        let text = match read_page(&input_abs, rel, format) {
+            Ok((text, note)) => {
+                if let Some(note) = note {
+                    eprintln!("Warning: {shown}: {note}");
+                }
+                text
+            }
             Err(e) => {
-                walk::warn(&crate::files::escape(rel.as_bytes()), format_args!("{:#}", e.root_cause()));
+                walk::warn(&shown, format_args!("{:#}", e.root_cause()));
                 continue;
             }
         };
-        let page: SitePage = match format {
+        let mut page: SitePage = match format {
             SiteFormat::Html => {
                 let stem = rel.rsplit('/').next().unwrap_or(rel);
                 let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-                let url = html_url(&args.base_url, rel);
+                let url = links::html_url(&args.base_url, rel);
                 let path = url.trim_start_matches('/').to_string();
                 html::extract(&text, url, path, stem).map_err(|e| anyhow::anyhow!("{rel}: cannot parse HTML: {e}"))?
             }
-            SiteFormat::Markdown => markdown::page(rel, text, &links),
+            SiteFormat::Markdown => markdown::page(rel, text, &markdown_links),
         };
+        page.filters.retain(|(key, _)| {
+            let reserved = RESERVED_FILTER_KEYS.contains(&key.as_str());
+            if reserved {
+                eprintln!(
+                    "Warning: {shown}: filter key {key:?} left out (a name objects reserve in the page's scripts)"
+                );
+            }
+            !reserved
+        });
         if let Some(error) = &page.metadata.error {
             invalid_metadata.push(format!(
                 "{}: {}",
@@ -213,16 +235,4 @@ fn semantic_input(args: &SiteBuildArgs, index: Option<&str>) -> Result<SemanticI
         min_similarity: args.min_similarity,
         encode_documents,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn html_links() {
-        assert_eq!(html_url("", "index.html"), "/");
-        assert_eq!(html_url("", "docs/index.html"), "/docs/");
-        assert_eq!(html_url("/site/", "docs/a.html"), "/site/docs/a.html");
-    }
 }

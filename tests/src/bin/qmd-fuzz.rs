@@ -8,6 +8,10 @@ use std::time::Instant;
 
 use qmd_tests::fuzz::{run, targets};
 
+// Counted, so each input is held to its target's memory bound.
+#[global_allocator]
+static ALLOCATOR: qmd_tests::allocation::Counting = qmd_tests::allocation::Counting;
+
 const USAGE: &str =
     "usage: qmd-fuzz [--iterations N] [--seed S] [--artifacts DIR] [TARGET…] | qmd-fuzz --replay TARGET FILE";
 
