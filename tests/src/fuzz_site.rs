@@ -116,7 +116,7 @@ const PAGES: [(&str, &str); 4] = [
 /// A toy semantic tier: a token's vector from its bytes (no model needed),
 /// a page's the mean of its words'.
 fn toy_vector(text: &str) -> Vec<f32> {
-    let mut v = vec![0.05f32; 8];
+    let mut v = [0.05f32; 8];
     for (i, b) in text.bytes().enumerate() {
         v[(b as usize + i) % 8] += 1.0;
     }
