@@ -296,6 +296,9 @@ pub struct CollectionReport {
     /// Files indexed without metadata because their `qmd.metadata`
     /// frontmatter is invalid, with the reason.
     pub invalid_metadata: Vec<SkippedFile>,
+    /// Files indexed with bytes invalid in their encoding read as U+FFFD,
+    /// with where ([`crate::encoding::note_text`]).
+    pub lossy_text: Vec<SkippedFile>,
     /// Why the collection was not scanned (its folder is missing or cannot
     /// be listed); its documents are kept.
     pub error: Option<String>,

@@ -84,6 +84,20 @@ pub fn too_large(size: u64, max: u64) -> String {
     format!("File too large ({} > {})", shown(size), shown(max))
 }
 
+/// The most body bytes one `multi-get` answer holds: one file of the
+/// largest size indexed ([`crate::source::MAX_FILE_BYTES`]), or many small.
+pub const MULTI_GET_TOTAL_BYTES: u64 = 64 << 20;
+
+/// Why a `multi-get` entry past [`MULTI_GET_TOTAL_BYTES`] has no body.
+pub fn over_total(held: u64, total: u64) -> String {
+    let shown = |b: u64| if b < 1 << 20 { format!("{b} bytes") } else { format!("{} MB", b >> 20) };
+    format!(
+        "Result too large: {} of files already returned (the limit is {}); ask for fewer files",
+        shown(held),
+        shown(total)
+    )
+}
+
 /// The short id shown as `#abc123`: the first 6 hex chars of the hash.
 pub fn docid(hash: &str) -> &str {
     &hash[..6.min(hash.len())]

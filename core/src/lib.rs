@@ -33,6 +33,7 @@ pub mod collection;
 pub mod directory;
 pub mod display;
 pub mod document;
+pub mod encoding;
 mod engine;
 mod error;
 #[cfg(feature = "models")]

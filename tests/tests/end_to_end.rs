@@ -12,6 +12,7 @@ mod cli;
 mod containment;
 mod crash;
 mod embed_cli;
+mod encodings;
 mod expansion_cli;
 mod hardening;
 mod links;

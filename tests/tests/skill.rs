@@ -96,3 +96,28 @@ fn skills_lists_prints_and_locates_in_qmds_shapes() {
     let show = env.qmd_with(env.root(), &["skill", "show"], &vars).failure();
     assert!(show.stderr.contains("QMD skill not found. Reinstall qmd or set QMD_SKILLS_DIR."), "{}", show.stderr);
 }
+
+/// A skill folder from `QMD_SKILLS_DIR` is read as every folder here: a
+/// file whose real path leaves the skill's folder is left out and named, a
+/// linked folder (a loop included) is not followed, and names and
+/// descriptions are shown with control characters escaped.
+#[test]
+fn a_skill_folder_never_reads_past_itself() {
+    let env = Env::new();
+    env.write("skills/tips/SKILL.md", "---\nname: tips\ndescription: \"Tips \x1b[31mred\"\n---\n# Tips\n");
+    env.write("skills/tips/inside.md", "inside text\n");
+    let secret = env.write("private/secret.txt", "the build machine's secret\n");
+    let folder = env.path("skills/tips");
+    std::os::unix::fs::symlink(&secret, folder.join("leak.md")).unwrap();
+    std::os::unix::fs::symlink(&folder, folder.join("loop")).unwrap();
+    std::os::unix::fs::symlink(folder.join("inside.md"), folder.join("alias.md")).unwrap();
+    let dir = env.path("skills");
+    let vars = [("QMD_SKILLS_DIR", dir.to_str().unwrap())];
+    let out = env.qmd_with(env.root(), &["skills", "get", "tips", "--full"], &vars).success();
+    assert!(!out.stdout.contains("secret"), "{}", out.stdout);
+    assert!(out.stdout.contains("--- inside.md ---") && out.stdout.contains("--- alias.md ---"), "{}", out.stdout);
+    assert!(out.stderr.contains("skipped skill file leak.md: a link out of"), "{}", out.stderr);
+    assert!(out.stderr.contains("skipped skill file loop: a linked folder is not followed"), "{}", out.stderr);
+    let listed = env.qmd_with(env.root(), &["skills"], &vars).success().stdout;
+    assert!(listed.contains("Tips \\x1b[31mred") && !listed.contains('\x1b'), "{listed:?}");
+}

@@ -117,6 +117,7 @@ fn update_report(report: crate::UpdateReport) -> wit::UpdateReport {
                 removed: c.removed,
                 skipped: c.skipped.into_iter().map(skipped_file).collect(),
                 invalid_metadata: c.invalid_metadata.into_iter().map(skipped_file).collect(),
+                lossy_text: c.lossy_text.into_iter().map(skipped_file).collect(),
                 error: c.error,
             })
             .collect(),

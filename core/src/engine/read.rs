@@ -3,7 +3,7 @@
 use super::{Engine, passing, source_path};
 use crate::api::*;
 use crate::collection::{Config, context_for};
-use crate::document::{docid, slice_lines, too_large, truncate_lines};
+use crate::document::{MULTI_GET_TOTAL_BYTES, docid, over_total, slice_lines, too_large, truncate_lines};
 use crate::error::{Error, Result};
 use crate::index::{CatalogEntry, Index};
 use crate::lookup::{
@@ -121,7 +121,14 @@ impl Engine {
     }
 
     /// Several documents by glob, comma list or docids (qmd `multi-get`).
+    /// At most [`MULTI_GET_TOTAL_BYTES`] of bodies in one answer (qmd has
+    /// no such bound): `**` over a large collection lists the rest as
+    /// skipped, with the reason, instead of filling memory.
     pub fn multi_get(&self, request: &MultiGetRequest) -> Result<MultiGetResult> {
+        self.multi_get_within(request, MULTI_GET_TOTAL_BYTES)
+    }
+
+    fn multi_get_within(&self, request: &MultiGetRequest, total_bytes: u64) -> Result<MultiGetResult> {
         let config = self.config()?;
         let index = self.index()?;
         let catalog = index.catalog()?;
@@ -142,13 +149,21 @@ impl Engine {
                 result.errors.push(format!("No files matched pattern: {pattern}"));
             }
         }
+        let mut held: u64 = 0;
         for entry in found {
-            if entry.record.size > request.max_bytes {
-                let doc = document(&config, entry, String::new());
-                let skipped = Some(too_large(entry.record.size, request.max_bytes));
-                result.entries.push(MultiGetEntry { doc, skipped });
+            let size = entry.record.size;
+            let skipped = if size > request.max_bytes {
+                Some(too_large(size, request.max_bytes))
+            } else if held + size > total_bytes {
+                Some(over_total(held, total_bytes))
+            } else {
+                None
+            };
+            if skipped.is_some() {
+                result.entries.push(MultiGetEntry { doc: document(&config, entry, String::new()), skipped });
                 continue;
             }
+            held += size;
             let body = truncate_lines(&index.body(entry)?, request.max_lines, request.line_numbers);
             result.entries.push(MultiGetEntry { doc: document(&config, entry, body), skipped: None });
         }
@@ -262,6 +277,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::MemorySource;
 
     #[test]
     fn slicing_and_numbering() {
@@ -285,5 +301,28 @@ mod tests {
         assert_eq!(too_large(12345, 5000), "File too large (12KB > 5KB)");
         assert_eq!(too_large(312, 1), "File too large (312 B > 1 B)");
         assert_eq!(too_large(3000, 1023), "File too large (3KB > 1023 B)");
+    }
+
+    /// Past the total, entries are listed with the reason and no body; the
+    /// bodies held stay within it, whatever the per-file limit allows.
+    #[test]
+    fn multi_get_holds_at_most_its_total() {
+        let mut notes = MemorySource::new();
+        for i in 0..10 {
+            notes.insert("/notes", &format!("n{i}.md"), format!("# Note {i}\n\n{}\n", "walrus ".repeat(150)), 0);
+        }
+        let engine = crate::engine::indexed_in_memory(notes, &[("/notes", "notes")]);
+        let request =
+            MultiGetRequest { pattern: "notes/*.md".into(), max_lines: None, max_bytes: 1 << 20, line_numbers: false };
+        let result = engine.multi_get_within(&request, 3_000).unwrap();
+        assert_eq!(result.entries.len(), 10, "every match is listed");
+        let with_body: Vec<_> = result.entries.iter().filter(|e| e.skipped.is_none()).collect();
+        assert_eq!(with_body.len(), 2, "two bodies of about 1 KB fit in 3,000 bytes");
+        let held: usize = with_body.iter().map(|e| e.doc.body.len()).sum();
+        assert!(held <= 3_000, "{held}");
+        let skipped = result.entries[9].skipped.as_deref().unwrap();
+        assert!(skipped.starts_with("Result too large") && skipped.contains("ask for fewer files"), "{skipped}");
+        assert!(result.entries[9].doc.body.is_empty());
+        assert!(engine.multi_get(&request).unwrap().entries.iter().all(|e| e.skipped.is_none()));
     }
 }

@@ -169,7 +169,17 @@ impl Engine {
                         continue;
                     }
                 };
-                let text = String::from_utf8_lossy(&file.bytes);
+                let text = match crate::encoding::note_text(&file.bytes) {
+                    Ok((text, None)) => text,
+                    Ok((text, Some(loss))) => {
+                        stats.lossy_text.push(SkippedFile { path: rel.clone(), reason: loss });
+                        text
+                    }
+                    Err(reason) => {
+                        stats.skipped.push(SkippedFile { path: rel.clone(), reason });
+                        continue;
+                    }
+                };
                 if text.trim().is_empty() {
                     continue;
                 }

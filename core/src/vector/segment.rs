@@ -170,7 +170,8 @@ impl VectorSegment {
             let at = HEADER + d * DOC_ENTRY;
             let hash = std::str::from_utf8(&bytes[at..at + HASH_LEN]).map_err(|_| corrupt("bad content hash"))?;
             let (first, n) = (u32_at(&bytes, at + HASH_LEN), u32_at(&bytes, at + HASH_LEN + 4));
-            if first as usize + n as usize > rows {
+            // In u64: on wasm32 a usize sum of two u32s can wrap.
+            if first as u64 + n as u64 > rows as u64 {
                 return Err(corrupt("row range out of bounds"));
             }
             let crc32 = u32_at(&bytes, at + HASH_LEN + 8);
@@ -178,7 +179,13 @@ impl VectorSegment {
         }
         let row_table = HEADER + docs * DOC_ENTRY;
         let positions = (0..rows).map(|r| u32_at(&bytes, row_table + r * ROW_ENTRY)).collect();
-        let scales = (0..rows).map(|r| f32::from_bits(u32_at(&bytes, row_table + r * ROW_ENTRY + 4))).collect();
+        let scales: Vec<f32> =
+            (0..rows).map(|r| f32::from_bits(u32_at(&bytes, row_table + r * ROW_ENTRY + 4))).collect();
+        // A scale multiplies every score of its row: one infinite scale
+        // would rank its content first for every query.
+        if let Some(row) = scales.iter().position(|s| !s.is_finite()) {
+            return Err(corrupt(&format!("row {row}'s scale is not a finite number")));
+        }
         let codes = bytes[tables..].iter().map(|b| *b as i8).collect();
         Ok(VectorSegment {
             dir,
@@ -207,6 +214,12 @@ impl VectorSegment {
         }
         let floats: Vec<f32> =
             bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+        if floats.iter().any(|x| !x.is_finite()) {
+            return Err(Error::corrupt(
+                &self.dir.describe(&self.meta.file),
+                "a vector row holds a number that is not finite",
+            ));
+        }
         Ok(floats.chunks(self.dim.max(1)).map(<[f32]>::to_vec).collect())
     }
 
@@ -250,5 +263,44 @@ mod tests {
         assert_eq!(segment.exact(&segment.contents[2]).unwrap()[0], vec![0.0, 0.6, 0.8]);
         assert_eq!(segment.codes(2), &[0, -127, 0]);
         assert!(VectorSegment::open(dir, meta, 4).is_err(), "wrong dimension is refused");
+    }
+
+    /// A hand-made file whose checksums are right but whose numbers are
+    /// not: row ranges that wrap a 32-bit sum, scales and rows that are not
+    /// finite. Each is refused as damage, never used.
+    #[test]
+    fn forged_counts_and_numbers_are_damage() {
+        let mut builder = VectorSegmentBuilder::new(2);
+        builder.add(&"a".repeat(64), &[ChunkVector { pos: 0, vector: vec![0.6, 0.8] }]).unwrap();
+        let (bytes, meta) = builder.finish("vec-000001.qvec");
+        let tables = HEADER + DOC_ENTRY + ROW_ENTRY;
+        let open = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut forged = bytes.clone();
+            edit(&mut forged);
+            let mut meta = meta.clone();
+            meta.crc32 = crc32fast::hash(&forged[..tables + 2]);
+            let dir: Rc<dyn Directory> = Rc::new(RamDirectory::new());
+            dir.write(&meta.file, &forged).unwrap();
+            let segment = VectorSegment::open(dir, meta, 2)?;
+            let content = segment.contents[0].clone();
+            segment.exact(&content).map(|_| ())
+        };
+        let put = |at: usize, value: u32| move |b: &mut Vec<u8>| b[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        open(&|_| {}).unwrap();
+        let first = HEADER + HASH_LEN;
+        let wrapped = open(&|b| {
+            put(first, u32::MAX)(b);
+            put(first + 4, 1)(b);
+        });
+        assert!(wrapped.unwrap_err().to_string().contains("row range out of bounds"));
+        let scale = open(&put(HEADER + DOC_ENTRY + 4, f32::INFINITY.to_bits())).unwrap_err();
+        assert!(scale.to_string().contains("scale is not a finite number"), "{scale}");
+        // The exact row is checked by its content's crc: forge that too.
+        let row = open(&|b| {
+            put(tables + 2, f32::NAN.to_bits())(b);
+            let crc = crc32fast::hash(&b[tables + 2..tables + 10]);
+            put(first + 8, crc)(b);
+        });
+        assert!(row.unwrap_err().to_string().contains("not finite"));
     }
 }

@@ -79,10 +79,23 @@ pub(crate) fn print_report(report: &UpdateReport, roots: &[CollectionRoot]) -> b
     for note in &report.notes {
         println!("{note}");
     }
+    print_file_lines(report, roots)
+}
+
+/// What `update` has to say about single files and collections, all on
+/// stderr (a server's stdout is its protocol): skipped files, text read
+/// with invalid bytes, invalid metadata, collections not scanned. Returns
+/// whether every collection could be scanned.
+pub(crate) fn print_file_lines(report: &UpdateReport, roots: &[CollectionRoot]) -> bool {
     for c in &report.collections {
         let root = roots.iter().find(|r| r.name == c.name).map(|r| Path::new(&r.path));
         for (path, reason) in named_skips(&c.skipped, root) {
             eprintln!("Skipped qmd://{}/{path} ({reason})", shown(&c.name));
+        }
+    }
+    for c in &report.collections {
+        for file in &c.lossy_text {
+            eprintln!("Warning: qmd://{}/{}: {}", shown(&c.name), shown(&file.path), shown(&file.reason));
         }
     }
     print_invalid_metadata(report);

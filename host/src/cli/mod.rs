@@ -351,8 +351,9 @@ fn multi_get(session: &Session, args: MultiGetArgs) -> Result<ExitCode> {
         line_numbers: !args.no_line_numbers,
     };
     let mut result = session.read(|store, engine| engine_result(engine.call_multi_get(store, &request)))?;
+    // One line each: a name holding a newline must not forge another.
     for message in &result.errors {
-        eprintln!("{}", qmd_core::display::escape_controls_in_text(message));
+        eprintln!("{}", escape_controls(message));
     }
     // A comma list whose names are all missing is not an error in qmd
     // (each is reported); a pattern that matches nothing is.

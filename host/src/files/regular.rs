@@ -75,7 +75,11 @@ pub fn not_regular(kind: std::fs::FileType) -> io::Error {
 /// bytes: no more than `limit + 1` are ever read (a file that grows while
 /// read cannot size the buffer either).
 pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = open(path)?;
+    read_opened(open(path)?, limit)
+}
+
+/// An opened file's bytes, at most `limit` of them (more is an error).
+pub fn read_opened(file: File, limit: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {

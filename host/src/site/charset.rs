@@ -1,5 +1,6 @@
 //! A page's bytes as text, decoded as the page declares: a byte-order mark
-//! first (UTF-8, UTF-16), then for HTML the charset its first 1,024 bytes
+//! first (UTF-8, UTF-16: `qmd_core::encoding`, as `update` reads notes),
+//! then for HTML the charset its first 1,024 bytes
 //! declare (`<meta charset>`, `<meta http-equiv="Content-Type">`, read as
 //! the HTML standard's prescan reads them), else UTF-8. A page that is not
 //! UTF-8 and declares nothing, declares a charset no browser knows, or is
@@ -7,6 +8,7 @@
 //! reason: nothing is indexed as mojibake in silence.
 
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
+use qmd_core::encoding::{Bom, mostly_nul};
 
 /// How far into a page the prescan looks for a declaration.
 const PRESCAN_BYTES: usize = 1024;
@@ -14,30 +16,29 @@ const PRESCAN_BYTES: usize = 1024;
 /// The page's text, and a note when some bytes were not valid in its
 /// encoding (replaced by U+FFFD); or why the page cannot be read as text.
 pub fn decode(bytes: &[u8], html: bool) -> Result<(String, Option<String>), String> {
-    let (encoding, body) = match Encoding::for_bom(bytes) {
-        Some((encoding, bom)) => (encoding, &bytes[bom..]),
-        None => match html.then(|| declared(&bytes[..bytes.len().min(PRESCAN_BYTES)])).flatten() {
-            Some(label) => (for_meta_label(&label)?, bytes),
-            None => match std::str::from_utf8(bytes) {
-                Ok(text) => return checked(text.to_string(), None),
-                Err(e) => {
-                    let declare = if html { " and declares no charset (<meta charset>)" } else { "" };
-                    return Err(format!("not UTF-8 (byte {} of {}){declare}", e.valid_up_to(), bytes.len()));
-                }
-            },
+    if let Some((bom, len)) = Bom::sniff(bytes) {
+        let (text, lossy) = bom.decode(&bytes[len..]);
+        let note = lossy.then(|| format!("some bytes are not valid {} (read as U+FFFD)", bom.name()));
+        return checked(text, note);
+    }
+    let encoding = match html.then(|| declared(&bytes[..bytes.len().min(PRESCAN_BYTES)])).flatten() {
+        Some(label) => for_meta_label(&label)?,
+        None => match std::str::from_utf8(bytes) {
+            Ok(text) => return checked(text.to_string(), None),
+            Err(e) => {
+                let declare = if html { " and declares no charset (<meta charset>)" } else { "" };
+                return Err(format!("not UTF-8 (byte {} of {}){declare}", e.valid_up_to(), bytes.len()));
+            }
         },
     };
-    let (text, had_errors) = encoding.decode_without_bom_handling(body);
+    let (text, had_errors) = encoding.decode_without_bom_handling(bytes);
     let note = had_errors.then(|| format!("some bytes are not valid {} (read as U+FFFD)", encoding.name()));
     checked(text.into_owned(), note)
 }
 
-/// UTF-16 without a byte-order mark reads as valid UTF-8 with a NUL in
-/// every other byte of its ASCII: a head that is an eighth NULs is that
-/// (or not text at all), where a stray NUL in a page is not.
+/// UTF-16 without a mark, or not text at all ([`mostly_nul`]).
 fn checked(text: String, note: Option<String>) -> Result<(String, Option<String>), String> {
-    let head = &text.as_bytes()[..text.len().min(PRESCAN_BYTES)];
-    if head.iter().filter(|&&b| b == 0).count() * 8 > head.len() {
+    if mostly_nul(&text) {
         return Err("mostly NUL bytes (UTF-16 without a byte-order mark, or not text)".to_string());
     }
     Ok((text, note))

@@ -50,7 +50,8 @@ pub fn all() -> Result<Vec<Skill>> {
     let entries = std::fs::read_dir(&dir).with_context(|| format!("cannot read QMD_SKILLS_DIR {}", dir.display()))?;
     for entry in entries.flatten() {
         let folder = entry.path();
-        let Some(content) = read_text(&folder.join("SKILL.md")) else { continue };
+        let skill_md = crate::files::regular::open(&folder.join("SKILL.md"));
+        let Some(content) = skill_md.ok().and_then(read_text) else { continue };
         let mut files = Vec::new();
         collect(&folder, &folder, &mut files)?;
         skills.push(Skill {
@@ -70,18 +71,41 @@ pub fn find(name: &str) -> Result<Skill> {
     all()?.into_iter().find(|s| s.name == name).with_context(|| format!("Skill not found: {name}"))
 }
 
-/// The files of a skill folder other than SKILL.md, sorted.
+/// The files of a skill folder other than SKILL.md, sorted. As every
+/// folder qmd reads: a file is read only if its real path stays under the
+/// skill's folder, and a linked folder is never followed (a loop of links
+/// would never end); what is left out is named on stderr.
 fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            collect(root, &path, out)?;
-        } else if let Ok(rel) = path.strip_prefix(root)
-            && rel != Path::new("SKILL.md")
-            && let Some(text) = read_text(&path)
-        {
-            out.push((rel.to_string_lossy().replace('\\', "/"), text));
+    let real_root = root.canonicalize().with_context(|| format!("cannot read skill folder {}", root.display()))?;
+    collect_under(&real_root, root, dir, out)
+}
+
+fn collect_under(real_root: &Path, root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> {
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)?.flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for entry in entries {
+        let path = entry.path();
+        let Ok(rel) = path.strip_prefix(root) else { continue };
+        let shown = || qmd_core::display::escape_controls(&rel.to_string_lossy()).into_owned();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            collect_under(real_root, root, &path, out)?;
+            continue;
+        }
+        if kind.is_symlink() && path.is_dir() {
+            eprintln!("Warning: skipped skill file {}: a linked folder is not followed", shown());
+            continue;
+        }
+        if rel == Path::new("SKILL.md") {
+            continue;
+        }
+        match crate::files::contained::open_under(real_root, &path) {
+            Ok(file) => {
+                if let Some(text) = read_text(file) {
+                    out.push((rel.to_string_lossy().replace('\\', "/"), text));
+                }
+            }
+            Err(e) => eprintln!("Warning: skipped skill file {}: {e}", shown()),
         }
     }
     Ok(())
@@ -89,8 +113,8 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<(
 
 /// A skill file's text: a regular file of at most 1 MiB in UTF-8 (a FIFO
 /// in a skill folder is skipped, never read).
-fn read_text(path: &Path) -> Option<String> {
-    String::from_utf8(crate::files::regular::read(path, 1 << 20).ok()?).ok()
+fn read_text(file: std::fs::File) -> Option<String> {
+    String::from_utf8(crate::files::regular::read_opened(file, 1 << 20).ok()?).ok()
 }
 
 /// A `key: value` line of the `---` front matter (quotes removed).

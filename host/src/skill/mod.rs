@@ -6,6 +6,7 @@ mod catalog;
 mod install;
 
 use anyhow::{Context, Result, bail};
+use qmd_core::display::escape_controls;
 use serde::Serialize;
 
 use crate::cli::args::{SkillCommand, SkillsCommand};
@@ -90,8 +91,9 @@ pub fn skills(command: Option<SkillsCommand>, as_json: bool) -> Result<()> {
                 println!("No skills found");
             } else {
                 let width = skills.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+                // Names and descriptions come from QMD_SKILLS_DIR's files.
                 for s in &skills {
-                    println!("  {:width$}  {}", s.name, s.description);
+                    println!("  {:width$}  {}", escape_controls(&s.name), escape_controls(&s.description));
                 }
             }
         }
@@ -120,7 +122,7 @@ pub fn skills(command: Option<SkillsCommand>, as_json: bool) -> Result<()> {
                 print!("{}", with_newline(&s.content));
                 if full {
                     for (path, content) in &s.files {
-                        println!("\n--- {path} ---\n");
+                        println!("\n--- {} ---\n", escape_controls(path));
                         print!("{}", with_newline(content));
                     }
                 }

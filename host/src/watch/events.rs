@@ -73,7 +73,7 @@ impl Roots {
         };
         let interval = poll.unwrap_or(DEFAULT_POLL);
         let polling = |why: String| -> anyhow::Result<Roots> {
-            let config = notify::Config::default().with_poll_interval(interval);
+            let config = unfollowed().with_poll_interval(interval);
             let watcher = PollWatcher::new(handler.clone(), config)?;
             let mut polled = Roots::over(Box::new(watcher), roots);
             polled.mode = format!("polling every {} ms ({why})", interval.as_millis());
@@ -86,7 +86,7 @@ impl Roots {
         if let Some((name, _)) = roots.iter().find(|(_, path)| on_network_mount(path)) {
             return polling(format!("collection '{name}' is on a network or FUSE mount"));
         }
-        let watcher = match RecommendedWatcher::new(handler.clone(), notify::Config::default()) {
+        let watcher = match RecommendedWatcher::new(handler.clone(), unfollowed()) {
             Ok(watcher) => watcher,
             Err(e) => return polling(format!("file system events are unavailable: {e}")),
         };
@@ -181,4 +181,11 @@ fn on_network_mount(path: &Path) -> bool {
 #[cfg(not(target_os = "linux"))]
 fn on_network_mount(_path: &Path) -> bool {
     false
+}
+
+/// notify follows links into what they point to by default: a link to `/`
+/// in a collection would have it watch (and poll) the whole disk. `update`
+/// never follows a linked folder, so nothing there can change the index.
+fn unfollowed() -> notify::Config {
+    notify::Config::default().with_follow_symlinks(false)
 }

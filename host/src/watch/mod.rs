@@ -170,20 +170,19 @@ fn index(session: &Session, collections: Vec<String>, embed_after: bool, voice: 
                 manage::print_report(&report, &roots);
             } else {
                 for c in &report.collections {
-                    let error = c.error.as_deref().map(|e| format!(" (not updated: {e})")).unwrap_or_default();
                     say(
                         voice,
                         &format!(
-                            "[{when} UTC] {}: {} new, {} updated, {} unchanged, {} removed{}",
+                            "[{when} UTC] {}: {} new, {} updated, {} unchanged, {} removed",
                             shown(&c.name),
                             c.added,
                             c.updated,
                             c.unchanged,
-                            c.removed,
-                            shown(&error)
+                            c.removed
                         ),
                     );
                 }
+                manage::print_file_lines(&report, &roots);
             }
             let changed = report.collections.iter().any(|c| c.added + c.updated > 0);
             if embed_after && changed {

@@ -288,6 +288,11 @@ impl SegmentReader {
         let shown = self.dir.describe(file);
         let damaged = |why: &str| Error::corrupt(&shown, why);
         cached(&self.deleted, || {
+            // The size first: a damaged file must not become a huge read.
+            let size = self.dir.size(file).map_err(|e| e.missing_is_damage(&shown))?;
+            if size != self.meta.docs.div_ceil(8) as u64 {
+                return Err(damaged("does not match the manifest"));
+            }
             let bits = self.dir.read(file).map_err(|e| e.missing_is_damage(&shown))?;
             if !self.checksum_matches(&bits, self.meta.deletes_crc32) {
                 return Err(damaged("checksum mismatch"));
