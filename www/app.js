@@ -421,8 +421,23 @@ async function modelSources() {
   return DEFAULT_MODELS;
 }
 
-/** The worker resolves file names against an absolute URL. */
-const absolute = (source) => ({ ...source, url: new URL(source.url, location.href).href });
+/** Where model files may come from: this page's origin (`qmd web` serves
+ * the CLI's models) and Hugging Face, as the page's connect-src says. */
+function modelOrigin(url) {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return false;
+  if (url.origin === location.origin) return true;
+  if (url.protocol !== 'https:') return false;
+  const host = url.hostname;
+  return host === 'huggingface.co' || host.endsWith('.huggingface.co') || host.endsWith('.hf.co');
+}
+
+/** The worker resolves file names against an absolute URL; a source from
+ * config.json (data, not code) that leaves those origins is refused. */
+function absolute(source) {
+  const url = new URL(source.url, location.href);
+  if (!modelOrigin(url)) throw new Error(`model files may come only from this site or Hugging Face, not ${url.origin}`);
+  return { ...source, url: url.href };
+}
 
 async function loadModel({ cachedOnly = false } = {}) {
   const sources = await modelSources();

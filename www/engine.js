@@ -63,7 +63,7 @@ export async function loadEngine(build = engineBuild('')) {
         'Cross-Origin-Embedder-Policy: require-corp) and more than one core',
     );
   }
-  const pkg = await import(FOLDERS[build] ?? FOLDERS.simd128);
+  const pkg = await import(Object.hasOwn(FOLDERS, build) ? FOLDERS[build] : FOLDERS.simd128);
   await pkg.default();
   return pkg;
 }

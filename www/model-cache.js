@@ -12,13 +12,24 @@ const OPTIONAL = ['1_Pooling/config.json', 'sentence_bert_config.json', 'config_
 const GGUF = 'model.gguf';
 const ATTEMPTS = 3;
 
+/** The largest model file this page downloads (a 1.7B model's Q4_K_M GGUF
+ * is 1.2 GB; wasm32 holds at most 4 GiB). */
+const MAX_FILE_BYTES = 3 * 2 ** 30;
+
+/** A model id as one OPFS name: what is not a plain name character joined
+ * as `__`, and names that are only dots (`.`, `..`) made plain. */
+export function cacheName(id) {
+  const name = String(id).replace(/[^A-Za-z0-9._-]+/g, '__');
+  return /^\.*$/.test(name) ? `_${name}_` : name;
+}
+
 /** The model's cache folder; with `create` false, null when there is none
  * (a lookup leaves no empty folder behind). */
 async function modelDir(id, create = true) {
   try {
     const root = await navigator.storage.getDirectory();
     const models = await root.getDirectoryHandle('qmd-models', { create });
-    return await models.getDirectoryHandle(id.replace(/[^A-Za-z0-9._-]+/g, '__'), { create });
+    return await models.getDirectoryHandle(cacheName(id), { create });
   } catch (e) {
     if (!create && e.name === 'NotFoundError') return null;
     throw e;
@@ -38,14 +49,17 @@ async function writeCached(dir, name, bytes) {
   await writable.close();
 }
 
-/** The verified cache, or null when any file is missing or differs. */
-async function cached(dir) {
+/** The verified cache of model `id` from `url`, or null when any file is
+ * missing or differs, or the folder holds another model (two ids can share
+ * a folder name, and an id can move to another source). */
+async function cached(dir, id, url) {
   let manifest;
   try {
     manifest = JSON.parse(new TextDecoder().decode(await readCached(dir, 'complete.json')));
   } catch {
     return null;
   }
+  if (manifest?.id !== id || manifest?.source !== url) return null;
   // Keyed by file names from storage: no prototype, and only the names a
   // model has (a manifest is data, not a list of files to open).
   const files = Object.create(null);
@@ -76,11 +90,19 @@ async function download(url, onBytes) {
   const reader = response.body.getReader();
   const chunks = [];
   let received = 0;
+  // Checked as the bytes arrive, not after: a body that never ends (or
+  // one the browser inflates past its Content-Length) must not fill the
+  // worker's memory first.
+  const limit = Math.min(expected ?? MAX_FILE_BYTES, MAX_FILE_BYTES);
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     chunks.push(value);
     received += value.length;
+    if (received > limit) {
+      await reader.cancel().catch(() => {});
+      throw new Error(`${url}: more than the ${limit} bytes it may hold`);
+    }
     onBytes(received, expected);
   }
   if (expected !== null && received !== expected) {
@@ -125,7 +147,7 @@ function plan(baseUrl, gguf) {
  */
 export async function modelFiles(id, url, onProgress, { cachedOnly = false, gguf = false } = {}) {
   const dir = await modelDir(id, !cachedOnly);
-  const hit = dir && (await cached(dir));
+  const hit = dir && (await cached(dir, id, url));
   if (hit && (GGUF in hit) === gguf) return { files: hit, cached: true };
   if (cachedOnly) return { files: null, cached: false };
   // The manifest goes first: from here until it is rewritten, the cache is incomplete.

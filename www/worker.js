@@ -286,7 +286,8 @@ onmessage = ({ data: { id, method, args } }) => {
   if (method === 'query') queryRuns.add(run);
   queue = queue.then(async () => {
     try {
-      if (!methods[method]) throw new Error(`unknown method ${method}`);
+      // Own names only: `constructor` or `toString` are not methods here.
+      if (!Object.hasOwn(methods, method)) throw new Error(`unknown method ${method}`);
       if (!index && method !== 'open') throw new Error('the index is not open yet');
       postMessage({ id, result: await methods[method](args ?? {}, run) });
     } catch (e) {

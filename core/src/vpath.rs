@@ -75,6 +75,25 @@ pub fn is_contained(path: &str) -> bool {
     !path.starts_with('/') && !path.contains('\0') && path.split('/').all(|segment| segment != "..")
 }
 
+/// What is wrong with `name` as one segment of a path (a collection's
+/// name, a browser index's folder), or `None`: a segment is printed on
+/// terminals and joined to folders, so not empty, not `.` or `..` (they
+/// would read as the parent or the same folder), no `/`, no control
+/// characters.
+pub fn segment_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it may not be empty")
+    } else if name == "." || name == ".." {
+        Some("it may not be '.' or '..'")
+    } else if name.contains('/') {
+        Some("it may not contain '/'")
+    } else if name.chars().any(crate::display::is_unsafe_char) {
+        Some("it may not contain control characters")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

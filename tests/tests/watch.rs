@@ -254,11 +254,17 @@ fn changes_no_collection_could_index_wake_nothing() {
     let env = Env::new();
     let notes = env.path("notes");
     env.write("notes/a.md", &note("Alpha", "apples"));
+    // A link out of the collection: `update` never follows it, so what
+    // changes behind it is nothing to index (and not a disk to watch).
+    env.write("elsewhere/b.md", &note("Beta", "bananas"));
+    std::os::unix::fs::symlink(env.path("elsewhere"), notes.join("elsewhere")).unwrap();
     env.ok(&["collection", "add", &env.arg("notes"), "--name", "notes"]);
     let watcher = Watcher::start(&env, &[]);
     let from = watcher.line_count();
-    // What `git commit` and `npm install` write, and a hidden folder's notes.
+    // What `git commit` and `npm install` write, a hidden folder's notes,
+    // and notes behind the link.
     for i in 0..50 {
+        env.write(&format!("elsewhere/e{i}.md"), "# Elsewhere\n");
         env.write(&format!("notes/.git/objects/{i:02}/obj"), "blob");
         env.write(&format!("notes/node_modules/pkg{i}/README.md"), "# A package\n");
         env.write(&format!("notes/.drafts/d{i}.md"), "# Draft\n");

@@ -26,11 +26,14 @@ pub fn to_js(e: Error) -> JsError {
     JsError::new(&e.message)
 }
 
-/// A result as a plain object: `null` for `None`, objects for maps.
+/// A result as a plain object: `null` for `None`, objects for maps. Made
+/// by `JSON.parse`, not by assigning keys: a map's keys come from files
+/// (frontmatter metadata), and `obj["__proto__"] = v` would set the
+/// object's prototype where `JSON.parse` makes an own key.
 pub fn to_value<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsError::new(&format!("converting a result for JavaScript: {e}")))
+    let converting = |e: &dyn std::fmt::Display| JsError::new(&format!("converting a result for JavaScript: {e}"));
+    let json = serde_json::to_string(value).map_err(|e| converting(&e))?;
+    js_sys::JSON::parse(&json).map_err(|e| converting(&message_of(&e)))
 }
 
 /// A plain object from JavaScript as `T` (`undefined` gives defaults).

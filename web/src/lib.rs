@@ -188,6 +188,10 @@ impl QmdIndex {
     /// has it open.
     pub fn open(name: String) -> Promise {
         future_to_promise(async move {
+            // The name becomes an OPFS folder: one plain segment.
+            if let Some(why) = qmd_core::vpath::segment_problem(&name) {
+                return Err(JsError::new(&format!("Invalid index name {name:?} ({why})")).into());
+            }
             let root = opfs_root().await.map_err(to_js)?;
             let index_dir = Rc::new(OpfsDirectory::open(&root, &[OPFS_ROOT, &name, "index"]).await.map_err(to_js)?);
             let config_dir = Rc::new(OpfsDirectory::open(&root, &[OPFS_ROOT, &name, "config"]).await.map_err(to_js)?);

@@ -283,6 +283,11 @@ async fn read_file(handle: &FileSystemFileHandle) -> Result<Vec<u8>> {
 }
 
 fn read_at(sync: &FileSystemSyncAccessHandle, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
+    // The size first: a damaged length must not become a huge buffer.
+    let size = sync.get_size().map_err(|e| js_error(name, e))? as u64;
+    if offset.checked_add(len as u64).is_none_or(|end| end > size) {
+        return Err(Error::corrupt(name, "read past the end of the file"));
+    }
     let mut buf = vec![0u8; len];
     let options = FileSystemReadWriteOptions::new();
     options.set_at(offset as f64);
@@ -333,7 +338,7 @@ fn decode_slot(bytes: &[u8]) -> Option<(u64, Vec<u8>)> {
     let generation = u64::from_le_bytes(header[4..12].try_into().ok()?);
     let len = u32::from_le_bytes(header[12..16].try_into().ok()?) as usize;
     let crc = u32::from_le_bytes(header[16..20].try_into().ok()?);
-    let data = bytes.get(SLOT_HEADER..SLOT_HEADER + len)?;
+    let data = bytes.get(SLOT_HEADER..SLOT_HEADER.checked_add(len)?)?;
     (crc32(data) == crc).then(|| (generation, data.to_vec()))
 }
 

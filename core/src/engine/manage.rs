@@ -9,22 +9,13 @@ use crate::index::IndexWriter;
 use crate::index::segment::DocInput;
 use crate::vpath;
 
-/// A collection name is a `qmd://` path segment and is printed on
-/// terminals: not empty, not `.` or `..` (they would read as the parent
-/// or the same folder), no `/`, no control characters.
 fn check_name(name: &str) -> Result<()> {
-    let why = if name.is_empty() {
-        "it may not be empty"
-    } else if name == "." || name == ".." {
-        "it may not be '.' or '..'"
-    } else if name.contains('/') {
-        "it may not contain '/'"
-    } else if name.chars().any(crate::display::is_unsafe_char) {
-        "it may not contain control characters"
-    } else {
-        return Ok(());
-    };
-    Err(Error::invalid(format!("Invalid collection name: '{}' ({why})", crate::display::escape_controls(name))))
+    match vpath::segment_problem(name) {
+        None => Ok(()),
+        Some(why) => {
+            Err(Error::invalid(format!("Invalid collection name: '{}' ({why})", crate::display::escape_controls(name))))
+        }
+    }
 }
 
 impl Engine {
