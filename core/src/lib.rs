@@ -57,6 +57,7 @@ pub mod site;
 pub mod source;
 pub mod vector;
 pub mod vpath;
+pub mod yaml;
 
 #[cfg(feature = "component")]
 mod component;

@@ -1,8 +1,7 @@
 // The browser app over files and configs it must not trust (robustness
 // class 13): frontmatter keys named like an object's machinery arrive as
-// plain own keys, the worker runs only its own methods, and model files
-// come only from the page's own origin or Hugging Face whatever config.json
-// says, and an index's name is one plain OPFS name.
+// plain own keys, the worker runs only its own methods, and an index's name
+// is one plain OPFS name.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -55,18 +54,6 @@ test('the worker runs only its own methods', async () => {
   for (const method of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
     const error = await browser.page.evaluate((m) => window.qmd.call(m, {}).then(() => null, (e) => String(e?.message ?? e)), method);
     assert.match(error ?? 'ran', /unknown method/, method);
-  }
-});
-
-test('model files come only from this site or Hugging Face, whatever config.json says', async () => {
-  const { page } = browser;
-  for (const url of ['https://evil.example/m/', '//evil.example/m/', 'data:text/plain,x', 'http://huggingface.co/x/']) {
-    await page.route('**/config.json', (route) =>
-      route.fulfill({ contentType: 'application/json', body: JSON.stringify({ embedModel: { id: 'evil', url } }) }),
-    );
-    const error = await page.evaluate(() => window.qmd.loadModel().then(() => null, (e) => String(e?.message ?? e)));
-    assert.match(error ?? 'loaded', /model files may come only from this site or Hugging Face/, url);
-    await page.unroute('**/config.json');
   }
 });
 

@@ -106,7 +106,7 @@ impl Config {
             return Ok(Config::default());
         }
         let root: Value =
-            serde_norway::from_str(text).map_err(|e| Error::invalid(format!("index.yml is not valid YAML: {e}")))?;
+            crate::yaml::parse(text).map_err(|e| Error::invalid(format!("index.yml is not valid YAML: {e}")))?;
         let mut map = match root {
             Value::Mapping(map) => map,
             Value::Null => Mapping::new(),

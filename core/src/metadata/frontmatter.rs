@@ -62,7 +62,7 @@ fn read_block(block: &str) -> Result<Metadata, String> {
     if block.len() > MAX_FRONTMATTER_BYTES {
         return Err(format!("frontmatter exceeds {MAX_FRONTMATTER_BYTES} bytes"));
     }
-    let yaml: Yaml = serde_norway::from_str(block).map_err(|e| format!("invalid frontmatter YAML: {e}"))?;
+    let yaml: Yaml = crate::yaml::parse(block).map_err(|e| format!("invalid frontmatter YAML: {e}"))?;
     // Frontmatter that is not a mapping, or has no `qmd` or no
     // `qmd.metadata`, simply has no metadata.
     let Yaml::Mapping(top) = yaml else { return Ok(Metadata::new()) };

@@ -60,13 +60,16 @@ fn headings(text: &str) -> Vec<(usize, String)> {
 }
 
 pub fn page(path: &str, text: String, links: &Links) -> SitePage {
-    let mut seen: Vec<String> = Vec::new();
+    // How often each slug came before (a count, not a scan of the ones
+    // seen: a page of 10⁶ headings would be quadratic).
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let anchors = headings(&text)
         .into_iter()
         .map(|(at, heading)| {
             let base = slug(&heading);
-            let n = seen.iter().filter(|s| **s == base).count();
-            seen.push(base.clone());
+            let count = seen.entry(base.clone()).or_insert(0);
+            let n = *count;
+            *count += 1;
             let id = if n == 0 { base } else { format!("{base}-{n}") };
             Anchor { id, text: heading, at }
         })
