@@ -67,6 +67,17 @@ impl Bom {
     }
 }
 
+/// Why text that [`mostly_nul`] flags is not read.
+pub const MOSTLY_NUL: &str = "mostly NUL bytes (UTF-16 without a byte-order mark, or not text)";
+
+/// Text that starts with a byte-order mark, decoded by it, with a note when
+/// some bytes were invalid there; `None` without a mark.
+pub fn marked(bytes: &[u8]) -> Option<(String, Option<String>)> {
+    let (bom, len) = Bom::sniff(bytes)?;
+    let (text, lossy) = bom.decode(&bytes[len..]);
+    Some((text, lossy.then(|| format!("some bytes are not valid {} (read as U+FFFD)", bom.name()))))
+}
+
 /// Whether decoded text is mostly NUL bytes: UTF-16 without a mark reads
 /// as valid UTF-8 with a NUL in every other byte of its ASCII, and so does
 /// much that is not text. A head an eighth NULs is that; a stray NUL in a
@@ -82,11 +93,8 @@ pub fn mostly_nul(text: &str) -> bool {
 /// neither marked nor UTF-8 is read as UTF-8 with the note, as qmd reads it
 /// (without the note).
 pub fn note_text(bytes: &[u8]) -> Result<(Cow<'_, str>, Option<String>), String> {
-    let (text, loss) = match Bom::sniff(bytes) {
-        Some((bom, len)) => {
-            let (text, lossy) = bom.decode(&bytes[len..]);
-            (Cow::Owned(text), lossy.then(|| format!("some bytes are not valid {} (read as U+FFFD)", bom.name())))
-        }
+    let (text, loss) = match marked(bytes) {
+        Some((text, loss)) => (Cow::Owned(text), loss),
         None => match std::str::from_utf8(bytes) {
             Ok(text) => (Cow::Borrowed(text), None),
             Err(e) => (
@@ -100,7 +108,7 @@ pub fn note_text(bytes: &[u8]) -> Result<(Cow<'_, str>, Option<String>), String>
         },
     };
     if mostly_nul(&text) {
-        return Err(format!("{NOT_TEXT}: mostly NUL bytes (UTF-16 without a byte-order mark, or not text)"));
+        return Err(format!("{NOT_TEXT}: {MOSTLY_NUL}"));
     }
     Ok((text, loss))
 }

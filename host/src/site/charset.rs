@@ -8,7 +8,7 @@
 //! reason: nothing is indexed as mojibake in silence.
 
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252, X_USER_DEFINED};
-use qmd_core::encoding::{Bom, mostly_nul};
+use qmd_core::encoding::{MOSTLY_NUL, marked, mostly_nul};
 
 /// How far into a page the prescan looks for a declaration.
 const PRESCAN_BYTES: usize = 1024;
@@ -16,9 +16,7 @@ const PRESCAN_BYTES: usize = 1024;
 /// The page's text, and a note when some bytes were not valid in its
 /// encoding (replaced by U+FFFD); or why the page cannot be read as text.
 pub fn decode(bytes: &[u8], html: bool) -> Result<(String, Option<String>), String> {
-    if let Some((bom, len)) = Bom::sniff(bytes) {
-        let (text, lossy) = bom.decode(&bytes[len..]);
-        let note = lossy.then(|| format!("some bytes are not valid {} (read as U+FFFD)", bom.name()));
+    if let Some((text, note)) = marked(bytes) {
         return checked(text, note);
     }
     let encoding = match html.then(|| declared(&bytes[..bytes.len().min(PRESCAN_BYTES)])).flatten() {
@@ -39,7 +37,7 @@ pub fn decode(bytes: &[u8], html: bool) -> Result<(String, Option<String>), Stri
 /// UTF-16 without a mark, or not text at all ([`mostly_nul`]).
 fn checked(text: String, note: Option<String>) -> Result<(String, Option<String>), String> {
     if mostly_nul(&text) {
-        return Err("mostly NUL bytes (UTF-16 without a byte-order mark, or not text)".to_string());
+        return Err(MOSTLY_NUL.to_string());
     }
     Ok((text, note))
 }
