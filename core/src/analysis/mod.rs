@@ -6,7 +6,9 @@
 //!
 //! - [`tokenize`]: splitting, lowercasing, diacritic removal, CJK rule.
 //! - [`stem`](mod@stem): the Porter stemmer as FTS5 implements it.
+//! - [`longest_match`]: WordPiece's greedy split of one word.
 
+pub mod longest_match;
 pub mod stem;
 pub mod tokenize;
 

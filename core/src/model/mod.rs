@@ -11,6 +11,7 @@ pub(crate) mod attention;
 mod batch;
 mod bert;
 mod bert_checkpoint;
+mod bounded_wordpiece;
 pub mod config;
 mod cross_encoder;
 mod dense;

@@ -4,7 +4,12 @@
 //! algorithm, which `tokenizers` has no equivalent of, run as is).
 //! Padding is done by the batcher, not here.
 
-use tokenizers::{Encoding, Token, Tokenizer, TruncationParams, TruncationStrategy};
+use tokenizers::{
+    DecoderWrapper, Encoding, Model, ModelWrapper, NormalizerWrapper, PostProcessorWrapper, PreTokenizerWrapper, Token,
+    TokenizerImpl, TruncationParams, TruncationStrategy,
+};
+
+use super::bounded_wordpiece::BoundedWordPiece;
 
 use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, SpmTokenizer, tokenizer_json};
@@ -16,14 +21,56 @@ pub struct TextTokenizer {
 }
 
 enum Backend {
-    HuggingFace(Box<HuggingFace>),
+    /// A repository's `tokenizer.json`, as Hugging Face runs it.
+    HuggingFace(Box<HuggingFace<ModelWrapper>>),
+    /// A GGUF WordPiece vocabulary: the same pipeline, its model bounded.
+    WordPiece(Box<HuggingFace<BoundedWordPiece>>),
     Spm(SpmTokenizer),
 }
 
-struct HuggingFace {
-    inner: Tokenizer,
+type Pipeline<M> = TokenizerImpl<M, NormalizerWrapper, PreTokenizerWrapper, PostProcessorWrapper, DecoderWrapper>;
+
+struct HuggingFace<M> {
+    inner: Pipeline<M>,
     /// The same tokenizer without truncation, for counting.
-    untruncated: Tokenizer,
+    untruncated: Pipeline<M>,
+}
+
+impl<M: Model + Clone + serde::de::DeserializeOwned> HuggingFace<M> {
+    fn parse(json: &[u8], max_tokens: usize) -> Result<Box<HuggingFace<M>>> {
+        let mut inner = Pipeline::<M>::from_bytes(json).map_err(|e| Error::invalid(format!("tokenizer.json: {e}")))?;
+        let mut untruncated = inner.clone();
+        untruncated.with_truncation(None).map_err(tokenizer_error)?.with_padding(None);
+        inner
+            .with_truncation(Some(TruncationParams {
+                max_length: max_tokens,
+                strategy: TruncationStrategy::LongestFirst,
+                ..Default::default()
+            }))
+            .map_err(tokenizer_error)?;
+        inner.with_padding(None);
+        Ok(Box::new(HuggingFace { inner, untruncated }))
+    }
+
+    /// One text's encoding and its untruncated token count.
+    fn encode_counted(&self, text: &str) -> Result<(Encoding, usize)> {
+        let whole = self.untruncated.encode(text, false).map_err(tokenizer_error)?;
+        let count = whole.len();
+        Ok((self.inner.post_process(whole, None, true).map_err(tokenizer_error)?, count))
+    }
+
+    fn encode_pair(&self, query: &str, document: &str) -> Result<Encoding> {
+        self.inner.encode((query, document), true).map_err(tokenizer_error)
+    }
+
+    fn vocabulary(&self) -> Vec<String> {
+        let vocab = self.inner.get_vocab(true);
+        let mut out = vec![String::new(); vocab.values().map(|&id| id as usize + 1).max().unwrap_or(0)];
+        for (token, id) in vocab {
+            out[id as usize] = token;
+        }
+        out
+    }
 }
 
 fn tokenizer_error(e: impl std::fmt::Display) -> Error {
@@ -60,19 +107,7 @@ pub fn window_prefix(text: &str, max_tokens: usize) -> (&str, bool) {
 
 impl TextTokenizer {
     pub fn parse(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
-        let mut inner = Tokenizer::from_bytes(json).map_err(|e| Error::invalid(format!("tokenizer.json: {e}")))?;
-        let mut untruncated = inner.clone();
-        untruncated.with_truncation(None).map_err(tokenizer_error)?.with_padding(None);
-        inner
-            .with_truncation(Some(TruncationParams {
-                max_length: max_tokens,
-                strategy: TruncationStrategy::LongestFirst,
-                ..Default::default()
-            }))
-            .map_err(tokenizer_error)?;
-        inner.with_padding(None);
-        TextTokenizer { backend: Backend::HuggingFace(Box::new(HuggingFace { inner, untruncated })), max_tokens }
-            .checked()
+        TextTokenizer { backend: Backend::HuggingFace(HuggingFace::parse(json, max_tokens)?), max_tokens }.checked()
     }
 
     /// The tokenizer, once it has taken [`PROBE`].
@@ -85,7 +120,10 @@ impl TextTokenizer {
     pub fn from_gguf(file: &GgufFile, max_tokens: usize) -> Result<TextTokenizer> {
         let tokenizer = match file.str("tokenizer.ggml.model")? {
             "llama" => TextTokenizer { backend: Backend::Spm(SpmTokenizer::from_gguf(file)?), max_tokens }.checked(),
-            _ => TextTokenizer::parse(&tokenizer_json(file)?, max_tokens),
+            _ => {
+                let backend = Backend::WordPiece(HuggingFace::parse(&tokenizer_json(file)?, max_tokens)?);
+                TextTokenizer { backend, max_tokens }.checked()
+            }
         };
         // Errors name the file: the tokenizer's own do not.
         tokenizer.map_err(|e| match e.message.starts_with(file.name()) {
@@ -97,14 +135,8 @@ impl TextTokenizer {
     /// Every token of the vocabulary, in id order (gaps as empty strings).
     pub fn vocabulary(&self) -> Vec<String> {
         match &self.backend {
-            Backend::HuggingFace(hf) => {
-                let vocab = hf.inner.get_vocab(true);
-                let mut out = vec![String::new(); vocab.values().map(|&id| id as usize + 1).max().unwrap_or(0)];
-                for (token, id) in vocab {
-                    out[id as usize] = token;
-                }
-                out
-            }
+            Backend::HuggingFace(hf) => hf.vocabulary(),
+            Backend::WordPiece(hf) => hf.vocabulary(),
             Backend::Spm(spm) => spm.pieces().to_vec(),
         }
     }
@@ -125,11 +157,8 @@ impl TextTokenizer {
         crate::model::parallel::map(texts, |text| {
             let (text, cut) = window_prefix(text, self.max_tokens);
             let (encoding, count) = match &self.backend {
-                Backend::HuggingFace(hf) => {
-                    let whole = hf.untruncated.encode(text, false).map_err(tokenizer_error)?;
-                    let count = whole.len();
-                    (hf.inner.post_process(whole, None, true).map_err(tokenizer_error)?, count)
-                }
+                Backend::HuggingFace(hf) => hf.encode_counted(text)?,
+                Backend::WordPiece(hf) => hf.encode_counted(text)?,
                 Backend::Spm(spm) => {
                     let tokens = spm.encode(text);
                     let count = tokens.len();
@@ -163,11 +192,15 @@ impl TextTokenizer {
     /// Encodes (query, document) pairs, truncated to the window.
     pub fn encode_pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<Encoding>> {
         match &self.backend {
-            Backend::HuggingFace(hf) => {
+            Backend::HuggingFace(_) | Backend::WordPiece(_) => {
                 let query = window_prefix(query, self.max_tokens).0;
                 crate::model::parallel::map(documents, |document| {
                     let document = window_prefix(document, self.max_tokens).0;
-                    hf.inner.encode((query, document), true).map_err(tokenizer_error)
+                    match &self.backend {
+                        Backend::HuggingFace(hf) => hf.encode_pair(query, document),
+                        Backend::WordPiece(hf) => hf.encode_pair(query, document),
+                        Backend::Spm(_) => unreachable!("matched above"),
+                    }
                 })
             }
             Backend::Spm(_) => Err(Error::invalid("a SentencePiece vocabulary has no pair encoding")),
@@ -230,6 +263,48 @@ mod tests {
         let (prefix, cut) = window_prefix(&huge, 6);
         assert!(cut && prefix.len() <= 6 * MAX_BYTES_PER_TOKEN && huge.starts_with(prefix));
         assert_eq!(window_prefix("alpha", 6), ("alpha", false));
+    }
+
+    /// A GGUF WordPiece vocabulary's bounded model splits as Hugging
+    /// Face's WordPiece does with no word limit (llama.cpp's rule), ids,
+    /// offsets and counts alike, and a word as long as the window can read
+    /// costs its length (Hugging Face's took 13 s for 8,000 characters).
+    #[test]
+    fn the_bounded_wordpiece_splits_as_hugging_face_does() {
+        let words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "una", "##ff", "##able", "##a", "##b", "b", "é", "##té"];
+        let vocab: String = words.iter().enumerate().map(|(i, w)| format!("{w:?}: {i}")).collect::<Vec<_>>().join(", ");
+        let json = format!(
+            r###"{{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+              "normalizer": {{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                              "strip_accents": null, "lowercase": true}},
+              "pre_tokenizer": {{"type": "BertPreTokenizer"}},
+              "post_processor": {{"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}},
+              "decoder": null,
+              "model": {{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                         "max_input_chars_per_word": {}, "vocab": {{{vocab}}}}}}}"###,
+            usize::MAX
+        );
+        let reference = HuggingFace::<ModelWrapper>::parse(json.as_bytes(), 16).unwrap();
+        let bounded = HuggingFace::<BoundedWordPiece>::parse(json.as_bytes(), 16).unwrap();
+        let long = format!("b{}", "ab".repeat(300));
+        let texts = ["unaffable b", "Una-ffa", "étéb unx", "", "bbbbbbbbbbbbbbbbbbbbbbbb", long.as_str()];
+        for text in texts {
+            let (want, want_count) = reference.encode_counted(text).unwrap();
+            let (got, got_count) = bounded.encode_counted(text).unwrap();
+            assert_eq!(got.get_ids(), want.get_ids(), "{text:?}");
+            assert_eq!(got.get_offsets(), want.get_offsets(), "{text:?}");
+            assert_eq!(got_count, want_count, "{text:?}");
+            let pair = |hf: &dyn Fn() -> Result<Encoding>| hf().unwrap().get_ids().to_vec();
+            assert_eq!(pair(&|| bounded.encode_pair("una", text)), pair(&|| reference.encode_pair("una", text)));
+        }
+        assert_eq!(bounded.vocabulary(), reference.vocabulary());
+
+        let tokenizer = TextTokenizer { backend: Backend::WordPiece(bounded), max_tokens: 512 };
+        let word = format!("b{}", "ab".repeat(8 << 10));
+        let started = std::time::Instant::now();
+        let (_, count) = &tokenizer.encode_counted(&[word.as_str()]).unwrap()[0];
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "took {:?}", started.elapsed());
+        assert!(*count > 512, "{count}");
     }
 
     /// A vocabulary that cannot tokenize every text fails when it loads,

@@ -21,7 +21,7 @@ pub struct Clause {
     pub kind: ClauseKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ClauseKind {
     /// A plain word: matches its stemmed term exactly, and (when `prefix`)
     /// index terms starting with the normalised word. `word` is normalised

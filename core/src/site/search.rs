@@ -166,7 +166,7 @@ impl SiteIndex {
         }
         let (lists, excluded) = plan.matches(self, &self.params)?;
         let df: Vec<u64> = lists.iter().map(|l| l.len() as u64).collect();
-        let stats = Bm25Stats::new(&df, u64::from(self.meta.docs), self.meta.tokens);
+        let stats = Bm25Stats::new(&plan, &df, u64::from(self.meta.docs), self.meta.tokens);
         let allowed = self.allowed(filters, passing);
         let candidates: HashSet<u32> = lists.iter().flat_map(|l| l.keys().copied()).collect();
         let mut hits: Vec<(f32, u32)> = candidates

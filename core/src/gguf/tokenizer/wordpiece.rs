@@ -4,7 +4,8 @@
 //! word-start pieces with a leading `▁` and continuations bare (`##ing` →
 //! `ing`); the WordPiece vocabulary is that mapping undone. llama.cpp
 //! splits words of any length into pieces (Hugging Face gives `[UNK]` past
-//! 100 characters); so does this tokenizer.
+//! 100 characters); so does this tokenizer, whose model
+//! (`model::bounded_wordpiece`) keeps that linear in the word's length.
 
 use serde_json::{Value as Json, json};
 

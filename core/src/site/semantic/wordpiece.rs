@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use unicode_normalization::char::is_combining_mark;
 
+use crate::analysis::longest_match::longest_match_first;
 use crate::analysis::{is_cjk, is_letter_or_number, normalize};
 
 /// Words longer than this (in chars) become `[UNK]`, as in BERT.
@@ -18,6 +19,8 @@ const MAX_WORD_CHARS: usize = 100;
 pub struct WordPiece {
     ids: HashMap<String, u32>,
     unk: Option<u32>,
+    /// The longest token in bytes: no candidate piece is longer.
+    longest: usize,
 }
 
 fn is_punctuation(c: char) -> bool {
@@ -90,15 +93,17 @@ impl WordPiece {
     pub fn from_lines(vocab: &str) -> WordPiece {
         let ids: HashMap<String, u32> = vocab.lines().enumerate().map(|(i, t)| (t.to_string(), i as u32)).collect();
         let unk = ids.get("[UNK]").copied();
-        WordPiece { ids, unk }
+        let longest = ids.keys().map(String::len).max().unwrap_or(0);
+        WordPiece { ids, unk, longest }
     }
 
     /// An empty vocabulary, filled shard by shard with [`Self::insert`].
     pub fn with_unknown(unk: Option<u32>) -> WordPiece {
-        WordPiece { ids: HashMap::new(), unk }
+        WordPiece { ids: HashMap::new(), unk, longest: 0 }
     }
 
     pub fn insert(&mut self, token: String, id: u32) {
+        self.longest = self.longest.max(token.len());
         self.ids.insert(token, id);
     }
 
@@ -125,41 +130,15 @@ impl WordPiece {
     }
 
     fn pieces(&self, word: &str, out: &mut Vec<u32>) {
-        let chars: Vec<(usize, char)> = word.char_indices().collect();
-        if chars.len() > MAX_WORD_CHARS {
+        if word.chars().count() > MAX_WORD_CHARS {
             out.extend(self.unk);
             return;
         }
-        let start_len = out.len();
-        let mut start = 0;
-        let mut candidate = String::new();
-        while start < chars.len() {
-            let mut end = chars.len();
-            let mut found = None;
-            while end > start {
-                let from = chars[start].0;
-                let to = chars.get(end).map_or(word.len(), |c| c.0);
-                candidate.clear();
-                if start > 0 {
-                    candidate.push_str("##");
-                }
-                candidate.push_str(&word[from..to]);
-                if let Some(&id) = self.ids.get(&candidate) {
-                    found = Some(id);
-                    break;
-                }
-                end -= 1;
-            }
-            match found {
-                Some(id) => out.push(id),
-                None => {
-                    // One piece missing: the whole word is unknown.
-                    out.truncate(start_len);
-                    out.extend(self.unk);
-                    return;
-                }
-            }
-            start = end;
+        let mut pieces = Vec::new();
+        match longest_match_first(word, "##", self.longest, |piece| self.ids.get(piece).copied(), &mut pieces) {
+            true => out.extend(pieces.iter().map(|piece| piece.0)),
+            // One piece missing: the whole word is unknown.
+            false => out.extend(self.unk),
         }
     }
 }
