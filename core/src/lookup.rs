@@ -1,6 +1,8 @@
 //! Finding documents by what a user types: paths, `qmd://` paths, docids,
 //! suffixes, comma lists and globs, with qmd's "did you mean" suggestions.
 
+use std::collections::HashMap;
+
 use globset::GlobSetBuilder;
 
 use crate::collection::{Config, PathFilter};
@@ -79,20 +81,33 @@ fn boundary(entry: &CatalogEntry, suffix: &str) -> bool {
     full.len() == suffix.len() || full.as_bytes()[full.len() - suffix.len() - 1] == b'/'
 }
 
-/// Levenshtein distance over chars.
-pub fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (prev + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
+/// Levenshtein distance over chars, if it is at most `max`. Only cells
+/// within `max` of the diagonal can stay within `max`, so two long paths
+/// of one length cost their length times `2·max + 1`, not its square.
+pub fn levenshtein_within(a: &str, b: &str, max: usize) -> Option<usize> {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > max {
+        return None;
     }
-    row[b.len()]
+    let far = max + 1;
+    let mut prev: Vec<usize> = (0..=b.len()).map(|j| j.min(far)).collect();
+    let mut row = vec![far; b.len() + 1];
+    for (i, &ca) in a.iter().enumerate().map(|(i, c)| (i + 1, c)) {
+        let (lo, hi) = (i.saturating_sub(max), (i + max).min(b.len()));
+        row[0] = i.min(far);
+        if lo > 0 {
+            row[lo - 1] = far;
+        }
+        for j in lo.max(1)..=hi {
+            let substitute = prev[j - 1] + usize::from(ca != b[j - 1]);
+            row[j] = substitute.min(prev[j] + 1).min(row[j - 1] + 1).min(far);
+        }
+        if hi < b.len() {
+            row[hi + 1] = far;
+        }
+        std::mem::swap(&mut prev, &mut row);
+    }
+    Some(prev[b.len()]).filter(|&d| d <= max)
 }
 
 /// Paths within distance 5 of `input` (lowercased), closest first.
@@ -104,8 +119,7 @@ pub fn similar_paths(catalog: &[CatalogEntry], input: &str, top: usize) -> Vec<S
     let mut scored: Vec<(usize, &str)> = catalog
         .iter()
         .filter(|e| e.record.path.chars().count().abs_diff(needle_len) <= 5)
-        .map(|e| (levenshtein(&needle, &e.record.path.to_lowercase()), e.record.path.as_str()))
-        .filter(|(d, _)| *d <= 5)
+        .filter_map(|e| Some((levenshtein_within(&needle, &e.record.path.to_lowercase(), 5)?, e.record.path.as_str())))
         .collect();
     scored.sort_by_key(|(d, _)| *d);
     scored.dedup_by(|a, b| a.1 == b.1);
@@ -130,41 +144,123 @@ pub fn is_list_pattern(pattern: &str) -> bool {
     (pattern.contains(',') && !pattern.contains(['*', '?', '{'])) || parse_docid(pattern).is_some()
 }
 
-/// Resolves one name of a comma list: docid or `qmd://` (exact), exact
-/// `c/p`, exact `p`, then a suffix at a path boundary. Errors are qmd's.
-pub fn resolve_list_name<'a>(catalog: &'a [CatalogEntry], name: &str) -> std::result::Result<&'a CatalogEntry, String> {
-    if let Some(id) = parse_docid(name)
-        && let Some(e) = docid_match(catalog, &id)
-    {
-        return Ok(e);
+/// The catalog indexed once for resolving a comma list's names, so each
+/// name costs a few lookups instead of scans of the catalog (a list of
+/// thousands of names over tens of thousands of documents was their
+/// product, each building strings).
+pub struct ListIndex<'a> {
+    catalog: &'a [CatalogEntry],
+    /// Catalog positions sorted by hash, for docid prefixes.
+    by_hash: Vec<usize>,
+    /// `c/p` → positions (one, unless the catalog repeats an entry).
+    by_full: HashMap<String, Vec<usize>>,
+    by_path: HashMap<&'a str, Vec<usize>>,
+    /// Hash of each `c/p` suffix that starts after a `/` → positions,
+    /// checked against the text on lookup.
+    by_suffix: HashMap<u64, Vec<usize>>,
+    /// Not-found names that still get "did you mean" (each costs a scan).
+    suggestions_left: std::cell::Cell<usize>,
+}
+
+/// Not-found names of one list that get suggestions; later ones are
+/// reported without them.
+const MAX_SUGGESTED_NAMES: usize = 20;
+
+fn suffix_key(suffix: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    suffix.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn full_path(e: &CatalogEntry) -> String {
+    format!("{}/{}", e.record.collection, e.record.path)
+}
+
+impl<'a> ListIndex<'a> {
+    pub fn new(catalog: &'a [CatalogEntry]) -> Self {
+        let mut by_hash: Vec<usize> = (0..catalog.len()).collect();
+        by_hash.sort_by(|&a, &b| catalog[a].record.hash.cmp(&catalog[b].record.hash).then(a.cmp(&b)));
+        let (mut by_full, mut by_path, mut by_suffix) = (HashMap::new(), HashMap::new(), HashMap::new());
+        for (i, e) in catalog.iter().enumerate() {
+            let full = full_path(e);
+            for (slash, _) in full.match_indices('/') {
+                by_suffix.entry(suffix_key(&full[slash + 1..])).or_insert_with(Vec::new).push(i);
+            }
+            by_full.entry(full).or_insert_with(Vec::new).push(i);
+            by_path.entry(e.record.path.as_str()).or_insert_with(Vec::new).push(i);
+        }
+        ListIndex {
+            catalog,
+            by_hash,
+            by_full,
+            by_path,
+            by_suffix,
+            suggestions_left: std::cell::Cell::new(MAX_SUGGESTED_NAMES),
+        }
     }
-    if let Some(vp) = vpath::parse(name) {
-        if let Some(e) = catalog.iter().find(|e| e.record.collection == vp.collection && e.record.path == vp.path) {
+
+    /// The first entry in catalog order whose hash starts with `id`.
+    fn docid(&self, id: &str) -> Option<&'a CatalogEntry> {
+        let hash = |i: &usize| self.catalog[*i].record.hash.as_str();
+        let from = self.by_hash.partition_point(|i| hash(i) < id);
+        let matching = self.by_hash[from..].iter().take_while(|i| hash(i).starts_with(id));
+        matching.min().map(|&i| &self.catalog[i])
+    }
+
+    /// Resolves one name of a comma list: docid or `qmd://` (exact), exact
+    /// `c/p`, exact `p`, then a suffix at a path boundary. Errors are qmd's.
+    pub fn resolve(&self, name: &str) -> std::result::Result<&'a CatalogEntry, String> {
+        if let Some(id) = parse_docid(name)
+            && let Some(e) = self.docid(&id)
+        {
             return Ok(e);
         }
-    } else if vpath::is_contained(name) {
-        let full = |e: &CatalogEntry| format!("{}/{}", e.record.collection, e.record.path);
-        let suffix = format!("/{name}");
-        let tiers: [&dyn Fn(&CatalogEntry) -> bool; 3] =
-            [&|e| full(e) == name, &|e| e.record.path == name, &|e| full(e).ends_with(&suffix)];
-        for tier in tiers {
-            let found: Vec<&CatalogEntry> = catalog.iter().filter(|e| tier(e)).collect();
-            match found.as_slice() {
-                [one] => return Ok(one),
-                [] => continue,
-                many => {
-                    let names: Vec<String> =
-                        many.iter().map(|e| vpath::build(&e.record.collection, &e.record.path)).collect();
-                    return Err(format!("Ambiguous path {name}: {}", names.join(", ")));
+        if let Some(vp) = vpath::parse(name) {
+            let key = format!("{}/{}", vp.collection, vp.path);
+            if let Some(&i) = self.by_full.get(&key).and_then(|found| found.first()) {
+                return Ok(&self.catalog[i]);
+            }
+        } else if vpath::is_contained(name) {
+            let suffix = format!("/{name}");
+            let suffixes: Vec<usize> = self
+                .by_suffix
+                .get(&suffix_key(name))
+                .map(|found| {
+                    found.iter().copied().filter(|&i| full_path(&self.catalog[i]).ends_with(&suffix)).collect()
+                })
+                .unwrap_or_default();
+            let tiers = [
+                self.by_full.get(name).cloned().unwrap_or_default(),
+                self.by_path.get(name).cloned().unwrap_or_default(),
+                suffixes,
+            ];
+            for found in tiers {
+                match found.as_slice() {
+                    [one] => return Ok(&self.catalog[*one]),
+                    [] => continue,
+                    many => {
+                        let names: Vec<String> = many
+                            .iter()
+                            .map(|&i| vpath::build(&self.catalog[i].record.collection, &self.catalog[i].record.path))
+                            .collect();
+                        return Err(format!("Ambiguous path {name}: {}", names.join(", ")));
+                    }
                 }
             }
         }
-    }
-    let similar = similar_paths(catalog, name, 3);
-    if similar.is_empty() {
-        Err(format!("File not found: {name}"))
-    } else {
-        Err(format!("File not found: {name} (did you mean: {}?)", similar.join(", ")))
+        let left = self.suggestions_left.get();
+        let similar = if left > 0 {
+            self.suggestions_left.set(left - 1);
+            similar_paths(self.catalog, name, 3)
+        } else {
+            Vec::new()
+        };
+        if similar.is_empty() {
+            Err(format!("File not found: {name}"))
+        } else {
+            Err(format!("File not found: {name} (did you mean: {}?)", similar.join(", ")))
+        }
     }
 }
 
@@ -202,9 +298,38 @@ mod tests {
 
     #[test]
     fn distances() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
-        assert_eq!(levenshtein("", "abc"), 3);
-        assert_eq!(levenshtein("docs/erors.md", "docs/errors.md"), 1);
+        assert_eq!(levenshtein_within("kitten", "sitting", 5), Some(3));
+        assert_eq!(levenshtein_within("kitten", "sitting", 2), None);
+        assert_eq!(levenshtein_within("", "abc", 5), Some(3));
+        assert_eq!(levenshtein_within("docs/erors.md", "docs/errors.md", 5), Some(1));
+        // Every pair of short strings over a small alphabet: the band
+        // gives the full table's answer whenever that is within the bound.
+        let full = |a: &str, b: &str| {
+            let b: Vec<char> = b.chars().collect();
+            let mut row: Vec<usize> = (0..=b.len()).collect();
+            for (i, ca) in a.chars().enumerate() {
+                let mut diagonal = row[0];
+                row[0] = i + 1;
+                for (j, &cb) in b.iter().enumerate() {
+                    let next = (diagonal + usize::from(ca != cb)).min(row[j] + 1).min(row[j + 1] + 1);
+                    diagonal = row[j + 1];
+                    row[j + 1] = next;
+                }
+            }
+            row[b.len()]
+        };
+        let words: Vec<String> = (0..400).map(|n: u32| format!("{n:b}").replace('1', "é")).collect();
+        for a in &words {
+            for b in words.iter().step_by(7) {
+                for max in [0, 1, 2, 5] {
+                    let d = full(a, b);
+                    assert_eq!(levenshtein_within(a, b, max), (d <= max).then_some(d), "{a} {b} {max}");
+                }
+            }
+        }
+        // Two 100,000-character paths of one length: the band, not the square.
+        let (a, b) = ("x".repeat(100_000), format!("{}y", "x".repeat(99_999)));
+        assert_eq!(levenshtein_within(&a, &b, 5), Some(1));
         assert!(is_list_pattern("a.md, b.md"));
         assert!(is_list_pattern("#abc123"));
         assert!(!is_list_pattern("docs/{a,b}.md"));

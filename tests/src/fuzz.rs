@@ -33,7 +33,7 @@ pub struct Target {
     /// running a model costs what a thousand parses do.
     pub cost: u64,
     /// What one input may cost; an input past it counts as a crash.
-    pub bound: Option<Bound>,
+    pub bound: Bound,
 }
 
 /// Time and memory one input may take, growing with its size: work that
@@ -60,35 +60,45 @@ impl Bound {
     }
 }
 
+/// A parser or file reader (queries, configs, manifests, segments, the
+/// site bundle's files): a second at most, and memory a small multiple of
+/// the input (its decoded form).
+pub const READER: Bound = Bound { seconds: 2.0, seconds_per_mb: 20.0, bytes: 16 << 20, bytes_per_input_byte: 64 };
+
+/// Loading a model file and running it once: the fixtures are tiny
+/// models, so a few seconds and a model's worth of scratch memory; a count
+/// in a damaged header that sizes an allocation fails it.
+const MODEL: Bound = Bound { seconds: 10.0, seconds_per_mb: 60.0, bytes: 256 << 20, bytes_per_input_byte: 64 };
+
 pub fn targets() -> Vec<Target> {
     vec![
-        Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex, cost: 1, bound: None },
+        Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex, cost: 1, bound: READER },
         Target {
             name: "query-document",
             seeds: document_seeds,
             dictionary: DOCUMENT_WORDS,
             run: query_document,
             cost: 1,
-            bound: None,
+            bound: READER,
         },
-        Target { name: "config", seeds: config_seeds, dictionary: CONFIG_WORDS, run: config, cost: 1, bound: None },
+        Target { name: "config", seeds: config_seeds, dictionary: CONFIG_WORDS, run: config, cost: 1, bound: READER },
         Target {
             name: "manifest",
             seeds: manifest_seeds,
             dictionary: MANIFEST_WORDS,
             run: manifest,
             cost: 1,
-            bound: None,
+            bound: READER,
         },
-        Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment, cost: 1, bound: None },
-        Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor, cost: 1, bound: None },
+        Target { name: "segment", seeds: segment_seeds, dictionary: &[], run: segment, cost: 1, bound: READER },
+        Target { name: "doctor", seeds: segment_seeds, dictionary: &[], run: doctor, cost: 1, bound: READER },
         Target {
             name: "gguf",
             seeds: crate::fuzz_models::files,
             dictionary: GGUF_WORDS,
             run: gguf,
             cost: 10,
-            bound: None,
+            bound: MODEL,
         },
         Target {
             name: "gguf-models",
@@ -96,7 +106,7 @@ pub fn targets() -> Vec<Target> {
             dictionary: &[],
             run: crate::fuzz_models::load_and_run,
             cost: 10,
-            bound: None,
+            bound: MODEL,
         },
         Target {
             name: "model-id",
@@ -104,7 +114,7 @@ pub fn targets() -> Vec<Target> {
             dictionary: MODEL_ID_WORDS,
             run: model_id,
             cost: 1,
-            bound: None,
+            bound: READER,
         },
         Target {
             name: "expansion-cache",
@@ -112,7 +122,7 @@ pub fn targets() -> Vec<Target> {
             dictionary: EXPANSION_WORDS,
             run: expansion_entry,
             cost: 1,
-            bound: None,
+            bound: READER,
         },
     ]
     .into_iter()
@@ -610,7 +620,7 @@ pub fn run(target: &Target, iterations: u64, seed: u64) -> Report {
         report.iterations += 1;
         let (started, live) = (std::time::Instant::now(), crate::allocation::reset_peak());
         match catch_unwind(AssertUnwindSafe(|| (target.run)(input))) {
-            Ok(()) => match target.bound.and_then(|bound| past(&bound, input.len(), started, live)) {
+            Ok(()) => match past(&target.bound, input.len(), started, live) {
                 Some(message) => {
                     report.crashes.push((input.to_vec(), message));
                     false

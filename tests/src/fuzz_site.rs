@@ -15,11 +15,7 @@ use qmd_core::site::format::file_id;
 use qmd_core::site::semantic::{RowWidth, SemanticInput, SemanticMeta};
 use qmd_core::site::{SemanticIndex, SiteBuilder, SiteIndex, SiteMetadata, SiteOptions, SitePage};
 
-use crate::fuzz::{Bound, Target};
-
-/// A bundle reader: a second at most, and memory a small multiple of the
-/// file (its decoded form).
-const READER: Bound = Bound { seconds: 2.0, seconds_per_mb: 20.0, bytes: 16 << 20, bytes_per_input_byte: 64 };
+use crate::fuzz::{Bound, READER, Target};
 
 /// The chunker: the parse's bounds ([`qmd_core::chunk`]: 16 operations
 /// and twice 384 bytes a byte of source), with room for the text itself.
@@ -27,21 +23,14 @@ const CHUNKER: Bound = Bound { seconds: 5.0, seconds_per_mb: 60.0, bytes: 64 << 
 
 pub fn targets() -> Vec<Target> {
     vec![
-        Target {
-            name: "site-meta",
-            seeds: meta_seeds,
-            dictionary: SITE_WORDS,
-            run: site_meta,
-            cost: 1,
-            bound: Some(READER),
-        },
+        Target { name: "site-meta", seeds: meta_seeds, dictionary: SITE_WORDS, run: site_meta, cost: 1, bound: READER },
         Target {
             name: "site-files",
             seeds: file_seeds,
             dictionary: SITE_WORDS,
             run: site_file,
             cost: 1,
-            bound: Some(READER),
+            bound: READER,
         },
         Target {
             name: "site-semantic",
@@ -49,7 +38,7 @@ pub fn targets() -> Vec<Target> {
             dictionary: SITE_WORDS,
             run: semantic_file,
             cost: 2,
-            bound: Some(READER),
+            bound: READER,
         },
         Target {
             name: "code-chunks",
@@ -57,7 +46,7 @@ pub fn targets() -> Vec<Target> {
             dictionary: CODE_WORDS,
             run: code_chunks,
             cost: 200,
-            bound: Some(CHUNKER),
+            bound: CHUNKER,
         },
     ]
 }

@@ -400,6 +400,10 @@ dialog::backdrop { background: #0007; }
 /** How many values of a key the facets list (the most frequent). */
 const FACET_VALUES = 12;
 
+/** The engine's query limit in characters (core's `MAX_QUERY_CHARS`);
+ * `maxlength` counts UTF-16 units, never fewer than characters. */
+const MAX_QUERY_CHARS = 10000;
+
 let instances = 0;
 
 export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
@@ -413,7 +417,8 @@ export class QmdSearchElement extends (globalThis.HTMLElement ?? class {}) {
       <div class="panel">
         <label class="sr" for="${id}-input">Search this site</label>
         <input id="${id}-input" part="input" type="search" autocomplete="off" spellcheck="false"
-          role="combobox" aria-autocomplete="list" aria-expanded="false" aria-controls="${id}-results">
+          role="combobox" aria-autocomplete="list" aria-expanded="false" aria-controls="${id}-results"
+          maxlength="${MAX_QUERY_CHARS}">
         <div class="status" role="status" aria-live="polite"></div>
         <div class="facets" part="facets" hidden></div>
         <ul id="${id}-results" part="results" role="listbox" aria-label="Search results"></ul>

@@ -7,9 +7,11 @@
 //! - [`tokenize`]: splitting, lowercasing, diacritic removal, CJK rule.
 //! - [`stem`](mod@stem): the Porter stemmer as FTS5 implements it.
 //! - [`longest_match`]: WordPiece's greedy split of one word.
+//! - [`substring_set`]: which of many terms a text holds, in one pass.
 
 pub mod longest_match;
 pub mod stem;
+pub mod substring_set;
 pub mod tokenize;
 
 pub use stem::stem;
@@ -24,6 +26,24 @@ pub fn is_js_whitespace(c: char) -> bool {
         '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
             ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
+}
+
+/// `n` distinct made-up words of five or more letters (no stop words, no
+/// word a prefix of another's stem), for tests of long queries.
+#[cfg(test)]
+pub(crate) fn made_up_words(n: usize) -> Vec<String> {
+    const LETTERS: &[u8] = b"bcdfghjklmnpqrstvwxz";
+    (0..n)
+        .map(|i| {
+            let mut word = String::from("q");
+            let mut rest = i + 20usize.pow(4);
+            while rest > 0 {
+                word.push(LETTERS[rest % 20] as char);
+                rest /= 20;
+            }
+            word
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -42,7 +42,45 @@ pub fn split_mask(mask: &str) -> Vec<String> {
     parts.into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
 }
 
+/// Longest glob accepted, in bytes: no path is longer (Linux's
+/// `PATH_MAX`); compiling costs grow with it (a 3 MB pattern took 2 s to be
+/// refused by the regex engine), and 100,000 nested braces overflowed
+/// globset's recursive parser.
+const MAX_GLOB_BYTES: usize = 4096;
+
+/// Deepest brace nesting accepted. The length limit already keeps globset's
+/// recursive parser off the stack's end (100,000 levels aborted the
+/// process, an MCP server with it); past this depth the regex engine
+/// fails with "error parsing pattern 0", which names nothing.
+const MAX_GLOB_BRACE_DEPTH: usize = 16;
+
+/// Refuses a glob too long or too deeply nested to compile safely, naming
+/// the limit and not echoing a long pattern.
+fn check_glob_size(pattern: &str) -> Result<()> {
+    if pattern.len() > MAX_GLOB_BYTES {
+        return Err(Error::invalid(format!(
+            "Invalid glob pattern: {} bytes long (the limit is {MAX_GLOB_BYTES})",
+            pattern.len()
+        )));
+    }
+    let mut depth = 0usize;
+    for c in pattern.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            _ => continue,
+        }
+        if depth > MAX_GLOB_BRACE_DEPTH {
+            return Err(Error::invalid(format!(
+                "Invalid glob pattern: braces nested more than {MAX_GLOB_BRACE_DEPTH} deep"
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn compile(pattern: &str) -> Result<Glob> {
+    check_glob_size(pattern)?;
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
@@ -122,6 +160,28 @@ mod tests {
         assert!(!f.enter_dir("src/.git"));
         assert!(!f.enter_dir("build"));
         assert!(f.enter_dir("docs"));
+    }
+
+    /// Nesting that overflowed globset's recursive parser (aborting the
+    /// process) and patterns longer than any path are refused with the
+    /// limit named; the deepest accepted nesting still matches.
+    #[test]
+    fn deep_and_long_globs_are_refused_not_crashes() {
+        let overflowing = format!("{}a.md{}", "{".repeat(100_000), "}".repeat(100_000));
+        let deep = format!("{}a.md{}", "{".repeat(1000), "}".repeat(1000));
+        let long = "*a".repeat(500_000);
+        for (pattern, says) in
+            [(&overflowing, "200004 bytes long"), (&deep, "nested more than 16"), (&long, "1000000 bytes long")]
+        {
+            for err in
+                [compile(pattern).map(|_| ()), PathFilter::new("**/*.md", std::slice::from_ref(pattern)).map(|_| ())]
+            {
+                let message = err.unwrap_err().message;
+                assert!(message.contains(says) && message.len() < 200, "{}", &message[..message.len().min(300)]);
+            }
+        }
+        let deepest = format!("{}a.md{}", "{x,".repeat(16), "}".repeat(16));
+        assert!(PathFilter::new(&deepest, &[]).unwrap().includes("a.md"));
     }
 
     #[test]

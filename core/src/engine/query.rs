@@ -16,6 +16,7 @@ use std::rc::Rc;
 use super::read::{Found, SnippetFocus};
 use super::vsearch::{DocsByHash, usable_vectors, vector_list};
 use super::{Engine, passing};
+use crate::analysis::substring_set::SubstringSet;
 use crate::api::*;
 use crate::chunk::{Chunk, Declarations, chunk_document};
 use crate::collection::Config;
@@ -56,6 +57,13 @@ struct Candidate {
     chunk: Chunk,
 }
 
+fn check_search_count(searches: usize) -> Result<()> {
+    if searches > MAX_SEARCHES {
+        return Err(Error::invalid(format!("at most {MAX_SEARCHES} searches are allowed (this query has {searches})")));
+    }
+    Ok(())
+}
+
 fn plan(request: &QueryRequest) -> Result<Plan> {
     let (query, searches) = (request.query.as_deref().map(str::trim), &request.searches);
     check_length("Query", query.unwrap_or_default())?;
@@ -70,12 +78,18 @@ fn plan(request: &QueryRequest) -> Result<Plan> {
         (None, true) | (Some(""), true) => {
             return Err(Error::invalid("provide either 'query' (plain text) or 'searches' (typed sub-queries)"));
         }
-        (Some(text), true) if request.parse_document => parse_query_document(text)?,
+        (Some(text), true) if request.parse_document => {
+            let document = parse_query_document(text)?;
+            // A 10,000-character document holds a thousand `lex:` lines,
+            // each a search (and each `vec:` line an embedding).
+            if let QueryDocument::Structured { searches, .. } = &document {
+                check_search_count(searches.len())?;
+            }
+            document
+        }
         (Some(text), true) => QueryDocument::Expand(text.to_string()),
         (None, false) => {
-            if searches.len() > MAX_SEARCHES {
-                return Err(Error::invalid(format!("at most {MAX_SEARCHES} searches are allowed")));
-            }
+            check_search_count(searches.len())?;
             for search in searches {
                 if search.query.trim().is_empty() {
                     return Err(Error::invalid(format!(
@@ -121,11 +135,12 @@ fn best_chunk(body: &str, declarations: &Declarations, query: &str, intent: Opti
     let lowered = query.to_lowercase();
     let terms: Vec<&str> = lowered.split_whitespace().filter(|t| t.chars().count() > 2).collect();
     let intent_terms = intent.map(extract_intent_terms).unwrap_or_default();
+    let intent_terms: Vec<&str> = intent_terms.iter().map(String::as_str).collect();
+    let mut terms = SubstringSet::new([&terms[..], &intent_terms[..]]);
     let mut best: Option<(f64, Chunk)> = None;
     for chunk in chunk_document(body, declarations) {
-        let text = chunk.text.to_lowercase();
-        let score = terms.iter().filter(|t| text.contains(**t)).count() as f64
-            + intent_terms.iter().filter(|t| text.contains(t.as_str())).count() as f64 * INTENT_WEIGHT_CHUNK;
+        let [query_hits, intent_hits] = terms.count_in(&chunk.text.to_lowercase());
+        let score = f64::from(query_hits) + f64::from(intent_hits) * INTENT_WEIGHT_CHUNK;
         if best.as_ref().is_none_or(|(b, _)| score > *b) {
             best = Some((score, chunk));
         }
@@ -672,6 +687,16 @@ mod tests {
         // Rank 1 in both lists: 2/61 + 1/61 + 0.05.
         assert!((top.rrf_score - (3.0 / 61.0 + 0.05)).abs() < 1e-12);
         assert_eq!(top.blend_weight, 0.75);
+    }
+
+    /// A query document is held to the searches a `searches` list may
+    /// have: a thousand `lex:` lines fit in the length limit.
+    #[test]
+    fn query_documents_hold_at_most_max_searches() {
+        let document = |n: usize| (0..n).map(|i| format!("lex: c{i}\n")).collect::<String>();
+        assert!(engine().query(&request(&document(MAX_SEARCHES))).is_ok());
+        let err = engine().query(&request(&document(1000))).map(|_| ()).unwrap_err();
+        assert!(err.message.contains("at most 10 searches") && err.message.contains("has 1000"), "{}", err.message);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Read operations: search, get, multi-get, ls, status.
 
+use std::collections::HashSet;
+
 use super::{Engine, passing, source_path};
 use crate::api::*;
 use crate::collection::{Config, context_for};
@@ -7,7 +9,7 @@ use crate::document::{MULTI_GET_TOTAL_BYTES, docid, over_total, slice_lines, too
 use crate::error::{Error, Result};
 use crate::index::{CatalogEntry, Index};
 use crate::lookup::{
-    find_document, glob_documents, ignored_by, is_list_pattern, resolve_list_name, similar_paths, split_line_suffix,
+    ListIndex, find_document, glob_documents, ignored_by, is_list_pattern, similar_paths, split_line_suffix,
 };
 use crate::query::lex::parse_lex;
 use crate::search::lex::search_lex;
@@ -136,9 +138,11 @@ impl Engine {
         let mut result = MultiGetResult { by_list: is_list_pattern(pattern), ..Default::default() };
         let mut found: Vec<&CatalogEntry> = Vec::new();
         if result.by_list {
+            let names = ListIndex::new(catalog);
+            let mut seen = HashSet::new();
             for name in pattern.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                match resolve_list_name(catalog, name) {
-                    Ok(entry) if !found.iter().any(|f| f.address == entry.address) => found.push(entry),
+                match names.resolve(name) {
+                    Ok(entry) if seen.insert(std::ptr::from_ref(entry)) => found.push(entry),
                     Ok(_) => {}
                     Err(message) => result.errors.push(message),
                 }
@@ -324,5 +328,49 @@ mod tests {
         assert!(skipped.starts_with("Result too large") && skipped.contains("ask for fewer files"), "{skipped}");
         assert!(result.entries[9].doc.body.is_empty());
         assert!(engine.multi_get(&request).unwrap().entries.iter().all(|e| e.skipped.is_none()));
+    }
+
+    /// A comma list resolves each name by lookup: 30,000 names over 3,000
+    /// notes (paths, suffixes, `qmd://` paths, docids, misses) in one
+    /// pass, where each name scanned the catalog three times.
+    #[test]
+    fn long_name_lists_resolve_by_lookup() {
+        let mut notes = MemorySource::new();
+        for i in 0..3000 {
+            notes.insert("/notes", &format!("d{}/n{i}.md", i % 10), format!("# {i}\n"), 0);
+        }
+        notes.insert("/notes", "a/same.md", "# a\n", 0);
+        notes.insert("/notes", "b/same.md", "# b\n", 0);
+        let engine = crate::engine::indexed_in_memory(notes, &[("/notes", "notes")]);
+        let get = |pattern: String| {
+            engine
+                .multi_get(&MultiGetRequest { pattern, max_lines: None, max_bytes: 1 << 20, line_numbers: false })
+                .unwrap()
+        };
+        let docid = get("d3/n3.md,d4/n4.md".into()).entries[0].doc.docid.clone();
+        let names: Vec<String> = (0..30_000)
+            .map(|k| {
+                let i = k % 3000;
+                match (k / 3000) % 5 {
+                    0 => format!("n{i}.md"),
+                    1 => format!("d{}/n{i}.md", i % 10),
+                    2 => format!("qmd://notes/d{}/n{i}.md", i % 10),
+                    3 => format!("#{docid}"),
+                    _ => format!("missing{k}.md"),
+                }
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let result = get(format!("{},same.md", names.join(",")));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "took {:?}", started.elapsed());
+        assert_eq!(result.entries.len(), 3000, "each note once");
+        assert_eq!(result.entries[3].doc.path, "d3/n3.md", "in the list's order");
+        assert_eq!(result.errors.len(), 6001, "{:?}", &result.errors[..3]);
+        assert!(result.errors[0].starts_with("File not found: missing12000.md"), "{}", result.errors[0]);
+        let ambiguous = result.errors.last().unwrap();
+        assert!(
+            ambiguous.starts_with("Ambiguous path same.md: qmd://notes/a/same.md, qmd://notes/b/same.md"),
+            "{ambiguous}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! `char`s. qmd counts JavaScript UTF-16 code units; the two agree except
 //! for characters outside the Basic Multilingual Plane (emoji, rare CJK).
 
+use crate::analysis::substring_set::SubstringSet;
 use crate::analysis::{is_js_whitespace, is_letter_or_number};
 
 /// Weight of an intent term relative to a query term (1.0).
@@ -47,26 +48,36 @@ pub fn extract_snippet(
     chunk: Option<(usize, usize)>,
     intent: Option<&str>,
 ) -> Snippet {
-    let terms = Terms {
-        query: query.to_lowercase().split(is_js_whitespace).filter(|t| !t.is_empty()).map(str::to_owned).collect(),
-        intent: intent.map(extract_intent_terms).unwrap_or_default(),
-    };
+    let query: Vec<String> =
+        query.to_lowercase().split(is_js_whitespace).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+    let intent = intent.map(extract_intent_terms).unwrap_or_default();
+    let terms = &mut Terms(SubstringSet::new([&query[..], &intent[..]]));
     match chunk {
         Some((pos, len)) => {
             let len = if len == 0 { DEFAULT_CHUNK_CHARS } else { len };
-            chunk_snippet(body, &terms, max_len, pos, len)
+            chunk_snippet(body, terms, max_len, pos, len)
         }
-        None => body_snippet(body, &terms, max_len),
+        None => body_snippet(body, terms, max_len),
     }
 }
 
 /// Lowercased query terms (weight 1.0) and intent terms (weight 0.3).
-struct Terms {
-    query: Vec<String>,
-    intent: Vec<String>,
+struct Terms(SubstringSet<2>);
+
+impl Terms {
+    /// The query terms a lowercased line holds, plus its intent terms at
+    /// their weight.
+    fn score(&mut self, lower: &str) -> f64 {
+        let [query, intent] = self.0.count_in(lower);
+        f64::from(query) + f64::from(intent) * INTENT_WEIGHT_SNIPPET
+    }
+
+    fn has_query_term(&mut self, lower: &str) -> bool {
+        self.0.count_in(lower)[0] > 0
+    }
 }
 
-fn body_snippet(body: &str, terms: &Terms, max_len: usize) -> Snippet {
+fn body_snippet(body: &str, terms: &mut Terms, max_len: usize) -> Snippet {
     let lines: Vec<&str> = body.split('\n').collect();
     let (best, _) = best_line(&lines, terms);
     render(&lines, best, 0, count_lines(body), terms, max_len)
@@ -74,7 +85,7 @@ fn body_snippet(body: &str, terms: &Terms, max_len: usize) -> Snippet {
 
 /// Searches the padded chunk window first; qmd's fallbacks apply when the
 /// window has no scoring line or yields only blank lines.
-fn chunk_snippet(body: &str, terms: &Terms, max_len: usize, pos: usize, len: usize) -> Snippet {
+fn chunk_snippet(body: &str, terms: &mut Terms, max_len: usize, pos: usize, len: usize) -> Snippet {
     let body_chars = body.chars().count();
     let ctx_start = pos.saturating_sub(CHUNK_PADDING_CHARS).min(body_chars);
     let ctx_end = pos.saturating_add(len).saturating_add(CHUNK_PADDING_CHARS).min(body_chars).max(ctx_start);
@@ -100,12 +111,10 @@ fn chunk_snippet(body: &str, terms: &Terms, max_len: usize, pos: usize, len: usi
 }
 
 /// Index of the first line with the highest score, and that score.
-fn best_line(lines: &[&str], terms: &Terms) -> (usize, f64) {
+fn best_line(lines: &[&str], terms: &mut Terms) -> (usize, f64) {
     let mut best = (0, -1.0);
     for (i, line) in lines.iter().enumerate() {
-        let lower = line.to_lowercase();
-        let hits = |terms: &[String]| terms.iter().filter(|t| lower.contains(t.as_str())).count() as f64;
-        let score = hits(&terms.query) + hits(&terms.intent) * INTENT_WEIGHT_SNIPPET;
+        let score = terms.score(&line.to_lowercase());
         if score > best.1 {
             best = (i, score);
         }
@@ -125,7 +134,7 @@ fn render(
     best: usize,
     line_offset: usize,
     total_lines: usize,
-    terms: &Terms,
+    terms: &mut Terms,
     max_len: usize,
 ) -> Snippet {
     let (start, end) = snippet_range(best, lines.len());
@@ -139,11 +148,10 @@ fn render(
     let abs_start = line_offset + start + 1;
     let before = abs_start - 1;
     let after = total_lines.saturating_sub(abs_start + count - 1);
-    let best_lower = lines[best].to_lowercase();
     Snippet {
         line: u32::try_from(line_offset + best + 1).unwrap_or(u32::MAX),
         text: format!("@@ -{abs_start},{count} @@ ({before} before, {after} after)\n{text}"),
-        matched: terms.query.iter().any(|t| best_lower.contains(t.as_str())),
+        matched: terms.has_query_term(&lines[best].to_lowercase()),
     }
 }
 
@@ -335,5 +343,25 @@ mod tests {
         // An explicit short length does not reach it: anchors at the chunk.
         let s = extract_snippet(&body, "needle", 500, Some((500, 10)), None);
         assert_eq!(s.line, 251);
+    }
+
+    /// The line scan is one pass whatever the query's length: 1,200
+    /// distinct terms over a 3 MB note of short lines cost about what one
+    /// term does (asked one term at a time, 60 times more).
+    #[test]
+    fn long_queries_over_long_notes_cost_one_pass() {
+        let words = crate::analysis::made_up_words(1200);
+        let lines = format!("{}\n", words[..10].join("\n")).repeat(45_000);
+        let body = format!("{lines}the {} and {} here\n", words[1199], words[600]);
+        assert!(body.len() > 3_000_000);
+        let timed = |query: &str| {
+            let started = std::time::Instant::now();
+            (extract_snippet(&body, query, 500, None, None).line, started.elapsed())
+        };
+        let (one, one_took) = timed(&words[3]);
+        let (all, all_took) = timed(&words.join(" "));
+        assert_eq!((one, all), (4, 450_001), "the first line with the term; the line with two terms");
+        let bound = one_took * 10 + std::time::Duration::from_millis(200);
+        assert!(all_took < bound, "1,200 terms took {all_took:?}, one term {one_took:?}");
     }
 }

@@ -57,7 +57,7 @@ mod tests {
     }
 
     fn load(index: &mut SiteIndex, files: &[SiteFile], query: &str) -> usize {
-        let needs = index.needs(query);
+        let needs = index.needs(query).unwrap();
         for name in &needs {
             let file = files.iter().find(|f| &f.name == name).unwrap();
             index.add_file(name, file.bytes.clone()).unwrap();
@@ -119,6 +119,27 @@ mod tests {
         assert_eq!(load(&mut index, &files, "\"vector clocks\""), 4, "a phrase adds positions");
         let err = index.search("zebra", 5, &[], None).map(|_| ()).unwrap_err();
         assert!(err.message.contains("was not loaded"), "{}", err.message);
+    }
+
+    /// A query is held to the CLI's length before it names a shard to
+    /// fetch; within it, a shard many terms share is named once.
+    #[test]
+    fn long_queries_are_refused_and_shared_shards_named_once() {
+        let (mut index, files) = site(40);
+        let long = "gossip ".repeat(2000);
+        for err in
+            [index.needs(&long).map(|_| ()).unwrap_err(), index.search(&long, 5, &[], None).map(|_| ()).unwrap_err()]
+        {
+            assert!(err.message.contains("too long") && err.message.contains("10000"), "{}", err.message);
+        }
+        let prefixes = "c* \"vector clocks\" ".repeat(500);
+        let needs = index.needs(&prefixes).unwrap();
+        let mut unique = needs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(needs.len(), unique.len(), "{needs:?}");
+        assert_eq!(load(&mut index, &files, &prefixes), needs.len());
+        assert!(!index.search(&prefixes, 5, &[], None).unwrap().is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::format::{FormatError, Meta, PositionsShard, TermShard, metadata_name,
 use crate::error::{Error, ErrorKind, Result};
 use crate::index::segment::postings::{decode_positions, decode_postings};
 use crate::index::segment::{FieldPositions, Posting};
+use crate::query::check_length;
 use crate::query::lex::parse_lex;
 use crate::search::lex::{Bm25Params, Bm25Stats, LexPlan, TermSource, normalize_score};
 
@@ -57,18 +58,21 @@ impl SiteIndex {
     }
 
     /// Shard files `query` needs that are not loaded yet, in fetch order.
-    pub fn needs(&self, query: &str) -> Vec<String> {
+    pub fn needs(&self, query: &str) -> Result<Vec<String>> {
+        check_length("Query", query)?;
         let plan = LexPlan::new(&parse_lex(query));
         let mut out = Vec::new();
+        // Each shard is looked at once however many terms share it (a
+        // query of many `a*` prefixes names every shard many times).
+        let mut asked: HashSet<(usize, bool)> = HashSet::new();
         let mut push = |shard: usize, positions: bool| {
+            if !asked.insert((shard, positions)) {
+                return;
+            }
             let set = &self.meta.shard_set;
-            let (loaded, name) = if positions {
-                (self.positions.contains_key(&shard), positions_name(set, shard))
-            } else {
-                (self.terms.contains_key(&shard), terms_name(set, shard))
-            };
-            if !loaded && !out.contains(&name) {
-                out.push(name);
+            let loaded = if positions { self.positions.contains_key(&shard) } else { self.terms.contains_key(&shard) };
+            if !loaded {
+                out.push(if positions { positions_name(set, shard) } else { terms_name(set, shard) });
             }
         };
         for need in plan.terms(&self.params) {
@@ -85,7 +89,7 @@ impl SiteIndex {
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     /// The bundle's metadata file, for metadata filters
@@ -160,6 +164,7 @@ impl SiteIndex {
         filters: &[(String, String)],
         passing: Option<&[u32]>,
     ) -> Result<Vec<SiteHit>> {
+        check_length("Query", query)?;
         let plan = LexPlan::new(&parse_lex(query));
         if !plan.has_positive() || limit == 0 {
             return Ok(Vec::new());

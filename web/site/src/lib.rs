@@ -59,7 +59,7 @@ pub unsafe extern "C" fn qmd_open(ptr: *mut u8, len: usize) -> u32 {
 pub unsafe extern "C" fn qmd_needs(ptr: *mut u8, len: usize) -> u32 {
     // SAFETY: forwarded from the caller.
     let query = unsafe { take_text(ptr, len) };
-    finish(with_index(|index| Ok(index.needs(&query).join("\n"))))
+    finish(with_index(|index| Ok(index.needs(&query).map_err(|e| e.message)?.join("\n"))))
 }
 
 /// Adds a fetched file (decompressed) under the name a `needs` call gave.
