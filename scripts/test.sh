@@ -66,6 +66,8 @@ cargo_test() {
     cargo test --release --locked --workspace --no-fail-fast 2>&1 | time_test_binaries
 }
 trap report_steps EXIT
+# No import circle between files beyond the model code's known ones (issue M).
+step "module cycles" python3 scripts/module-cycles.py
 step "build qmd" bash scripts/qmd-bin.sh
 bash scripts/test-weights.sh >/dev/null   # the test model, fetched once
 step "cargo test" cargo_test

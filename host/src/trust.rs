@@ -19,6 +19,7 @@ use qmd_core::document::to_hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::models::defaults;
 use crate::paths::ConfigFile;
 
 /// The gated fields of a config: `(collection, command)`,
@@ -43,7 +44,7 @@ impl Gated {
             .filter(|c| !inside(root, &c.path))
             .map(|c| (c.name.clone(), c.path.clone()))
             .collect();
-        let models = [("embed", crate::models::DEFAULT_EMBED_MODEL), ("rerank", crate::models::DEFAULT_RERANK_MODEL)]
+        let models = [("embed", defaults::DEFAULT_EMBED_MODEL), ("rerank", defaults::DEFAULT_RERANK_MODEL)]
             .into_iter()
             .filter_map(|(role, default)| Some((role.to_string(), config.model(role).filter(|m| m != default)?)))
             .collect();

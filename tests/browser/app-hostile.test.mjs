@@ -1,8 +1,12 @@
 // The browser app over files and configs it must not trust (robustness
 // class 13): frontmatter keys named like an object's machinery arrive as
-// plain own keys, the worker runs only its own methods, and an index's name
-// is one plain OPFS name.
+// plain own keys, the worker runs only its own methods, an index's name
+// is one plain OPFS name, a config.json naming another origin's models is
+// refused before any request, and a model file inflated past its length
+// is cut off (classes 3 and 4).
 
+import http from 'node:http';
+import zlib from 'node:zlib';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { addStagedFolder, isolatedEnv, launch, openApp, serveApp, stageFolder } from './harness.mjs';
@@ -66,3 +70,63 @@ test('an index name is one plain OPFS name, refused with the reason otherwise', 
   const status = await browser.page.evaluate(() => window.qmd.status());
   assert.equal(status.total_documents, 2);
 });
+
+/** `qmd web` behind a proxy that answers `answers` ({path: handler}) itself:
+ * a hostile server's config.json and files, which the page's service
+ * worker fetches through the network as the page does (routes in the
+ * browser would not see the worker's requests). Resolves to {url, stop}. */
+async function hostileProxy(answers) {
+  const proxy = http.createServer((req, res) => {
+    const answer = answers[new URL(req.url, 'http://x').pathname];
+    if (answer) return answer(res);
+    const upstream = http.request(new URL(req.url, server.url), { method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${proxy.address().port}/`, stop: () => proxy.close() };
+}
+
+const json = (body) => (res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+/** Loads the model the proxy's config.json names in a fresh page; what the
+ * load threw, and the requests the page made. */
+async function loadThrough(answers) {
+  const proxy = await hostileProxy(answers);
+  const page = await browser.context.newPage();
+  const start = browser.requests.length;
+  try {
+    await openApp(page, proxy.url);
+    const error = await page.evaluate(() => window.qmd.loadModel().then(() => null, (e) => String(e?.message ?? e)));
+    return { error, requests: browser.requests.slice(start), origin: new URL(proxy.url).origin };
+  } finally {
+    await page.close();
+    proxy.stop();
+  }
+}
+
+test("a config.json naming another origin's model files is refused before any request", async () => {
+  for (const url of ['https://models.example/m/', '//models.example/m/', 'http://huggingface.co/x/resolve/main/', 'javascript:alert(1)//']) {
+    const { error, requests, origin } = await loadThrough({ '/config.json': json({ embedModel: { id: 'x/y', url } }) });
+    assert.match(error ?? 'loaded', /model files may come only from this site or Hugging Face/, url);
+    // Not one request to where the config pointed (a closed page's service
+    // worker may still be caching its own origin's shell meanwhile).
+    const named = new URL(url, origin);
+    assert.deepEqual(requests.filter((r) => r.startsWith('http') && new URL(r).hostname === named.hostname), [], url);
+  }
+});
+
+test('a model file inflated past its Content-Length is cut off at it, naming the file', async () => {
+  const bomb = zlib.gzipSync(Buffer.alloc(64 << 20));
+  const inflating = (res) =>
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': bomb.length }).end(bomb);
+  const { error } = await loadThrough({
+    '/config.json': json({ embedModel: { id: 'x/y', url: 'models/hostile/' } }),
+    '/models/hostile/config.json': inflating,
+  });
+  assert.match(error ?? 'loaded', new RegExp(`hostile/config\\.json: more than the ${bomb.length} bytes it may hold`));
+});
+

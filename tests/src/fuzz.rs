@@ -70,6 +70,8 @@ pub const READER: Bound = Bound { seconds: 2.0, seconds_per_mb: 20.0, bytes: 16 
 /// in a damaged header that sizes an allocation fails it.
 const MODEL: Bound = Bound { seconds: 10.0, seconds_per_mb: 60.0, bytes: 256 << 20, bytes_per_input_byte: 64 };
 
+/// The engine's targets: parsers, index readers, model files (the site
+/// bundle's are in [`crate::fuzz_site`]).
 pub fn targets() -> Vec<Target> {
     vec![
         Target { name: "lex", seeds: lex_seeds, dictionary: LEX_WORDS, run: lex, cost: 1, bound: READER },
@@ -125,9 +127,6 @@ pub fn targets() -> Vec<Target> {
             bound: READER,
         },
     ]
-    .into_iter()
-    .chain(crate::fuzz_site::targets())
-    .collect()
 }
 
 // ---------------------------------------------------------------------------

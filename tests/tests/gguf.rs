@@ -728,7 +728,7 @@ fn smollm2_sampling_under_qmds_grammar() {
     let mut logits = session.feed(&prompt).unwrap();
     let mut stepped = Vec::new();
     while stepped.len() < 16 {
-        stepped.push(qmd_core::generate::session::most_probable(&logits));
+        stepped.push(qmd_core::generate::sampler::most_probable(&logits));
         logits = session.feed(&stepped[stepped.len() - 1..]).unwrap();
     }
     assert_eq!(Session::new(&model).greedy(&prompt, 16).unwrap(), stepped);

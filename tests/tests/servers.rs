@@ -145,6 +145,28 @@ fn web_serves_nothing_a_link_out_of_its_folder_points_to() {
     assert_eq!((status, body.contains("teal")), (200, true), "{body}");
 }
 
+/// A FIFO in the app folder, or a link to one, is a 404 at once: never
+/// opened for a read that waits for a writer (a thread per request).
+#[test]
+fn web_never_opens_a_fifo_in_its_folder() {
+    let env = Env::new();
+    env.write("www/assets/app.css", "body { color: teal }");
+    let www = env.path("www");
+    mkfifo(&www.join("pipe.js"));
+    std::os::unix::fs::symlink("pipe.js", www.join("linked.js")).unwrap();
+    let (_server, port) = start_web(&env, &[]);
+    for _ in 0..3 {
+        for path in ["/pipe.js", "/linked.js"] {
+            let started = Instant::now();
+            let (status, _) = http(port, "GET", path, &[]);
+            assert_eq!(status, 404, "GET {path}");
+            assert!(started.elapsed() < Duration::from_secs(10), "GET {path} took {:?}", started.elapsed());
+        }
+    }
+    let (status, body) = http(port, "GET", "/assets/app.css", &[]);
+    assert_eq!((status, body.contains("teal")), (200, true), "{body}");
+}
+
 #[test]
 fn web_refuses_foreign_origins() {
     let env = Env::new();

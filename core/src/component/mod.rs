@@ -65,6 +65,18 @@ fn hit(h: crate::SearchHit) -> wit::SearchHit {
     }
 }
 
+#[cfg(not(feature = "mcp"))]
+fn options(o: wit::SearchOptions) -> crate::Result<crate::SearchOptions> {
+    Ok(crate::SearchOptions {
+        collections: o.collections,
+        limit: o.limit as usize,
+        min_score: o.min_score,
+        snippet_max_len: o.snippet_max_len as usize,
+        full: o.full,
+        filter: o.filter.as_deref().map(crate::metadata::Filter::parse_json).transpose()?,
+    })
+}
+
 fn typed_search_in(s: wit::TypedSearch) -> crate::TypedSearch {
     let kind = match s.kind {
         wit::SearchType::Lex => crate::SearchType::Lex,

@@ -4,8 +4,7 @@
 //! keyword-only.
 
 use super::qmd::engine::inference as host;
-use super::tools::options;
-use super::{R, hit, typed_search_in, wit};
+use super::{R, hit, options, typed_search_in, wit};
 use crate::error::{Error, ErrorKind, Result};
 use crate::inference::{EmbedderInfo, Embedding, Inference};
 use crate::wasi::engine;

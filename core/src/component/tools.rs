@@ -2,23 +2,13 @@
 //! the `qmd` host and plugin hosts that want all of them call it.
 
 use super::{
-    Component, Guest, R, context_entry, document, get_error, hit, index_status, multi_get_result, typed_search_in, wit,
+    Component, Guest, R, context_entry, document, get_error, hit, index_status, multi_get_result, options,
+    typed_search_in, wit,
 };
 use crate::wasi::engine;
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-pub(super) fn options(o: wit::SearchOptions) -> crate::Result<crate::SearchOptions> {
-    Ok(crate::SearchOptions {
-        collections: o.collections,
-        limit: o.limit as usize,
-        min_score: o.min_score,
-        snippet_max_len: o.snippet_max_len as usize,
-        full: o.full,
-        filter: o.filter.as_deref().map(crate::metadata::Filter::parse_json).transpose()?,
-    })
 }
 
 fn search_type(kind: crate::SearchType) -> wit::SearchType {

@@ -125,7 +125,9 @@ impl Engine {
         for name in names {
             config.require(name)?;
         }
-        Ok(names.to_vec())
+        // Each named once: a name repeated runs every list again.
+        let mut seen = std::collections::HashSet::new();
+        Ok(names.iter().filter(|n| seen.insert(n.as_str())).cloned().collect())
     }
 }
 

@@ -445,7 +445,7 @@ impl Engine {
         let named: Vec<Option<String>> = if job.request.options.collections.is_empty() {
             vec![None]
         } else {
-            job.request.options.collections.iter().cloned().map(Some).collect()
+            job.scope.iter().cloned().map(Some).collect()
         };
         let searches = job.plan.searches.clone();
         for search in searches.iter().filter(|s| s.kind == SearchType::Lex) {
@@ -697,6 +697,16 @@ mod tests {
         assert!(engine().query(&request(&document(MAX_SEARCHES))).is_ok());
         let err = engine().query(&request(&document(1000))).map(|_| ()).unwrap_err();
         assert!(err.message.contains("at most 10 searches") && err.message.contains("has 1000"), "{}", err.message);
+    }
+
+    /// A collection named twice is searched once: each name would be
+    /// another list per search.
+    #[test]
+    fn repeated_collections_are_searched_once() {
+        let mut req = request("lex: availability\nlex: consistency");
+        req.options.collections = ["n", "m"].repeat(5000).into_iter().map(String::from).collect();
+        let result = engine().query(&req).unwrap();
+        assert_eq!(result.lists.len(), 3, "{:?}", result.lists.iter().map(|l| &l.collection).collect::<Vec<_>>());
     }
 
     #[test]

@@ -6,8 +6,9 @@
 
 use super::chat::{ChatTemplate, DEFAULT_SYSTEM_PROMPT};
 use super::grammar::TokenMask;
+use super::sampler::most_probable;
 use super::sampler::{Sampler, Sampling};
-use super::session::{Generation, Limits, Session, most_probable};
+use super::session::{Generation, Limits, Session};
 use crate::arch::backend::now;
 use crate::arch::{Decoder, ModelBytes};
 use crate::error::{Error, Result};

@@ -228,7 +228,7 @@ mod tests {
                 // The end token favoured, so that many runs end (where allowed).
                 logits[end as usize] += 9.0;
                 mask.apply(state, &mut logits);
-                let best = crate::generate::session::most_probable(&logits);
+                let best = crate::generate::sampler::most_probable(&logits);
                 assert!(logits[best as usize].is_finite(), "run {run}: some token may always follow");
                 assert!(mask.allows(state, best));
                 if best == end {

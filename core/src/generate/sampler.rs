@@ -71,7 +71,7 @@ impl Sampler {
         let s = self.settings;
         let penalised = s.presence_penalty != 0.0 && s.window > 0 && !recent.is_empty();
         if (s.temperature <= 0.0 || s.top_k == 1) && !penalised {
-            return super::session::most_probable(logits);
+            return most_probable(logits);
         }
         let mut scored: Vec<(u32, f32)> = logits
             .iter()
@@ -80,7 +80,7 @@ impl Sampler {
             .map(|(token, &logit)| (token as u32, logit))
             .collect();
         if scored.is_empty() {
-            return super::session::most_probable(logits);
+            return most_probable(logits);
         }
         if penalised {
             let window = &recent[recent.len().saturating_sub(s.window)..];
@@ -133,6 +133,12 @@ fn softmax(scored: &[(u32, f32)], temperature: f32) -> Vec<f64> {
         scored.iter().map(|&(_, l)| ((f64::from(l) - top) / f64::from(temperature)).exp()).collect();
     let total: f64 = weights.iter().sum();
     weights.into_iter().map(|w| w / total).collect()
+}
+
+/// The token of the largest logit (the lowest id among equals).
+pub fn most_probable(logits: &[f32]) -> u32 {
+    logits.iter().enumerate().fold((0, f32::NEG_INFINITY), |best, (i, &l)| if l > best.1 { (i, l) } else { best }).0
+        as u32
 }
 
 #[cfg(test)]

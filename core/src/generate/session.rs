@@ -181,9 +181,3 @@ impl<'m, 'l> Generation<'m, 'l> {
         self.generated
     }
 }
-
-/// The token of the largest logit (the lowest id among equals).
-pub fn most_probable(logits: &[f32]) -> u32 {
-    logits.iter().enumerate().fold((0, f32::NEG_INFINITY), |best, (i, &l)| if l > best.1 { (i, l) } else { best }).0
-        as u32
-}

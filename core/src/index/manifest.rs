@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::directory::Directory;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::vector::VectorManifest;
 
 pub const MANIFEST: &str = "manifest.json";
@@ -94,49 +93,6 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads the manifest; a missing one is an empty index, unless index
-    /// files are there: then the manifest that named them is lost.
-    pub fn load(dir: &dyn Directory) -> Result<Manifest> {
-        let bytes = match dir.read(MANIFEST) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind == ErrorKind::NotFound => {
-                if dir.list()?.iter().any(|f| f.starts_with("seg-") || f.starts_with("vec-")) {
-                    return Err(Error::corrupt(&dir.describe(MANIFEST), "the file is missing"));
-                }
-                return Ok(Manifest { format: FORMAT_VERSION, ..Default::default() });
-            }
-            Err(e) => return Err(e),
-        };
-        let shown = dir.describe(MANIFEST);
-        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(&shown, e))?;
-        if manifest.format != FORMAT_VERSION {
-            return Err(Error::corrupt(
-                &shown,
-                format!("index format {} is not the one this qmd reads ({FORMAT_VERSION})", manifest.format),
-            ));
-        }
-        if manifest.checksum != manifest.canonical_crc32()? {
-            return Err(Error::corrupt(&shown, "checksum mismatch"));
-        }
-        super::validate::check(&manifest).map_err(|why| Error::corrupt(&shown, why))?;
-        Ok(manifest)
-    }
-
-    pub fn store(&self, dir: &dyn Directory) -> Result<()> {
-        // Never publish what the next open would call damaged.
-        super::validate::check(self)
-            .map_err(|why| Error::new(ErrorKind::Internal, format!("refusing to write a bad manifest: {why}")))?;
-        let sealed = Manifest { checksum: self.canonical_crc32()?, ..self.clone() };
-        let json = serde_json::to_vec_pretty(&sealed).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
-        dir.atomic_write(MANIFEST, &json)
-    }
-
-    fn canonical_crc32(&self) -> Result<u32> {
-        let unsealed = Manifest { checksum: 0, ..self.clone() };
-        let json = serde_json::to_vec(&unsealed).map_err(|e| Error::new(ErrorKind::Internal, e.to_string()))?;
-        Ok(crc32fast::hash(&json))
-    }
-
     pub fn files(&self) -> Vec<String> {
         let vectors = self.vectors.iter().flat_map(VectorManifest::files);
         self.segments.iter().flat_map(|s| s.files()).chain(vectors).map(str::to_string).collect()

@@ -7,10 +7,15 @@ use super::SegmentMeta;
 /// Above this many segments, the smallest are merged.
 pub const MAX_SEGMENTS: usize = 8;
 
+/// Text a segment holds before the writer starts another: keeps every
+/// segment (built in memory, in a 32-bit address space in wasm) and every
+/// merge bounded, however large the files being indexed.
+pub const SEGMENT_TEXT_BYTES: usize = 128 << 20;
+
 /// A segment file this large is left alone unless mostly deleted: merging
 /// full segments would only rewrite them (the writer splits at
-/// [`super::writer::SEGMENT_TEXT_BYTES`] of text).
-pub const FULL_SEGMENT_BYTES: u64 = (super::writer::SEGMENT_TEXT_BYTES / 2) as u64;
+/// [`SEGMENT_TEXT_BYTES`] of text).
+pub const FULL_SEGMENT_BYTES: u64 = (SEGMENT_TEXT_BYTES / 2) as u64;
 
 /// Indices of segments to merge into one (empty: nothing to do). Picks
 /// segments that are mostly deleted, and when there are too many segments,

@@ -7,6 +7,7 @@
 
 pub(crate) mod codec;
 mod manifest;
+mod manifest_file;
 mod merge;
 pub mod segment;
 pub(crate) mod validate;

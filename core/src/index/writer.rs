@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use super::manifest::{MANIFEST, Manifest, SegmentMeta};
-use super::merge::{FULL_SEGMENT_BYTES, merge_candidates};
+use super::merge::{FULL_SEGMENT_BYTES, SEGMENT_TEXT_BYTES, merge_candidates};
 use super::segment::{DocInput, SegmentBuilder, SegmentReader};
 use super::{DocAddress, Index};
 use crate::directory::Directory;
@@ -17,11 +17,6 @@ pub struct CommitStats {
     pub generation: u64,
     pub segments_merged: u32,
 }
-
-/// Text a segment holds before the writer starts another: keeps every
-/// segment (built in memory, in a 32-bit address space in wasm) and every
-/// merge bounded, however large the files being indexed.
-pub const SEGMENT_TEXT_BYTES: usize = 128 << 20;
 
 /// Buffers adds and deletes against one snapshot; nothing is visible until
 /// [`IndexWriter::commit`] replaces the manifest. Segments that fill up are

@@ -4,6 +4,9 @@ use clap::{Args, Parser, Subcommand};
 
 use super::output::Format;
 
+/// `--watch`'s quiet time before a batch, unless `--debounce-ms` says otherwise.
+pub const DEFAULT_DEBOUNCE_MS: u64 = 500;
+
 #[derive(Parser)]
 #[command(name = "qmd", version, about = "On-device search for markdown notes, docs and transcripts")]
 pub struct Cli {
@@ -41,7 +44,7 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
         /// With --watch: quiet time before a batch of changes is indexed.
-        #[arg(long, default_value_t = crate::watch::DEFAULT_DEBOUNCE_MS, requires = "watch", value_name = "MS")]
+        #[arg(long, default_value_t = DEFAULT_DEBOUNCE_MS, requires = "watch", value_name = "MS")]
         debounce_ms: u64,
         /// With --watch: poll every MS milliseconds (default 2000) instead of
         /// waiting for file system events (chosen by itself for network and

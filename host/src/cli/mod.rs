@@ -119,7 +119,7 @@ pub fn run() -> Result<ExitCode> {
                     host: args.host,
                     daemon: args.daemon,
                     watch: args.watch.then_some(crate::watch::WatchOptions {
-                        debounce: std::time::Duration::from_millis(crate::watch::DEFAULT_DEBOUNCE_MS),
+                        debounce: std::time::Duration::from_millis(args::DEFAULT_DEBOUNCE_MS),
                         poll: None,
                         embed: args.embed,
                     }),

@@ -137,18 +137,6 @@ async fn json_rpc_errors(request: Request, next: Next) -> Response {
     }
 }
 
-/// Whether `response` is an error whose body is not JSON (the framework's
-/// own refusals): what every server here rewrites in its protocol.
-pub(crate) fn is_plain_error(response: &Response) -> bool {
-    let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    !is_json && (status.is_client_error() || status.is_server_error())
-}
-
 /// A JSON-RPC error object for a refusal of the transport's (no request
 /// id can be known).
 fn transport_error(message: &str) -> Value {
@@ -159,7 +147,7 @@ fn transport_error(message: &str) -> Value {
 /// same status and headers with its text in a JSON-RPC error object.
 async fn json_rpc_body(response: Response) -> Response {
     let status = response.status();
-    if !is_plain_error(&response) {
+    if !crate::openai::serve::is_plain_error(&response) {
         return response;
     }
     let (mut parts, body) = response.into_parts();

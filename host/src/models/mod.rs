@@ -5,6 +5,7 @@
 //! model cache that `qmd pull` fills. Models load on first use and stay
 //! loaded for the process (the MCP server keeps them warm).
 
+pub mod defaults;
 mod expansion_cache;
 /// Model ids on the hub: one parser, in the engine so every build and the fuzzer share it.
 pub use qmd_core::model_id as hub;
@@ -27,10 +28,7 @@ use crate::paths;
 use expansion_cache::ExpansionCache;
 use slot::Slot;
 
-pub const DEFAULT_EMBED_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
-pub const DEFAULT_RERANK_MODEL: &str = "cross-encoder/ms-marco-MiniLM-L-6-v2";
-/// qmd's query-expansion model (a Qwen3-1.7B fine-tune, 1.1 GB).
-pub const DEFAULT_GENERATE_MODEL: &str = "hf:tobil/qmd-query-expansion-1.7B-gguf/qmd-query-expansion-1.7B-q4_k_m.gguf";
+pub use defaults::{DEFAULT_EMBED_MODEL, DEFAULT_GENERATE_MODEL, DEFAULT_RERANK_MODEL};
 
 /// The files `qmd pull` fetches for a model (the optional ones may be
 /// missing from a repo).

@@ -94,7 +94,7 @@ async fn protocol(State(api): State<Arc<ModelApi>>, request: Request, next: Next
     let (method, path) = (request.method().clone(), request.uri().path().to_string());
     let response = next.run(request).await;
     let status = response.status();
-    if !crate::mcp::http::is_plain_error(&response) {
+    if !is_plain_error(&response) {
         return response;
     }
     let allow = response.headers().get(header::ALLOW).cloned();
@@ -150,6 +150,18 @@ impl ModelApi {
             code: Some("invalid_api_key"),
         })
     }
+}
+
+/// Whether `response` is an error whose body is not JSON (the framework's
+/// own refusals): what every server here rewrites in its protocol.
+pub fn is_plain_error(response: &Response) -> bool {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    !is_json && (status.is_client_error() || status.is_server_error())
 }
 
 /// The `Content-Length` a request declares.

@@ -26,9 +26,6 @@ use qmd_core::display::escape_controls as shown;
 /// each): a folder that vanished, came back or was replaced.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// The quiet time before a batch, unless `--debounce-ms` says otherwise.
-pub const DEFAULT_DEBOUNCE_MS: u64 = 500;
-
 pub struct WatchOptions {
     /// Quiet time before a batch is indexed.
     pub debounce: Duration,

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use qmd_tests::fuzz::{run, targets};
+use qmd_tests::fuzz::{Target, run};
 
 // Counted, so each input is held to its target's memory bound.
 #[global_allocator]
@@ -14,6 +14,12 @@ static ALLOCATOR: qmd_tests::allocation::Counting = qmd_tests::allocation::Count
 
 const USAGE: &str =
     "usage: qmd-fuzz [--iterations N] [--seed S] [--artifacts DIR] [TARGET…] | qmd-fuzz --replay TARGET FILE";
+
+/// Every target: the engine's parsers and readers, then the site
+/// bundle's readers and the chunker.
+fn targets() -> Vec<Target> {
+    qmd_tests::fuzz::targets().into_iter().chain(qmd_tests::fuzz_site::targets()).collect()
+}
 
 fn fail(message: &str) -> ! {
     eprintln!("qmd-fuzz: {message}\n{USAGE}");

@@ -183,7 +183,7 @@ fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Va
 /// Each prompt in one pass on `device`, then greedy tokens one at a time,
 /// after a warm-up run: its prompt and decode tokens/s.
 fn decode_runs(model: &Decoder, device: &GgufDevice, prompts: &[Vec<u32>]) -> Vec<serde_json::Value> {
-    let most_probable = qmd_core::generate::session::most_probable;
+    let most_probable = qmd_core::generate::sampler::most_probable;
     let run = |tokens: &[u32]| {
         let mut session = Session::on(model, device);
         let start = Instant::now();
