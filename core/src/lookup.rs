@@ -70,14 +70,14 @@ pub fn find_document<'a>(catalog: &'a [CatalogEntry], config: &Config, input: &s
     }
     catalog
         .iter()
-        .find(|e| format!("{}/{}", e.record.collection, e.record.path).ends_with(input) && boundary(e, input))
+        .find(|e| full_path(e).ends_with(input) && boundary(e, input))
         .or_else(|| catalog.iter().find(|e| e.record.path == input))
 }
 
 /// A suffix must start at a path boundary or be the whole `c/p` (qmd uses an
 /// unanchored LIKE '%input'; anchoring avoids `a.md` matching `data.md`).
 fn boundary(entry: &CatalogEntry, suffix: &str) -> bool {
-    let full = format!("{}/{}", entry.record.collection, entry.record.path);
+    let full = full_path(entry);
     full.len() == suffix.len() || full.as_bytes()[full.len() - suffix.len() - 1] == b'/'
 }
 
@@ -173,6 +173,7 @@ fn suffix_key(suffix: &str) -> u64 {
     hasher.finish()
 }
 
+/// `c/p`: a document's collection and path, as suffixes are matched against.
 fn full_path(e: &CatalogEntry) -> String {
     format!("{}/{}", e.record.collection, e.record.path)
 }
@@ -230,13 +231,13 @@ impl<'a> ListIndex<'a> {
                     found.iter().copied().filter(|&i| full_path(&self.catalog[i]).ends_with(&suffix)).collect()
                 })
                 .unwrap_or_default();
-            let tiers = [
-                self.by_full.get(name).cloned().unwrap_or_default(),
-                self.by_path.get(name).cloned().unwrap_or_default(),
-                suffixes,
+            let tiers: [&[usize]; 3] = [
+                self.by_full.get(name).map_or(&[], Vec::as_slice),
+                self.by_path.get(name).map_or(&[], Vec::as_slice),
+                &suffixes,
             ];
             for found in tiers {
-                match found.as_slice() {
+                match found {
                     [one] => return Ok(&self.catalog[*one]),
                     [] => continue,
                     many => {
@@ -274,9 +275,7 @@ pub fn glob_documents<'a>(catalog: &'a [CatalogEntry], pattern: &str) -> Result<
         .iter()
         .filter(|e| {
             let r = &e.record;
-            set.is_match(&r.path)
-                || set.is_match(format!("{}/{}", r.collection, r.path))
-                || set.is_match(vpath::build(&r.collection, &r.path))
+            set.is_match(&r.path) || set.is_match(full_path(e)) || set.is_match(vpath::build(&r.collection, &r.path))
         })
         .collect();
     found.sort_by(|a, b| (&a.record.collection, &a.record.path).cmp(&(&b.record.collection, &b.record.path)));
