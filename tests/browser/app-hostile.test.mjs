@@ -3,7 +3,8 @@
 // plain own keys, the worker runs only its own methods, an index's name
 // is one plain OPFS name, a config.json naming another origin's models is
 // refused before any request, and a model file inflated past its length
-// is cut off (classes 3 and 4).
+// is cut off (classes 3 and 4), and index files damaged in OPFS are read
+// only as far as they declare and hold (class 3).
 
 import http from 'node:http';
 import zlib from 'node:zlib';
@@ -130,3 +131,62 @@ test('a model file inflated past its Content-Length is cut off at it, naming the
   assert.match(error ?? 'loaded', new RegExp(`hostile/config\\.json: more than the ${bomb.length} bytes it may hold`));
 });
 
+
+/** Runs `change` in the page with the app closed (its worker holds a
+ * handle on every index file); `change` awaits `window.indexFiles()`, the
+ * index's OPFS files as {name: handle}. Resolves to what it returned. */
+async function withAppClosed(page, change) {
+  await page.goto(new URL('style.css', server.url).href);
+  await page.evaluate(() => {
+    window.indexFiles = async () => {
+      const files = {};
+      const walk = async (dir) => {
+        for await (const [name, handle] of dir.entries()) {
+          if (handle.kind === 'directory' && name !== 'fixtures') await walk(handle);
+          else if (/^(seg-\d+\.qseg|manifest\.json~[ab])$/.test(name)) files[name] = handle;
+        }
+      };
+      await walk(await navigator.storage.getDirectory());
+      return files;
+    };
+  });
+  const result = await page.evaluate(change);
+  await page.goto(server.url);
+  return result;
+}
+
+test('a manifest slot with bytes past what it declares opens as the same index', async () => {
+  const { page } = browser;
+  const before = await page.evaluate(() => window.qmd.status());
+  await withAppClosed(page, async () => {
+    const files = await window.indexFiles();
+    for (const [name, handle] of Object.entries(files)) {
+      if (!name.startsWith('manifest')) continue;
+      const size = (await handle.getFile()).size;
+      const writable = await handle.createWritable({ keepExistingData: true });
+      await writable.write({ type: 'write', position: size, data: new Uint8Array(1 << 20).fill(0xff) });
+      await writable.close();
+    }
+  });
+  await page.evaluate(() => window.qmd.ready);
+  const after = await page.evaluate(() => window.qmd.status());
+  assert.equal(after.generation, before.generation);
+  assert.equal(after.total_documents, before.total_documents);
+});
+
+test('an index file cut short in OPFS is named as damaged, never read past its end', async () => {
+  const { page } = browser;
+  const cut = await withAppClosed(page, async () => {
+    const files = await window.indexFiles();
+    const [name, handle] = Object.entries(files).find(([n]) => n.startsWith('seg-'));
+    const size = (await handle.getFile()).size;
+    const writable = await handle.createWritable({ keepExistingData: true });
+    await writable.truncate(Math.floor(size / 2));
+    await writable.close();
+    return name;
+  });
+  const error = await page.evaluate(() =>
+    window.qmd.ready.then(() => window.qmd.search('walrus hostile')).then(() => null, (e) => String(e?.message ?? e)),
+  );
+  assert.match(error ?? 'read', new RegExp(`${cut.replace('.', '\\.')} is damaged`));
+});

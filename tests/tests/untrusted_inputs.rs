@@ -503,6 +503,19 @@ fn a_fifo_in_place_of_a_file_never_hangs_a_command() {
     std::fs::remove_file(&lock).unwrap();
     env.ok(&["update"]);
 
+    // A read inside the engine component with no check before its open:
+    // WASI has no O_NONBLOCK, so the host opens beneath the directory
+    // itself, non-blocking, and the engine names what it found.
+    let manifest = env.cache_home().join("qmd/index.qmdx/manifest.json");
+    let kept = std::fs::read(&manifest).unwrap();
+    std::fs::remove_file(&manifest).unwrap();
+    mkfifo(&manifest);
+    let out = qmd_within(&env, &["search", "anything"], &[], quick);
+    assert!(out.code != 0 && out.stderr.contains("manifest.json: not a regular file"), "{out:?}");
+    std::fs::remove_file(&manifest).unwrap();
+    std::fs::write(&manifest, kept).unwrap();
+    env.ok(&["search", "anything"]);
+
     let config = env.config_home().join("qmd/index.yml");
     std::fs::remove_file(&config).unwrap();
     mkfifo(&config);

@@ -38,6 +38,9 @@ const SLOTS: [&str; 2] = ["~a", "~b"];
 const SLOT_MAGIC: &[u8; 4] = b"QMDS";
 /// Magic, generation (u64), length (u32), CRC-32 (u32).
 const SLOT_HEADER: usize = 20;
+/// A slot holds a manifest or a config (kilobytes at 38k notes); one larger
+/// than this is damage, read as torn rather than loaded whole into the tab.
+const MAX_SLOT_BYTES: usize = 64 << 20;
 
 /// A file as this directory holds it.
 enum Entry {
@@ -78,8 +81,9 @@ impl OpfsDirectory {
         for (name, entry) in next_entries(&handle).await.map_err(|e| js_error("listing the index directory", e))? {
             let Ok(file_handle) = entry.dyn_into::<FileSystemFileHandle>() else { continue };
             if let Some((base, slot)) = slot_of(&name) {
-                let bytes = read_file(&file_handle).await?;
-                slots.entry(base.to_string()).or_default().push((slot, bytes));
+                if let Some(bytes) = read_slot_file(&file_handle).await? {
+                    slots.entry(base.to_string()).or_default().push((slot, bytes));
+                }
             } else {
                 files.insert(name, Entry::Stored(open_sync(&file_handle).await?));
             }
@@ -274,11 +278,26 @@ fn error_name(e: &JsValue) -> Option<String> {
     js_sys::Reflect::get(e, &"name".into()).ok()?.as_string()
 }
 
-/// Reads a whole small file without holding a handle on it.
-async fn read_file(handle: &FileSystemFileHandle) -> Result<Vec<u8>> {
+/// Reads a slot without holding a handle on it: the header, then the
+/// length it declares (bytes after it are ignored). `None` (torn) when the
+/// file is shorter than its header or declares more than any slot holds.
+async fn read_slot_file(handle: &FileSystemFileHandle) -> Result<Option<Vec<u8>>> {
     let name = handle.name();
     let file: File = JsFuture::from(handle.get_file()).await.map_err(|e| js_error(&name, e))?.unchecked_into();
-    let buffer = JsFuture::from(file.array_buffer()).await.map_err(|e| js_error(&name, e))?;
+    let header = read_part(&file, &name, 0, SLOT_HEADER).await?;
+    let Some(len) = slot_length(&header) else { return Ok(None) };
+    if len > MAX_SLOT_BYTES || (SLOT_HEADER + len) as f64 > file.size() {
+        return Ok(None);
+    }
+    let mut bytes = header;
+    bytes.extend(read_part(&file, &name, SLOT_HEADER, SLOT_HEADER + len).await?);
+    Ok(Some(bytes))
+}
+
+/// Bytes `start..end` of a file (fewer where it is shorter).
+async fn read_part(file: &File, name: &str, start: usize, end: usize) -> Result<Vec<u8>> {
+    let part = file.slice_with_f64_and_f64(start as f64, end as f64).map_err(|e| js_error(name, e))?;
+    let buffer = JsFuture::from(part.array_buffer()).await.map_err(|e| js_error(name, e))?;
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 
@@ -329,6 +348,11 @@ fn encode_slot(generation: u64, data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The content length a slot's header declares.
+fn slot_length(header: &[u8]) -> Option<usize> {
+    Some(u32::from_le_bytes(header.get(12..16)?.try_into().ok()?) as usize)
+}
+
 /// The generation and content of a slot, or `None` if it is torn.
 fn decode_slot(bytes: &[u8]) -> Option<(u64, Vec<u8>)> {
     let header = bytes.get(..SLOT_HEADER)?;
@@ -336,7 +360,7 @@ fn decode_slot(bytes: &[u8]) -> Option<(u64, Vec<u8>)> {
         return None;
     }
     let generation = u64::from_le_bytes(header[4..12].try_into().ok()?);
-    let len = u32::from_le_bytes(header[12..16].try_into().ok()?) as usize;
+    let len = slot_length(header)?;
     let crc = u32::from_le_bytes(header[16..20].try_into().ok()?);
     let data = bytes.get(SLOT_HEADER..SLOT_HEADER.checked_add(len)?)?;
     (crc32(data) == crc).then(|| (generation, data.to_vec()))

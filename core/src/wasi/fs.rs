@@ -39,6 +39,18 @@ impl FsDirectory {
         self.root.join(name)
     }
 
+    /// Opens an index file for reading, refusing what is not a regular
+    /// file. The check is on the opened descriptor, so a FIFO put in a
+    /// file's place is named, never read (the host opens it non-blocking).
+    fn open_regular(&self, path: &Path) -> Result<File> {
+        let file = File::open(path).map_err(|e| io_error(path, e))?;
+        let meta = file.metadata().map_err(|e| io_error(path, e))?;
+        if !meta.is_file() {
+            return Err(Error::io(format!("{}: not a regular file", path.display())));
+        }
+        Ok(file)
+    }
+
     /// Writes a new file and flushes it; never replaces one.
     fn write_synced(&self, path: &Path, data: &[u8]) -> Result<()> {
         let mut file = File::create_new(path).map_err(|e| match e.kind() {
@@ -53,12 +65,14 @@ impl FsDirectory {
 impl Directory for FsDirectory {
     fn read(&self, name: &str) -> Result<Vec<u8>> {
         let path = self.path(name);
-        fs::read(&path).map_err(|e| io_error(&path, e))
+        let mut bytes = Vec::new();
+        self.open_regular(&path)?.read_to_end(&mut bytes).map_err(|e| io_error(&path, e))?;
+        Ok(bytes)
     }
 
     fn read_range(&self, name: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
         let path = self.path(name);
-        let mut file = File::open(&path).map_err(|e| io_error(&path, e))?;
+        let mut file = self.open_regular(&path)?;
         file.seek(SeekFrom::Start(offset)).map_err(|e| io_error(&path, e))?;
         let mut buf = vec![0; len];
         file.read_exact(&mut buf).map_err(|e| match e.kind() {

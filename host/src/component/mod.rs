@@ -2,6 +2,7 @@
 //! with exactly the directories a command needs.
 
 pub mod bindings;
+mod open_guard;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -152,6 +153,7 @@ impl Runtime {
         let component = load_component(&engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        open_guard::add_to_linker(&mut linker)?;
         bindings::Engine::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
         Ok(Runtime { engine, linker, component, models: Arc::new(Models::new(models)) })
