@@ -7,7 +7,7 @@
 //! Token embeddings are looked up on the device too ([`Backend::lookup`]):
 //! a GPU gets the token ids, not a pass's first activations.
 
-use super::block::KvCache;
+use super::kv_cache::KvCache;
 use super::ops::{self, AttentionShape, Rope};
 use super::weights::{Matrix, Vector, Weights};
 use crate::kernels::matmul_each_biased;

@@ -13,13 +13,14 @@
 //! a ranking head read.
 
 use super::backend::{Backend, Cpu};
-use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape, KvCache};
+use super::block::{Activation, AttentionRun, Block, BlockKind, BlockShape};
+use super::kv_cache::KvCache;
 use super::ops::{Rope, Window};
 use super::weights::{Matrix, ModelBytes, Vector, Weights};
 use crate::error::{Error, Result};
 use crate::gguf::GgufFile;
 use crate::kernels::matmul;
-use crate::model::parallel;
+use crate::kernels::parallel;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {

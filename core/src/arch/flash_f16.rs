@@ -3,9 +3,9 @@
 //! sum held in f16.
 
 #[cfg(target_arch = "x86_64")]
-use super::ops::Rows;
-use super::ops::{AttentionShape, CacheElement, dot, round_slice_to_f16};
-use crate::model::parallel;
+use super::attention_shape::Rows;
+use super::attention_shape::{AttentionShape, CacheElement, dot, round_slice_to_f16};
+use crate::kernels::parallel;
 
 /// Attention as llama.cpp's CPU flash attention computes it over an f16
 /// cache for a pass of fewer than 64 queries
@@ -182,7 +182,7 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::ops::Window;
+    use crate::arch::attention_shape::Window;
     use half::f16;
 
     /// An f16 cache gives the sums of the same values held as f32 (on

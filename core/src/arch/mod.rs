@@ -5,12 +5,14 @@
 //! Gemma's and the decoders' attention block is [`block`]; the shared
 //! operations (norms, activations, attention, pooling) are in [`ops`].
 
+mod attention_shape;
 pub mod backend;
 pub mod bert;
 pub mod block;
 pub mod decoder;
 mod flash_f16;
 pub mod gemma_embedding;
+pub mod kv_cache;
 pub(crate) mod ops;
 mod weights;
 

@@ -8,7 +8,7 @@ use super::grammar::{State, TokenMask};
 use super::sampler::{Sampler, Sampling};
 use crate::arch::Decoder;
 use crate::arch::backend::now;
-use crate::arch::block::KvCache;
+use crate::arch::kv_cache::KvCache;
 use crate::error::Result;
 use crate::model::GgufDevice;
 

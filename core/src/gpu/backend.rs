@@ -519,7 +519,7 @@ mod tests {
     #[test]
     fn cached_attention_matches_the_cpu_cache_as_the_cache_grows() {
         use crate::arch::Cpu;
-        use crate::arch::block::KvCache;
+        use crate::arch::kv_cache::KvCache;
         let gpu = Gpu::new(test_context());
         let (heads, kv_heads, head_dim) = (4, 2, 16);
         let mut next = xorshift(11);

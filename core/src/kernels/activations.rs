@@ -14,7 +14,7 @@
 
 use half::f16;
 
-use crate::model::attention::round_to_even;
+use crate::kernels::math::round_to_even;
 
 /// How many bits the values take: their largest magnitude is
 /// [`Bits::max`].
@@ -70,7 +70,7 @@ impl QuantizedRows {
             .zip(scaled_sums.chunks_mut(rows * k / 32))
             .map(|(((values, scales), sums), scaled_sums)| Piece { values, scales, sums, scaled_sums })
             .collect();
-        crate::model::parallel::chunks_mut(&mut pieces, 1, |i, piece| {
+        crate::kernels::parallel::chunks_mut(&mut pieces, 1, |i, piece| {
             let piece = &mut piece[0];
             quantize_blocks(&x[i * rows * k..][..piece.values.len()], bits.max(), piece);
         });

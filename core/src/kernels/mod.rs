@@ -26,11 +26,15 @@ mod arm;
 pub mod dispatch;
 pub mod float;
 pub mod k_quants;
+pub(crate) mod math;
+pub(crate) mod multiversion;
+pub mod parallel;
 // Only the relaxed-SIMD module has kernels to race; the page installs the
 // clock in either module.
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")), allow(dead_code))]
 mod race;
 mod scalar;
+mod settings;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 // The relaxed-SIMD module replaces its kernels (their helpers serve both).
 #[cfg_attr(feature = "relaxed-simd", allow(dead_code))]
@@ -46,12 +50,12 @@ mod x86;
 
 pub use activations::{Bits, QuantizedRows};
 pub use race::{Clock, install_clock};
+pub use settings::{Settings, for_embedding, fused_attention, fused_element_wise};
 
 use std::cell::OnceCell;
 use std::ops::Range;
 
 use crate::gguf::{GgmlType, TensorInfo, dequantize};
-use crate::model::parallel;
 use k_quants::Q8KRows;
 
 /// A weight matrix of `rows` outputs × `cols` inputs, each row whole
@@ -93,72 +97,23 @@ impl<'a> QMatrix<'a> {
     }
 }
 
+/// `row` replaced by its softmax ([`math::softmax_in_lanes`]), for the
+/// GGUF models' attention and the browser's burn attention. In the relaxed-SIMD module's
+/// embedding passes, on its fused multiply-add
+/// (`kernels::wasm_relaxed_elementwise`).
+pub(crate) fn softmax(row: &mut [f32]) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+    if fused_element_wise() {
+        return wasm_relaxed_elementwise::softmax(row);
+    }
+    math::softmax_in_lanes(row);
+}
+
 /// How finely Q8_0 products quantize their activations on this thread:
 /// 8 bits, as llama.cpp does, but for the page's relaxed-SIMD modules in
 /// [`for_embedding`], where they take 7.
 fn q8_0_activation_bits() -> Bits {
-    if Settings::current().embedding { Bits::Seven } else { Bits::Eight }
-}
-
-/// Whether this thread's attention products of heads `head_dim` wide
-/// take relaxed SIMD's fused multiply-add (`wasm_relaxed_f32`): in the
-/// relaxed-SIMD modules' embedding passes, for widths of a multiple of 8.
-pub fn fused_attention(head_dim: usize) -> bool {
-    fused_element_wise() && head_dim.is_multiple_of(8)
-}
-
-/// Whether this thread's softmax and GELU take relaxed SIMD's fused
-/// multiply-add (`wasm_relaxed_elementwise`): in the relaxed-SIMD modules'
-/// embedding passes.
-pub fn fused_element_wise() -> bool {
-    Settings::current().embedding
-}
-
-/// Whether this build has the relaxed-SIMD kernels, the one place that
-/// heeds [`for_embedding`].
-const SEVEN_BIT_KERNELS: bool = cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
-
-thread_local! {
-    static EMBEDDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// The calling thread's kernel settings (thread-locals), which
-/// `model::parallel` carries onto the pool's threads with each task.
-#[derive(Clone, Copy)]
-pub struct Settings {
-    /// Inside [`for_embedding`], in a build that heeds it.
-    embedding: bool,
-}
-
-impl Settings {
-    /// This thread's settings.
-    pub fn current() -> Settings {
-        Settings { embedding: SEVEN_BIT_KERNELS && EMBEDDING.get() }
-    }
-
-    /// Runs `f` under these settings, and puts this thread's back after it
-    /// (on a panic too).
-    pub fn apply<T>(self, f: impl FnOnce() -> T) -> T {
-        /// Puts the previous setting back, on a panic too.
-        struct Restore(bool);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                EMBEDDING.set(self.0);
-            }
-        }
-        let _restore = Restore(EMBEDDING.replace(self.embedding));
-        f()
-    }
-}
-
-/// Runs `f`'s products as an embedding model's. In the page's relaxed-SIMD
-/// modules its Q8_0 products quantize their activations to 7 bits: one
-/// 8-bit dot a byte pair rather than two, 1.2× the texts a second for
-/// MiniLM, whose vectors then stay within cosine 0.998 of the 8-bit
-/// ones (README, *The relaxed module*). Elsewhere, and for rerankers and
-/// generation everywhere (a yes/no logit moved by 0.03), nothing changes.
-pub fn for_embedding<T>(f: impl FnOnce() -> T) -> T {
-    Settings { embedding: SEVEN_BIT_KERNELS }.apply(f)
+    if Settings::current().embedding() { Bits::Seven } else { Bits::Eight }
 }
 
 /// Bytes of a Q8_0 block: an f16 scale, then 32 signed bytes.

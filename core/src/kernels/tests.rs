@@ -558,8 +558,9 @@ fn attention_products_follow_their_definition_in_and_out_of_embedding_passes() {
 /// and with GELU's factors (the gated form) and without.
 #[test]
 fn softmax_and_gelu_follow_their_definition_in_and_out_of_embedding_passes() {
-    use crate::arch::ops::{GELU_TANH, gelu, gelu_gate};
-    use crate::model::attention::softmax;
+    use crate::arch::ops::{gelu, gelu_gate};
+    use crate::kernels::math::GELU_TANH;
+    use crate::kernels::softmax;
     let relaxed = cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
     assert_eq!(for_embedding(fused_element_wise), relaxed);
     assert!(!fused_element_wise(), "outside an embedding pass");

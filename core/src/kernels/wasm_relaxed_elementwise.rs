@@ -2,7 +2,7 @@
 //! ([`super::fused_element_wise`]): the exponential's polynomial on
 //! relaxed SIMD's fused multiply-add (`f32x4.relaxed_madd`, one `vfmadd`
 //! where the CPU has FMA) and its rounding on `f32x4.nearest`, where the
-//! portable loops (`model::attention::exp`, which compile to simd128)
+//! portable loops (`kernels::math::exp`, which compile to simd128)
 //! take a multiply and an add for each coefficient and two additions to
 //! round. Both were a seventh of a MiniLM pass in the page.
 //!
@@ -13,10 +13,9 @@
 
 use core::arch::wasm32::*;
 
-use crate::arch::ops::{GELU_TANH, gelu_tanh};
-use crate::model::attention::{EXP_DOMAIN, EXP_POLYNOMIAL, LN2_HI, LN2_LO, exp};
+use super::math::{EXP_DOMAIN, EXP_POLYNOMIAL, GELU_TANH, LN2_HI, LN2_LO, exp, gelu_tanh};
 
-/// `row` replaced by its softmax, as `model::attention::softmax`: the
+/// `row` replaced by its softmax, as `kernels::softmax`: the
 /// maximum and the sum in eight lanes. (In wasm a function with a target
 /// feature is safe to call: a module the engine lacks it for is refused.)
 #[target_feature(enable = "relaxed-simd")]
@@ -84,7 +83,7 @@ fn gelu4(v: v128) -> v128 {
     f32x4_mul(v, f32x4_div(e, f32x4_add(e, f32x4_splat(1.0))))
 }
 
-/// `model::attention::exp` on four lanes: the bounds by `pmin`/`pmax`
+/// `kernels::math::exp` on four lanes: the bounds by `pmin`/`pmax`
 /// (NaN passes, as through `clamp`), n by `nearest` (ties to even, as
 /// `round_to_even`), `x − n·ln 2` and the polynomial on multiply-adds.
 #[inline]

@@ -8,8 +8,8 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use tokenizers::Encoding;
 
 use super::bert::TokenBatch;
-use super::parallel;
 use crate::error::Result;
+use crate::kernels::parallel;
 
 /// The largest pass on the CPU. A pass is padded to its longest text, so
 /// a large one spans a wide range of lengths: on tldr pages 8,192-token

@@ -28,7 +28,7 @@ const ROW_BLOCK: usize = 64;
 const MIN_ROWS: usize = 32;
 
 /// Whether `device` is the browser's CPU backend, where this module's
-/// kernels (and [`super::attention`]'s) replace burn's.
+/// kernels (and the attention's, in `attention.rs`) replace burn's.
 pub fn on_browser_cpu(device: &Device) -> bool {
     cfg!(all(target_arch = "wasm32", target_feature = "simd128")) && *device == Device::flex()
 }

@@ -59,7 +59,7 @@ impl ModelDevice {
         }
         let notes = self.description.strip_prefix(BURN_CPU).unwrap_or("");
         // The page's threaded module says how many Workers its pool has.
-        let workers = super::parallel::workers();
+        let workers = crate::kernels::parallel::workers();
         let threads =
             if cfg!(target_family = "wasm") && workers > 1 { format!(", {workers} threads") } else { String::new() };
         format!("CPU: {}{threads}{notes}", crate::kernels::instruction_set())

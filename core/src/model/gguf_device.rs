@@ -77,7 +77,7 @@ impl GgufDevice {
     pub async fn embed_all_async(&self, model: &Encoder, passes: &[Pass]) -> Result<Vec<Vec<f32>>> {
         if matches!(self, GgufDevice::Cpu) {
             let vectors =
-                super::parallel::map(passes, |pass| crate::arch::backend::now(self.embed_async(model, pass)))?;
+                crate::kernels::parallel::map(passes, |pass| crate::arch::backend::now(self.embed_async(model, pass)))?;
             return Ok(vectors.into_iter().flatten().collect());
         }
         let mut vectors = Vec::new();

@@ -9,7 +9,6 @@ use super::bert_checkpoint::{QUANTIZED_AT_LOAD, quantized_bert};
 use super::encoder::Repository;
 use super::encoder::counted;
 use super::gguf_device::{GgufDevice, Pass};
-use super::parallel;
 use super::tokenize::TextTokenizer;
 use super::{ModelDevice, ModelFiles};
 use crate::arch::backend::now;
@@ -17,6 +16,7 @@ use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
 use crate::gguf::GgufFile;
 use crate::inference::{EmbedderInfo, Embedding};
+use crate::kernels::parallel;
 
 /// Tokens in forward passes at once on the CPU, over all its cores:
 /// activations for 8,192 tokens of a 768-wide model with a 3,072-wide FFN

@@ -15,13 +15,13 @@
 
 use super::ModelDevice;
 use super::gguf_device::{GgufDevice, Pass};
-use super::parallel;
 use super::tokenize::window_prefix;
 use crate::arch::backend::now;
 use crate::arch::{Decoder, Matrix, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile, Value};
 use crate::kernels::matmul;
+use crate::kernels::parallel;
 
 /// The context qmd gives its ranking contexts; documents are cut to fit
 /// it with room for the template (qmd: `4096 − 512 − query tokens`).

@@ -24,10 +24,8 @@ mod gguf_ranker;
 pub(crate) mod heap;
 mod load;
 mod loadable;
-pub(crate) mod parallel;
 mod reranker;
 mod tokenize;
-pub(crate) mod vectorize;
 
 pub use bert_checkpoint::quantized_weights;
 pub use burn;

@@ -154,7 +154,7 @@ impl TextTokenizer {
     /// Only the text's [`window_prefix`] is read: a text cut there counts
     /// as more tokens than the window (which it is).
     pub fn encode_counted(&self, texts: &[&str]) -> Result<Vec<(Encoding, usize)>> {
-        crate::model::parallel::map(texts, |text| {
+        crate::kernels::parallel::map(texts, |text| {
             let (text, cut) = window_prefix(text, self.max_tokens);
             let (encoding, count) = match &self.backend {
                 Backend::HuggingFace(hf) => hf.encode_counted(text)?,
@@ -194,7 +194,7 @@ impl TextTokenizer {
         match &self.backend {
             Backend::HuggingFace(_) | Backend::WordPiece(_) => {
                 let query = window_prefix(query, self.max_tokens).0;
-                crate::model::parallel::map(documents, |document| {
+                crate::kernels::parallel::map(documents, |document| {
                     let document = window_prefix(document, self.max_tokens).0;
                     match &self.backend {
                         Backend::HuggingFace(hf) => hf.encode_pair(query, document),

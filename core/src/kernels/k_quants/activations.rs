@@ -5,7 +5,7 @@
 //! even, capped at 127), and the sums of each 16 values, which the
 //! weights' minimums and offsets multiply.
 
-use crate::model::attention::round_to_even;
+use crate::kernels::math::round_to_even;
 
 /// Values per super-block.
 pub const SUPER: usize = 256;
@@ -54,7 +54,7 @@ impl Q8KRows {
             .zip(sums.chunks_mut(TASK * GROUP))
             .map(|((v, s), g)| (v, s, g))
             .collect();
-        crate::model::parallel::chunks_mut(&mut pieces, 1, |i, piece| {
+        crate::kernels::parallel::chunks_mut(&mut pieces, 1, |i, piece| {
             let (values, scales, sums) = &mut piece[0];
             let x = &x[i * TASK * SUPER..][..values.len()];
             let blocks = x.chunks_exact(SUPER).zip(values.chunks_exact_mut(SUPER));

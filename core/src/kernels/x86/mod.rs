@@ -69,7 +69,7 @@ pub fn pack_for_vnni(w: &QMatrix) -> Option<PackedMatrix> {
         return None;
     }
     let starts: Vec<usize> = (0..w.rows).step_by(PANEL).collect();
-    let panels = crate::model::parallel::map(&starts, |&c| {
+    let panels = crate::kernels::parallel::map(&starts, |&c| {
         let mut panel = Panel::new(w.cols / 32);
         panel.pack(w, (c, PANEL.min(w.rows - c)));
         Ok(panel)

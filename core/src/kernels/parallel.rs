@@ -18,7 +18,7 @@ mod pool {
     use rayon::prelude::*;
 
     use crate::error::Result;
-    use crate::kernels::Settings;
+    use crate::kernels::settings::Settings;
 
     /// How many calls of [`map`] can run at once: the rayon pool's threads
     /// (`RAYON_NUM_THREADS`, else one per core; the page's pool as it was
