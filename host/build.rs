@@ -17,7 +17,7 @@ fn main() {
     // fingerprint, so its absolute paths left edits here unseen and
     // embedded that clone's site engine.) `www/site` is here for the same
     // reason: rustc records the widget's `include_str!` by absolute path.
-    for watched in ["core/src", "core/Cargo.toml", "wit", "Cargo.lock", "web/site", "www/site"] {
+    for watched in ["core", "wit", "Cargo.lock", "web/site", "www/site"] {
         println!("cargo:rerun-if-changed=../{watched}");
     }
     // The site engine and its filter module ship inside every `qmd site

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The AArch64 kernels (core/src/kernels/arm/ and k_quants/arm.rs: NEON, and `sdot` where the
+# The AArch64 kernels (core/models/src/kernels/arm/ and k_quants/arm.rs: NEON, and `sdot` where the
 # CPU has it) on an x86 machine: the engine's unit tests cross-compiled for
 # aarch64-unknown-linux-gnu and run under qemu-user with every CPU feature
 # it emulates (`QEMU_CPU=max`, FEAT_DotProd included), so each kernel is
@@ -22,4 +22,4 @@ fi
 if [ "$#" -eq 0 ]; then
     set -- kernels:: gguf:: arch::
 fi
-cargo test --release --locked -p qmd-core --features models --target "$target" --lib -- "$@"
+cargo test --release --locked -p qmd-models --target "$target" --lib -- "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The WebAssembly kernels (core/src/kernels/wasm.rs and wasm_relaxed.rs,
+# The WebAssembly kernels (core/models/src/kernels/wasm.rs and wasm_relaxed.rs,
 # and k_quants' pair: simd128 and relaxed SIMD) outside a browser: the
 # engine's kernel tests compiled for wasm32-wasip2 with simd128, with and
 # without the relaxed-simd feature (the page's two builds), and run under
@@ -21,7 +21,7 @@ export CARGO_TARGET_WASM32_WASIP2_RUNNER="$wasmtime run -W relaxed-simd=y"
 if [ "$#" -eq 0 ]; then
     set -- kernels:: gguf::quantize:: model::bert_checkpoint::
 fi
-for features in models models,relaxed-simd; do
-    echo "test-wasm: qmd-core --features $features" >&2
-    cargo test --release --locked -p qmd-core --features "$features" --target wasm32-wasip2 --lib -- "$@"
+for features in "" relaxed-simd; do
+    echo "test-wasm: qmd-models --features '$features'" >&2
+    cargo test --release --locked -p qmd-models --features "$features" --target wasm32-wasip2 --lib -- "$@"
 done

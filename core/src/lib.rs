@@ -25,8 +25,6 @@ assert_eq!(hits[0].path, "cap.md");
 
 pub mod analysis;
 mod api;
-#[cfg(feature = "models")]
-pub mod arch;
 pub mod chunk;
 pub mod clock;
 pub mod collection;
@@ -36,19 +34,10 @@ pub mod document;
 pub mod encoding;
 mod engine;
 mod error;
-#[cfg(feature = "models")]
-pub mod generate;
-pub mod gguf;
-#[cfg(feature = "models-wgpu")]
-pub mod gpu;
 pub mod index;
 pub mod inference;
-#[cfg(feature = "models")]
-pub mod kernels;
 pub mod lookup;
 pub mod metadata;
-#[cfg(feature = "models")]
-pub mod model;
 pub mod model_id;
 pub mod query;
 pub mod search;
@@ -67,10 +56,16 @@ mod edge;
 mod wasi;
 
 pub use api::*;
+// The model code, its own crate (`qmd-models`), under the names the engine's
+// users have always called it by.
 pub use directory::{Directory, RamDirectory};
 pub use engine::{
     EmbedJob, EmbedOptions, EmbedReport, Engine, IndexCheck, Progress, QueryJob, QueryModels, QueryStep, SampleCheck,
     VectorSample, embed_fingerprint,
 };
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "models-wgpu")]
+pub use qmd_models::gpu;
+#[cfg(feature = "models")]
+pub use qmd_models::{arch, generate, gguf, kernels, model};
 pub use source::{MemorySource, ReadFailure, SourceFile, SourceTree, WalkEntry};

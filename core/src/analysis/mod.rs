@@ -9,7 +9,7 @@
 //! - [`longest_match`]: WordPiece's greedy split of one word.
 //! - [`substring_set`]: which of many terms a text holds, in one pass.
 
-pub mod longest_match;
+pub use qmd_base::longest_match;
 pub mod stem;
 pub mod substring_set;
 pub mod tokenize;

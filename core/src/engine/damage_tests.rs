@@ -14,10 +14,11 @@ use super::embed::tests::WordHash;
 use crate::api::*;
 use crate::directory::{Directory, RamDirectory};
 use crate::document::content_hash;
-use crate::error::{ErrorKind, REBUILD_HINT, Result};
+use crate::error::{ErrorKind, Result};
 use crate::index::Manifest;
 use crate::source::MemorySource;
 use crate::{EmbedOptions, Listing};
+use qmd_base::error::REBUILD_HINT;
 
 const NOTES: [(&str, &str); 6] = [
     ("raft.md", "# Raft\n\nLeader election and log replication keep replicas consistent."),

@@ -59,7 +59,7 @@ impl Encoder {
     }
 
     /// The query and document prompts qmd gives the model
-    /// ([`crate::inference::EmbedderInfo`]'s templates): EmbeddingGemma's
+    /// ([`qmd_base::embedding::EmbedderInfo`]'s templates): EmbeddingGemma's
     /// retrieval prompts; none for BERT models, which were not trained
     /// with any.
     pub fn prompts(&self) -> (&'static str, &'static str) {

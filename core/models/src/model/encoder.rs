@@ -11,7 +11,7 @@ use super::config::{BertConfig, Pooling, SentenceSettings};
 use super::load::load_safetensors;
 use super::tokenize::TextTokenizer;
 use crate::error::Result;
-use crate::inference::{EmbedderInfo, Embedding};
+use qmd_base::embedding::{EmbedderInfo, Embedding};
 
 pub struct SentenceEncoder {
     bert: Bert,

@@ -35,7 +35,7 @@ pub struct ModelDevice {
     /// e.g. "CPU (burn flex)" or "GPU: NVIDIA H200 (Vulkan, discrete)".
     pub description: String,
     /// The same GPU for GGUF models' own kernels ([`crate::gpu`]).
-    #[cfg(feature = "models-wgpu")]
+    #[cfg(feature = "gpu")]
     pub gpu: Option<std::sync::Arc<crate::gpu::GpuContext>>,
 }
 
@@ -53,7 +53,7 @@ impl ModelDevice {
     /// it: its GPU, or the CPU at the kernels' instruction set, with what
     /// the choice noted (a software adapter passed over).
     pub fn kernels_description(&self) -> String {
-        #[cfg(feature = "models-wgpu")]
+        #[cfg(feature = "gpu")]
         if self.gpu.is_some() {
             return self.description.clone();
         }
@@ -70,14 +70,14 @@ impl ModelDevice {
         ModelDevice {
             device: Device::flex(),
             description: BURN_CPU.into(),
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             gpu: None,
         }
     }
 
     /// The device for `choice`, acquiring a wgpu adapter where one is
     /// asked for. Only `Gpu` fails (when there is no adapter at all).
-    #[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+    #[cfg(all(feature = "gpu", not(target_family = "wasm")))]
     pub fn select(choice: DeviceChoice) -> Result<ModelDevice> {
         use burn::tensor::DeviceKind;
         match choice {
@@ -96,7 +96,7 @@ impl ModelDevice {
     }
 
     /// Without the wgpu backend built in, every choice but `Gpu` is the CPU.
-    #[cfg(not(all(feature = "models-wgpu", not(target_family = "wasm"))))]
+    #[cfg(not(all(feature = "gpu", not(target_family = "wasm"))))]
     pub fn select(choice: DeviceChoice) -> Result<ModelDevice> {
         match choice {
             DeviceChoice::Gpu => Err(Error::not_found("no GPU adapter for the models: built without the wgpu backend")),
@@ -107,7 +107,7 @@ impl ModelDevice {
     /// The browser's device: WebGPU when the browser offers an adapter
     /// (software ones included: the page cannot tell, and the CPU backend
     /// is single-threaded there), else the CPU backend with the reason.
-    #[cfg(all(feature = "models-wgpu", target_family = "wasm"))]
+    #[cfg(all(feature = "gpu", target_family = "wasm"))]
     pub async fn select_async(choice: DeviceChoice) -> Result<ModelDevice> {
         if choice == DeviceChoice::Cpu {
             return Ok(ModelDevice::cpu());
@@ -127,13 +127,13 @@ impl ModelDevice {
     }
 
     /// [`select`](Self::select), for callers that must not block.
-    #[cfg(not(all(feature = "models-wgpu", target_family = "wasm")))]
+    #[cfg(not(all(feature = "gpu", target_family = "wasm")))]
     pub async fn select_async(choice: DeviceChoice) -> Result<ModelDevice> {
         Self::select(choice)
     }
 }
 
-#[cfg(all(feature = "models-wgpu", not(target_family = "wasm")))]
+#[cfg(all(feature = "gpu", not(target_family = "wasm")))]
 mod wgpu {
     use burn::tensor::wgpu::wgpu::DeviceType;
     use burn::tensor::{Device, DeviceKind};

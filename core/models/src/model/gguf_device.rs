@@ -10,14 +10,14 @@ pub type Pass = Vec<Vec<u32>>;
 
 pub enum GgufDevice {
     Cpu,
-    #[cfg(feature = "models-wgpu")]
+    #[cfg(feature = "gpu")]
     Gpu(crate::gpu::Gpu),
 }
 
 impl GgufDevice {
     /// The device's GPU when it has one, else the CPU.
     pub fn on(device: &ModelDevice) -> GgufDevice {
-        #[cfg(feature = "models-wgpu")]
+        #[cfg(feature = "gpu")]
         if let Some(context) = &device.gpu {
             return GgufDevice::Gpu(crate::gpu::Gpu::new(context.clone()));
         }
@@ -34,7 +34,7 @@ impl GgufDevice {
                 let _ = gpu; // without a GPU backend built in
                 cpu
             }
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             GgufDevice::Gpu(_) => gpu,
         };
         let mut passes = Vec::new();
@@ -62,7 +62,7 @@ impl GgufDevice {
             // An embedding pass may take the page's faster Q8_0 products
             // (7-bit activations in the relaxed-SIMD module).
             GgufDevice::Cpu => crate::kernels::for_embedding(|| model.embed(&Cpu, sequences)),
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             GgufDevice::Gpu(gpu) => Ok(model.unit_vectors(gpu.read_async(model.pooled(gpu, sequences)?).await?)),
         }
     }
@@ -92,7 +92,7 @@ impl GgufDevice {
     pub async fn last_states_async(&self, model: &Decoder, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
         match self {
             GgufDevice::Cpu => model.last_states(&Cpu, sequences),
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             GgufDevice::Gpu(gpu) => gpu.read_async(model.last_states_on(gpu, sequences)?).await,
         }
     }

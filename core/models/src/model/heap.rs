@@ -6,7 +6,7 @@
 
 /// Sets the policy once per process; a no-op off glibc.
 pub fn keep_freed_pages() {
-    #[cfg(all(target_os = "linux", target_env = "gnu", feature = "models-threads"))]
+    #[cfg(all(target_os = "linux", target_env = "gnu", feature = "threads"))]
     {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {

@@ -10,14 +10,11 @@
 
 pub(crate) mod dequant;
 mod header;
-#[cfg(feature = "models")]
 pub(crate) mod quantize;
 mod types;
 
 pub use dequant::{dequantize, half_at};
 pub use header::{GgufFile, TensorInfo};
 pub use types::{GgmlType, Value};
-#[cfg(feature = "models")]
 pub mod tokenizer;
-#[cfg(feature = "models")]
 pub use tokenizer::{BpeTokenizer, SpmTokenizer, tokenizer_json};

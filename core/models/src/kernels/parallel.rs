@@ -11,7 +11,7 @@
 pub use pool::{chunks_mut, map, on_workers, workers};
 
 #[cfg(any(
-    all(feature = "models-threads", not(target_family = "wasm")),
+    all(feature = "threads", not(target_family = "wasm")),
     all(feature = "web-threads", target_feature = "atomics")
 ))]
 mod pool {
@@ -125,7 +125,7 @@ fn wait_awake(done: &std::sync::atomic::AtomicBool, max_idle: u32, mut run_pendi
 }
 
 #[cfg(not(any(
-    all(feature = "models-threads", not(target_family = "wasm")),
+    all(feature = "threads", not(target_family = "wasm")),
     all(feature = "web-threads", target_feature = "atomics")
 )))]
 mod pool {

@@ -15,8 +15,8 @@ use crate::arch::backend::now;
 use crate::arch::{Encoder, ModelBytes};
 use crate::error::Result;
 use crate::gguf::GgufFile;
-use crate::inference::{EmbedderInfo, Embedding};
 use crate::kernels::parallel;
+use qmd_base::embedding::{EmbedderInfo, Embedding};
 
 /// Tokens in forward passes at once on the CPU, over all its cores:
 /// activations for 8,192 tokens of a 768-wide model with a 3,072-wide FFN

@@ -2,7 +2,7 @@
 //! 1.7B fine-tune): `/no_think Expand this search query: {query}` as the
 //! user's turn, sampled as qmd configures node-llama-cpp, every token
 //! masked by qmd's grammar. The raw text goes to
-//! [`parse_expansion`](crate::query::expansion::parse_expansion).
+//! qmd-core's `parse_expansion`.
 
 use super::chat::{ChatTemplate, DEFAULT_SYSTEM_PROMPT};
 use super::grammar::TokenMask;

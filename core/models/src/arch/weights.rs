@@ -33,7 +33,7 @@ pub struct Vector {
 
 impl Vector {
     /// A vector made from values rather than read from a file (tests).
-    #[cfg(all(test, feature = "models-wgpu"))]
+    #[cfg(all(test, feature = "gpu"))]
     pub(crate) fn new(name: &str, values: Vec<f32>) -> Vector {
         Vector { name: name.to_string(), values }
     }

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::gguf::{GgmlType, dequantize};
 
 /// What the fingerprint records for vectors from a quantized repository
-/// ([`crate::inference::EmbedderInfo::weights`]).
+/// ([`qmd_base::embedding::EmbedderInfo::weights`]).
 pub const QUANTIZED_AT_LOAD: &str = "q8_0";
 
 /// Whether the kernels run this configuration: their BERT needs rows of

@@ -4,7 +4,7 @@
 
 use super::{GgufEncoder, SentenceEncoder, TextTokenizer};
 use crate::error::{Error, Result};
-use crate::inference::{EmbedderInfo, Embedding};
+use qmd_base::embedding::{EmbedderInfo, Embedding};
 
 pub enum TextEmbedder {
     SafeTensors(Box<SentenceEncoder>),

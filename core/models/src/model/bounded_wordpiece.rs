@@ -13,7 +13,7 @@ use serde::Deserialize;
 use tokenizers::models::wordpiece::WordPieceTrainer;
 use tokenizers::{Model, Token};
 
-use crate::analysis::longest_match::longest_match_first;
+use qmd_base::longest_match::longest_match_first;
 
 /// The fields of a `tokenizer.json` WordPiece model this one reads.
 #[derive(Deserialize)]

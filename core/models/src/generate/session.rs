@@ -37,7 +37,7 @@ pub struct Session<'m> {
 /// The blocks' caches, on the session's device.
 enum Caches {
     Cpu(Vec<KvCache>),
-    #[cfg(feature = "models-wgpu")]
+    #[cfg(feature = "gpu")]
     Gpu(Vec<crate::gpu::GpuKvCache>),
 }
 
@@ -51,7 +51,7 @@ impl<'m> Session<'m> {
     pub fn on(model: &'m Decoder, device: &'m GgufDevice) -> Session<'m> {
         let caches = match device {
             GgufDevice::Cpu => Caches::Cpu(model.new_cache()),
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             GgufDevice::Gpu(_) => Caches::Gpu(model.new_cache()),
         };
         Session { model, device, caches, tokens: Vec::new() }
@@ -74,12 +74,12 @@ impl<'m> Session<'m> {
         let (model, cached) = (self.model, self.tokens.len());
         let logits = match (self.device, &mut self.caches) {
             (_, Caches::Cpu(cache)) => model.logits(&model.extend(cache, cached, tokens)?),
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             (GgufDevice::Gpu(gpu), Caches::Gpu(cache)) => {
                 let state = model.extend_on(gpu, cache, cached, tokens)?;
                 gpu.read_async(model.logits_on(gpu, &state)).await?
             }
-            #[cfg(feature = "models-wgpu")]
+            #[cfg(feature = "gpu")]
             (GgufDevice::Cpu, Caches::Gpu(_)) => unreachable!("a session's caches are on its device"),
         };
         self.tokens.extend_from_slice(tokens);
