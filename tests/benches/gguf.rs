@@ -31,7 +31,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use qmd_core::model::{GgufEncoder, GgufRanker};
+use qmd_core::model::{KernelEmbedder, KernelRanker};
 use qmd_tests::bench::{markdown_files, tldr_corpus_dir, tldr_embedding_texts};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::{NativeEmbedder, cosine, script_path_with, test_model_dir};
@@ -43,7 +43,7 @@ const GEMMA_TOKENS: usize = 256;
 
 /// The longest prefix of each text (at a char boundary) that the encoder
 /// turns into at most `GEMMA_TOKENS` tokens, BOS and EOS included.
-fn cut_to_tokens(encoder: &GgufEncoder, texts: &[String]) -> Vec<String> {
+fn cut_to_tokens(encoder: &KernelEmbedder, texts: &[String]) -> Vec<String> {
     let tokens = |t: &str| encoder.tokenizer().encode_counted(&[t]).unwrap()[0].1 + 2;
     texts
         .iter()
@@ -166,7 +166,7 @@ fn embed() {
     let f = fixtures();
     let mut rows: Vec<(String, f64)> = Vec::new();
     let ours = |file: &str| {
-        let encoder = GgufEncoder::load(file, Arc::new(std::fs::read(f.file(file)).unwrap())).unwrap();
+        let encoder = KernelEmbedder::load(file, Arc::new(std::fs::read(f.file(file)).unwrap())).unwrap();
         throughput(|t| {
             encoder.embed_counted(t).unwrap();
         })
@@ -181,7 +181,7 @@ fn embed() {
     rows.push(("this project, GGUF Q8_0".into(), ours("minilm-q8_0.gguf")));
     if std::env::var_os("BENCH_PYTORCH").is_some() {
         let (rate, vectors, version) = pytorch(texts);
-        let q8 = GgufEncoder::load("q8", Arc::new(std::fs::read(f.file("minilm-q8_0.gguf")).unwrap())).unwrap();
+        let q8 = KernelEmbedder::load("q8", Arc::new(std::fs::read(f.file("minilm-q8_0.gguf")).unwrap())).unwrap();
         let worst = |ours: Vec<Vec<f32>>| ours.iter().zip(&vectors).map(|(a, b)| cosine(a, b)).fold(1.0, f64::min);
         let f32_worst =
             worst(safetensors.encoder.embed(&texts.iter().map(String::as_str).collect::<Vec<_>>()).unwrap());
@@ -209,7 +209,7 @@ fn embed() {
 
     // EmbeddingGemma-shaped, Q8_0: ours against llama.cpp's best layout.
     let path = f.gemma_full();
-    let gemma = GgufEncoder::load("gemma-full-q8_0.gguf", Arc::new(std::fs::read(&path).unwrap())).unwrap();
+    let gemma = KernelEmbedder::load("gemma-full-q8_0.gguf", Arc::new(std::fs::read(&path).unwrap())).unwrap();
     let gemma_texts = cut_to_tokens(&gemma, &texts[..GEMMA_TEXTS]);
     let mut rows = vec![(
         "this project".to_string(),
@@ -265,7 +265,7 @@ fn rerank() {
         pages.into_iter().take(64).map(|(_, b)| String::from_utf8_lossy(&b).into_owned()).collect();
     let f = fixtures();
     let path = f.qwen3_reranker_full();
-    let ranker = GgufRanker::load("qwen3-reranker-full-q8_0.gguf", Arc::new(std::fs::read(&path).unwrap())).unwrap();
+    let ranker = KernelRanker::load("qwen3-reranker-full-q8_0.gguf", Arc::new(std::fs::read(&path).unwrap())).unwrap();
     let joined = pages.join("\n\n");
     let chars: Vec<char> = joined.chars().collect();
     // Characters per token of this vocabulary, from a 3,600-character

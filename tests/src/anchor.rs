@@ -9,7 +9,7 @@ use std::sync::Arc;
 use qmd_core::arch::{Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::GgufFile;
-use qmd_core::model::GgufDevice;
+use qmd_core::model::KernelDevice;
 
 use crate::gguf::fixtures;
 
@@ -71,7 +71,7 @@ pub struct AnchoredRun {
     pub probabilities: Vec<f32>,
 }
 
-pub fn anchored_to_f32(quantized: &Path, original: &Path, prompts: &[&str], device: &GgufDevice) -> Vec<AnchoredRun> {
+pub fn anchored_to_f32(quantized: &Path, original: &Path, prompts: &[&str], device: &KernelDevice) -> Vec<AnchoredRun> {
     let f = fixtures();
     let bytes: ModelBytes = Arc::new(read(quantized));
     let file = GgufFile::parse("decoder", (*bytes).as_ref()).unwrap();

@@ -426,10 +426,10 @@ fn gguf(data: &[u8]) {
     let _ = file.non_finite_tensors();
     let bytes: qmd_core::arch::ModelBytes = std::sync::Arc::new(data.to_vec());
     let cpu = qmd_core::model::ModelDevice::cpu();
-    if let Ok(encoder) = qmd_core::model::GgufEncoder::load_on("fuzz.gguf", bytes.clone(), &cpu) {
+    if let Ok(encoder) = qmd_core::model::KernelEmbedder::load_on("fuzz.gguf", bytes.clone(), &cpu) {
         let _ = encoder.embed_counted(&["hello world".to_string()]);
     }
-    let _ = qmd_core::model::GgufRanker::load_on("fuzz.gguf", bytes.clone(), &cpu);
+    let _ = qmd_core::model::KernelRanker::load_on("fuzz.gguf", bytes.clone(), &cpu);
     let _ = qmd_core::generate::QueryExpander::load_on("fuzz.gguf", bytes, &cpu);
 }
 

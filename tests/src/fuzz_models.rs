@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use qmd_core::generate::QueryExpander;
 use qmd_core::gguf::{GgmlType, GgufFile, Value};
-use qmd_core::model::{GgufEncoder, GgufRanker, ModelDevice};
+use qmd_core::model::{KernelEmbedder, KernelRanker, ModelDevice};
 
 use crate::gguf_file::{GgufParts, Tensor, f32_bytes};
 
@@ -266,13 +266,13 @@ pub fn load_and_run(recipe: &[u8]) {
     let shared: qmd_core::arch::ModelBytes = Arc::new(bytes.clone());
     let cpu = ModelDevice::cpu();
     let texts = ["hello world".to_string(), "qmd <|im_end|> probe \u{1F9EA}".to_string()];
-    if let Ok(encoder) = GgufEncoder::load_on("fuzz.gguf", shared.clone(), &cpu)
+    if let Ok(encoder) = KernelEmbedder::load_on("fuzz.gguf", shared.clone(), &cpu)
         && let Ok(embeddings) = encoder.embed_counted(&texts)
     {
         // The encoder may return NaN; the layer above refuses it (TextEmbedder).
         assert_eq!(embeddings.len(), texts.len());
     }
-    if let Ok(ranker) = GgufRanker::load_on("fuzz.gguf", shared.clone(), &cpu)
+    if let Ok(ranker) = KernelRanker::load_on("fuzz.gguf", shared.clone(), &cpu)
         && let Ok(scores) = ranker.score("hello", &["world", "qmd probe"])
     {
         assert_eq!(scores.len(), 2);

@@ -14,7 +14,7 @@ use qmd_core::arch::backend::now;
 use qmd_core::arch::{Backend, Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::{BpeTokenizer, GgmlType, GgufFile, Value, dequantize};
-use qmd_core::model::{GgufDevice, GgufEncoder, GgufRanker, ModelDevice, quantized_weights};
+use qmd_core::model::{KernelDevice, KernelEmbedder, KernelRanker, ModelDevice, quantized_weights};
 use qmd_tests::anchor::{AnchoredRun, QWEN3_PROMPTS, anchored_to_f32, read, softmax, texts};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::{cosine, gpu_device};
@@ -135,7 +135,7 @@ fn compare_with_llama(file: &str, min_cosine: f64) {
 fn compare_with_llama_on(file: &str, min_cosine: f64, device: &ModelDevice, step: usize) -> f64 {
     let f = fixtures();
     let path = f.file(file);
-    let encoder = GgufEncoder::load_on(file, Arc::new(read(&path)), device).unwrap();
+    let encoder = KernelEmbedder::load_on(file, Arc::new(read(&path)), device).unwrap();
     let texts: Vec<String> = texts().into_iter().step_by(step).collect();
     let reference = f.llama("embed", &path, &serde_json::json!(texts));
     let ours = encoder.embed_counted(&texts).unwrap();
@@ -175,7 +175,7 @@ fn minilm_q8_0_gguf_matches_llama_cpp() {
 #[test]
 fn passes_side_by_side_give_each_text_its_own_vector_in_order() {
     let path = fixtures().file("minilm-q8_0.gguf");
-    let encoder = GgufEncoder::load("minilm-q8_0.gguf", Arc::new(read(&path))).unwrap();
+    let encoder = KernelEmbedder::load("minilm-q8_0.gguf", Arc::new(read(&path))).unwrap();
     let base = texts();
     let texts: Vec<String> = (0..24).map(|i| base[i % base.len()].repeat(1 + i % 6)).collect();
     let counts = encoder.embed_counted(&texts).unwrap();
@@ -324,7 +324,7 @@ fn rank_scores(file: &str) -> (Vec<f32>, Vec<f32>) {
 fn rank_scores_on(file: &str, device: &ModelDevice, selection: RankSelection) -> (Vec<f32>, Vec<f32>) {
     let f = fixtures();
     let path = f.file(file);
-    let ranker = GgufRanker::load_on(file, Arc::new(read(&path)), device).unwrap();
+    let ranker = KernelRanker::load_on(file, Arc::new(read(&path)), device).unwrap();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for (query, documents) in rank_inputs().into_iter().take(selection.queries) {
         let reference = f.llama("rank", &path, &serde_json::json!({"query": query, "documents": documents}));
@@ -479,7 +479,7 @@ const SMOLLM2_PROMPTS: [&str; 3] = [
 /// on each prompt; its first logits must be the whole-sequence pass's.
 /// SmolLM2's prompts on the CPU.
 fn greedy_with_the_kv_cache(path: &Path) -> Vec<GreedyRun> {
-    greedy_with_the_kv_cache_on(path, &SMOLLM2_PROMPTS, &GgufDevice::Cpu)
+    greedy_with_the_kv_cache_on(path, &SMOLLM2_PROMPTS, &KernelDevice::Cpu)
 }
 
 /// One prompt's greedy run against llama.cpp's.
@@ -497,7 +497,7 @@ struct GreedyRun {
 
 /// One prompt's greedy run against llama.cpp's, on `device` (its caches
 /// there).
-fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &GgufDevice) -> Vec<GreedyRun> {
+fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &KernelDevice) -> Vec<GreedyRun> {
     let f = fixtures();
     let bytes: ModelBytes = Arc::new(read(path));
     let file = GgufFile::parse("decoder", (*bytes).as_ref()).unwrap();
@@ -516,8 +516,8 @@ fn greedy_with_the_kv_cache_on(path: &Path, prompts: &[&str], device: &GgufDevic
         // The whole pass's states through the session's LM head.
         let states = now(device.last_states_async(&model, std::slice::from_ref(&tokens))).unwrap();
         let whole = match device {
-            GgufDevice::Cpu => model.logits(&states),
-            GgufDevice::Gpu(gpu) => gpu.read(model.logits_on(gpu, &gpu.upload(states))).unwrap(),
+            KernelDevice::Cpu => model.logits(&states),
+            KernelDevice::Gpu(gpu) => gpu.read(model.logits_on(gpu, &gpu.upload(states))).unwrap(),
         };
         let largest = whole.iter().fold(0f32, |m, l| m.max(l.abs()));
         let (worst, _) = differences(&logits, &whole);
@@ -608,7 +608,7 @@ fn smollm2_q4_1_matches_llama_cpp() {
 #[test]
 fn qwen3_lm_greedy_matches_llama_cpp() {
     let f = fixtures();
-    for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &GgufDevice::Cpu) {
+    for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &KernelDevice::Cpu) {
         assert_f32_greedy_agrees(&run);
         // Measured: 2.5e-4 on both prompts, since short passes sum the
         // attention's values in f16 as llama.cpp's flash attention does
@@ -627,7 +627,7 @@ fn qwen3_lm_greedy_matches_llama_cpp() {
     // passes summed values in f16, at token 4 before they read queries as
     // f16); the first step is within 2.1e-3 and 1.7e-2 (SmolLM2 Q4_1:
     // 1.0e-2 to 3.0e-2).
-    for run in anchored_to_f32(&f.quantized("qwen3", "q4_k_m"), &f.qwen3_lm(), &QWEN3_PROMPTS, &GgufDevice::Cpu) {
+    for run in anchored_to_f32(&f.quantized("qwen3", "q4_k_m"), &f.qwen3_lm(), &QWEN3_PROMPTS, &KernelDevice::Cpu) {
         assert_q4_k_m_near_f32(&run);
     }
 }
@@ -664,9 +664,9 @@ fn assert_q4_k_m_near_f32(run: &AnchoredRun) {
 /// on a 0.039 tie; at ~2 s a token on lavapipe it is left out of CI.)
 #[test]
 fn decoding_on_wgpu_matches_llama_cpp() {
-    // A `GgufDevice` holds one model's weights on the GPU.
-    let on_gpu = || GgufDevice::on(gpu_device());
-    assert!(matches!(on_gpu(), GgufDevice::Gpu(_)), "a wgpu device for the GGUF kernels");
+    // A `KernelDevice` holds one model's weights on the GPU.
+    let on_gpu = || KernelDevice::on(gpu_device());
+    assert!(matches!(on_gpu(), KernelDevice::Gpu(_)), "a wgpu device for the GGUF kernels");
     let f = fixtures();
     for run in greedy_with_the_kv_cache_on(&f.qwen3_lm(), &QWEN3_PROMPTS, &on_gpu()) {
         assert_f32_greedy_agrees(&run);

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use qmd_core::kernels::dispatch::Level;
-use qmd_core::model::{GgufDevice, GgufEncoder, GgufRanker, ModelDevice};
+use qmd_core::model::{KernelDevice, KernelEmbedder, KernelRanker, ModelDevice};
 use qmd_tests::anchor::{QWEN3_PROMPTS, anchored_to_f32, read, texts};
 use qmd_tests::gguf::fixtures;
 use qmd_tests::models::cosine;
@@ -68,7 +68,7 @@ fn answers_at(level: Level) -> Answers {
     f.quantized("gemma", "q4_k_m");
     for (quantized, original) in [("minilm-q8_0.gguf", "minilm-f32.gguf"), ("gemma-q4_k_m.gguf", "gemma-f32.gguf")] {
         let path = f.file(quantized);
-        let encoder = GgufEncoder::load_on(quantized, Arc::new(read(&path)), &ModelDevice::cpu()).unwrap();
+        let encoder = KernelEmbedder::load_on(quantized, Arc::new(read(&path)), &ModelDevice::cpu()).unwrap();
         let ours: Vec<Vec<f32>> = encoder.embed_counted(&texts).unwrap().into_iter().map(|e| e.vector).collect();
         let exact = llama_vectors(&f.file(original), &texts);
         let theirs = llama_vectors(&path, &texts);
@@ -85,7 +85,7 @@ fn answers_at(level: Level) -> Answers {
     let original = f.qwen3_lm();
     for ftype in ["q4_k_m", "q4_1"] {
         let quantized = f.quantized("qwen3", ftype);
-        let runs = anchored_to_f32(&quantized, &original, &QWEN3_PROMPTS[..1], &GgufDevice::Cpu);
+        let runs = anchored_to_f32(&quantized, &original, &QWEN3_PROMPTS[..1], &KernelDevice::Cpu);
         for run in &runs {
             eprintln!(
                 "{name}: qwen3 {ftype}: first step {:.1e} from F32 (llama.cpp's {:.1e})",
@@ -128,7 +128,7 @@ fn rank_anchored(level: Level) -> Vec<f32> {
     };
     let (exact, theirs) = (scores("qwen3-reranker-f32.gguf"), scores("qwen3-reranker-q8_0.gguf"));
     let path = f.file("qwen3-reranker-q8_0.gguf");
-    let ranker = GgufRanker::load_on("q8_0", Arc::new(read(&path)), &ModelDevice::cpu()).unwrap();
+    let ranker = KernelRanker::load_on("q8_0", Arc::new(read(&path)), &ModelDevice::cpu()).unwrap();
     let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
     let ours = ranker.score(query, &refs).unwrap();
     let mean = |a: &[f32]| a.iter().zip(&exact).map(|(x, y)| (x - y).abs()).sum::<f32>() / a.len() as f32;

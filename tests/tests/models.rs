@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use qmd_core::model::{CrossEncoder, Device, Loadable, ModelDevice, SentenceEncoder, TextEmbedder};
+use qmd_core::model::{BurnEmbedder, BurnRanker, Device, Loadable, ModelDevice, TextEmbedder};
 use qmd_tests::models::{gpu_device, model_files, script_path, test_model_dir};
 
 fn repo() -> PathBuf {
@@ -100,7 +100,7 @@ fn cross_encoder_matches_numpy_reference_on_wgpu() {
 /// every `step`-th.
 fn minilm_embeddings_match_numpy_reference(device: &Device, step: usize) {
     let dir = test_model_dir();
-    let encoder = SentenceEncoder::load(model_files(&dir), device).unwrap();
+    let encoder = BurnEmbedder::load(model_files(&dir), device).unwrap();
     assert_eq!(encoder.dimension(), 384);
     assert_eq!(encoder.tokenizer().max_tokens(), 256, "max_seq_length from sentence_bert_config.json");
     let texts: Vec<String> =
@@ -135,7 +135,7 @@ fn cross_encoder_matches_numpy_reference(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
     let tokenizer = test_model_dir().join("tokenizer.json");
     reference(&["write-reranker", dir.path().to_str().unwrap(), tokenizer.to_str().unwrap()], &serde_json::json!(null));
-    let reranker = CrossEncoder::load(model_files(dir.path()), device).unwrap();
+    let reranker = BurnRanker::load(model_files(dir.path()), device).unwrap();
     let query = "how does raft elect a leader";
     let documents = texts();
     let refs: Vec<&str> = documents.iter().map(String::as_str).collect();
@@ -160,7 +160,7 @@ fn a_checkpoint_missing_parameters_is_refused() {
     broken.config = br#"{"model_type":"bert","hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,
         "intermediate_size":1536,"max_position_embeddings":512,"vocab_size":30522}"#
         .to_vec();
-    let err = CrossEncoder::load(broken, &Device::flex()).err().expect("must fail");
+    let err = BurnRanker::load(broken, &Device::flex()).err().expect("must fail");
     assert!(err.to_string().contains("missing"), "{err}");
 }
 
@@ -171,7 +171,7 @@ fn a_checkpoint_missing_parameters_is_refused() {
 fn minilm_quantized_at_load_stays_near_numpy_reference() {
     let dir = test_model_dir();
     let embedder = TextEmbedder::load(model_files(&dir), &ModelDevice::cpu()).unwrap();
-    assert!(matches!(embedder, TextEmbedder::Gguf(_)), "a BERT repository runs on the kernels by default");
+    assert!(matches!(embedder, TextEmbedder::Kernels(_)), "a BERT repository runs on the kernels by default");
     let info = embedder.describe("minilm");
     assert_eq!((info.dimension, info.max_tokens, info.weights.as_str()), (384, 256, "q8_0"));
     let texts = texts();

@@ -27,7 +27,7 @@ use std::time::Instant;
 use qmd_core::arch::{Decoder, ModelBytes};
 use qmd_core::generate::Session;
 use qmd_core::gguf::{BpeTokenizer, GgufFile};
-use qmd_core::model::{DeviceChoice, GgufDevice, GgufEncoder, GgufRanker, ModelDevice};
+use qmd_core::model::{DeviceChoice, KernelDevice, KernelEmbedder, KernelRanker, ModelDevice};
 use serde_json::json;
 
 /// Tokens generated after each prompt (`generate`).
@@ -37,16 +37,16 @@ const GENERATED: usize = 64;
 const QUERY: &str = "how do I list the files in a directory, sorted by size?";
 
 enum Model {
-    Embed(GgufEncoder),
-    Rank(GgufRanker),
+    Embed(KernelEmbedder),
+    Rank(KernelRanker),
 }
 
 impl Model {
     fn load(task: &str, name: &str, bytes: ModelBytes, device: &ModelDevice) -> Model {
         let failed = |e: qmd_core::Error| -> ! { panic!("{name}: {}", e.message) };
         match task {
-            "embed" => Model::Embed(GgufEncoder::load_on(name, bytes, device).unwrap_or_else(|e| failed(e))),
-            "rank" => Model::Rank(GgufRanker::load_on(name, bytes, device).unwrap_or_else(|e| failed(e))),
+            "embed" => Model::Embed(KernelEmbedder::load_on(name, bytes, device).unwrap_or_else(|e| failed(e))),
+            "rank" => Model::Rank(KernelRanker::load_on(name, bytes, device).unwrap_or_else(|e| failed(e))),
             other => panic!("unknown task {other:?}: embed or rank"),
         }
     }
@@ -163,12 +163,12 @@ fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Va
     let prompts: Vec<Vec<u32>> = prompts.iter().map(|p| tokenizer.encode_prompt(p)).collect();
     let mut report = json!({ "task": "generate", "model": path });
     if devices.contains("cpu") {
-        report["runs"] = json!(decode_runs(&model, &GgufDevice::Cpu, &prompts));
+        report["runs"] = json!(decode_runs(&model, &KernelDevice::Cpu, &prompts));
     }
     if devices.contains("gpu") {
         let gpu = ModelDevice::select(DeviceChoice::Gpu).unwrap_or_else(|e| panic!("{}", e.message));
         report["gpu"] = json!(gpu.description);
-        report["gpu_runs"] = json!(decode_runs(&model, &GgufDevice::on(&gpu), &prompts));
+        report["gpu_runs"] = json!(decode_runs(&model, &KernelDevice::on(&gpu), &prompts));
         if let Some(profile) = gpu.gpu.as_ref().and_then(|g| g.profile()) {
             report["gpu_profile"] = profile_json(&profile);
         }
@@ -182,7 +182,7 @@ fn generate(path: &str, bytes: ModelBytes, prompts: &[String]) -> serde_json::Va
 
 /// Each prompt in one pass on `device`, then greedy tokens one at a time,
 /// after a warm-up run: its prompt and decode tokens/s.
-fn decode_runs(model: &Decoder, device: &GgufDevice, prompts: &[Vec<u32>]) -> Vec<serde_json::Value> {
+fn decode_runs(model: &Decoder, device: &KernelDevice, prompts: &[Vec<u32>]) -> Vec<serde_json::Value> {
     let most_probable = qmd_core::generate::sampler::most_probable;
     let run = |tokens: &[u32]| {
         let mut session = Session::on(model, device);

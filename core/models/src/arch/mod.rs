@@ -25,16 +25,16 @@ use crate::gguf::GgufFile;
 
 /// A sentence-embedding model from a GGUF file, whichever its
 /// architecture.
-pub enum Encoder {
+pub enum EmbeddingModel {
     Bert(bert::Bert),
     Gemma(gemma_embedding::GemmaEmbedding),
 }
 
-impl Encoder {
-    pub fn load(file: &GgufFile, bytes: ModelBytes) -> Result<Encoder> {
+impl EmbeddingModel {
+    pub fn load(file: &GgufFile, bytes: ModelBytes) -> Result<EmbeddingModel> {
         match file.architecture()? {
-            "bert" => Ok(Encoder::Bert(bert::Bert::load(file, bytes)?)),
-            "gemma-embedding" => Ok(Encoder::Gemma(gemma_embedding::GemmaEmbedding::load(file, bytes)?)),
+            "bert" => Ok(EmbeddingModel::Bert(bert::Bert::load(file, bytes)?)),
+            "gemma-embedding" => Ok(EmbeddingModel::Gemma(gemma_embedding::GemmaEmbedding::load(file, bytes)?)),
             other => Err(Error::invalid(format!(
                 "{}: architecture '{other}' is not an embedding model qmd-wasm runs (bert, gemma-embedding)",
                 file.name()
@@ -45,16 +45,16 @@ impl Encoder {
     /// Width of the vectors out.
     pub fn dimension(&self) -> usize {
         match self {
-            Encoder::Bert(m) => m.shape.width,
-            Encoder::Gemma(m) => m.shape.output_width,
+            EmbeddingModel::Bert(m) => m.shape.width,
+            EmbeddingModel::Gemma(m) => m.shape.output_width,
         }
     }
 
     /// Tokens one sequence may hold, special tokens included.
     pub fn context(&self) -> usize {
         match self {
-            Encoder::Bert(m) => m.shape.context,
-            Encoder::Gemma(m) => m.shape.block.context,
+            EmbeddingModel::Bert(m) => m.shape.context,
+            EmbeddingModel::Gemma(m) => m.shape.block.context,
         }
     }
 
@@ -64,8 +64,8 @@ impl Encoder {
     /// with any.
     pub fn prompts(&self) -> (&'static str, &'static str) {
         match self {
-            Encoder::Bert(_) => ("", ""),
-            Encoder::Gemma(_) => ("task: search result | query: ", "title: {title} | text: {text}"),
+            EmbeddingModel::Bert(_) => ("", ""),
+            EmbeddingModel::Gemma(_) => ("task: search result | query: ", "title: {title} | text: {text}"),
         }
     }
 
@@ -78,8 +78,8 @@ impl Encoder {
     /// `b` (read it, then [`unit_vectors`](Self::unit_vectors)).
     pub fn pooled<B: Backend>(&self, b: &B, sequences: &[Vec<u32>]) -> Result<B::Tensor> {
         match self {
-            Encoder::Bert(m) => m.pooled(b, sequences),
-            Encoder::Gemma(m) => m.pooled(b, sequences),
+            EmbeddingModel::Bert(m) => m.pooled(b, sequences),
+            EmbeddingModel::Gemma(m) => m.pooled(b, sequences),
         }
     }
 

@@ -13,7 +13,7 @@ use crate::arch::backend::now;
 use crate::arch::{Decoder, ModelBytes};
 use crate::error::{Error, Result};
 use crate::gguf::{BpeTokenizer, GgufFile};
-use crate::model::{GgufDevice, ModelDevice};
+use crate::model::{KernelDevice, Loadable, ModelDevice, ModelFiles};
 
 /// qmd's `maxTokens` for an expansion.
 pub const MAX_EXPANSION_TOKENS: usize = 600;
@@ -33,7 +33,7 @@ const SEED: u64 = 0x716d_6421;
 pub struct QueryExpander {
     model: Decoder,
     /// Where the model's steps run.
-    device: GgufDevice,
+    device: KernelDevice,
     tokenizer: BpeTokenizer,
     template: ChatTemplate,
     mask: TokenMask,
@@ -66,7 +66,7 @@ impl QueryExpander {
         let mask = TokenMask::new(&tokenizer.token_bytes(), end.clone());
         let unpunished = tokenizer.encode("\n", false);
         let trained_context = model.shape.block.context;
-        let device = GgufDevice::on(device);
+        let device = KernelDevice::on(device);
         Ok(QueryExpander { model, device, tokenizer, template, mask, end, unpunished, trained_context })
     }
 
@@ -202,5 +202,23 @@ impl ExpansionRun<'_> {
     /// returned false).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.tokenizer.decode(self.generation.generated(), false)).into_owned()
+    }
+}
+
+/// qmd's query-expansion model: a GGUF chat model, decoded on the
+/// process's device (its GPU where it has one).
+impl Loadable for QueryExpander {
+    fn load(_files: ModelFiles, _device: &ModelDevice) -> Result<Self> {
+        Err(Error::invalid(
+            "a query-expansion model is one GGUF file: hf:owner/repo/file.gguf, or the path of a .gguf file",
+        ))
+    }
+
+    fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
+        QueryExpander::load_on(name, bytes, device)
+    }
+
+    fn on_kernels(&self) -> bool {
+        true
     }
 }

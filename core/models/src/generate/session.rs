@@ -10,7 +10,7 @@ use crate::arch::Decoder;
 use crate::arch::backend::now;
 use crate::arch::kv_cache::KvCache;
 use crate::error::Result;
-use crate::model::GgufDevice;
+use crate::model::KernelDevice;
 
 /// How a generation stops, and what it may produce.
 #[derive(Clone, Copy)]
@@ -29,7 +29,7 @@ pub struct Limits<'a> {
 
 pub struct Session<'m> {
     model: &'m Decoder,
-    device: &'m GgufDevice,
+    device: &'m KernelDevice,
     caches: Caches,
     tokens: Vec<u32>,
 }
@@ -44,15 +44,15 @@ enum Caches {
 impl<'m> Session<'m> {
     /// A session on the CPU kernels.
     pub fn new(model: &'m Decoder) -> Session<'m> {
-        Session::on(model, &GgufDevice::Cpu)
+        Session::on(model, &KernelDevice::Cpu)
     }
 
     /// A session on `device` (its caches there).
-    pub fn on(model: &'m Decoder, device: &'m GgufDevice) -> Session<'m> {
+    pub fn on(model: &'m Decoder, device: &'m KernelDevice) -> Session<'m> {
         let caches = match device {
-            GgufDevice::Cpu => Caches::Cpu(model.new_cache()),
+            KernelDevice::Cpu => Caches::Cpu(model.new_cache()),
             #[cfg(feature = "gpu")]
-            GgufDevice::Gpu(_) => Caches::Gpu(model.new_cache()),
+            KernelDevice::Gpu(_) => Caches::Gpu(model.new_cache()),
         };
         Session { model, device, caches, tokens: Vec::new() }
     }
@@ -75,12 +75,12 @@ impl<'m> Session<'m> {
         let logits = match (self.device, &mut self.caches) {
             (_, Caches::Cpu(cache)) => model.logits(&model.extend(cache, cached, tokens)?),
             #[cfg(feature = "gpu")]
-            (GgufDevice::Gpu(gpu), Caches::Gpu(cache)) => {
+            (KernelDevice::Gpu(gpu), Caches::Gpu(cache)) => {
                 let state = model.extend_on(gpu, cache, cached, tokens)?;
                 gpu.read_async(model.logits_on(gpu, &state)).await?
             }
             #[cfg(feature = "gpu")]
-            (GgufDevice::Cpu, Caches::Gpu(_)) => unreachable!("a session's caches are on its device"),
+            (KernelDevice::Cpu, Caches::Gpu(_)) => unreachable!("a session's caches are on its device"),
         };
         self.tokens.extend_from_slice(tokens);
         Ok(logits)

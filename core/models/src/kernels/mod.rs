@@ -20,7 +20,6 @@
 //! embedding passes, where `wasm_relaxed_f32` runs those on fused
 //! multiply-adds.
 
-mod activations;
 #[cfg(target_arch = "aarch64")]
 mod arm;
 pub mod dispatch;
@@ -29,6 +28,7 @@ pub mod k_quants;
 pub(crate) mod math;
 pub(crate) mod multiversion;
 pub mod parallel;
+mod quantized_rows;
 // Only the relaxed-SIMD module has kernels to race; the page installs the
 // clock in either module.
 #[cfg_attr(not(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd")), allow(dead_code))]
@@ -48,7 +48,7 @@ pub mod wasm_relaxed_f32;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use activations::{Bits, QuantizedRows};
+pub use quantized_rows::{Bits, QuantizedRows};
 pub use race::{Clock, install_clock};
 pub use settings::{Settings, for_embedding, fused_attention, fused_element_wise};
 

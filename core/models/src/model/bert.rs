@@ -61,21 +61,21 @@ pub struct Intermediate {
 }
 
 #[derive(Module, Debug)]
-pub struct Layer {
+pub struct BurnLayer {
     attention: Attention,
     intermediate: Intermediate,
     output: DenseNorm,
 }
 
 #[derive(Module, Debug)]
-pub struct Encoder {
-    layer: Vec<Layer>,
+pub struct BurnLayers {
+    layer: Vec<BurnLayer>,
 }
 
 #[derive(Module, Debug)]
-pub struct Bert {
+pub struct BurnBert {
     embeddings: Embeddings,
-    encoder: Encoder,
+    encoder: BurnLayers,
     heads: usize,
 }
 
@@ -96,9 +96,9 @@ fn dense_norm(d_input: usize, config: &BertConfig, device: &Device) -> DenseNorm
     DenseNorm { dense: linear(d_input, config.hidden_size, device), layer_norm: layer_norm(config, device) }
 }
 
-impl Bert {
+impl BurnBert {
     /// An uninitialised model of the configured shape, ready to load into.
-    pub fn new(config: &BertConfig, device: &Device) -> Bert {
+    pub fn new(config: &BertConfig, device: &Device) -> BurnBert {
         let h = config.hidden_size;
         let embeddings = Embeddings {
             word_embeddings: EmbeddingConfig::new(config.vocab_size, h).init(device),
@@ -107,7 +107,7 @@ impl Bert {
             layer_norm: layer_norm(config, device),
         };
         let layer = (0..config.num_hidden_layers)
-            .map(|_| Layer {
+            .map(|_| BurnLayer {
                 attention: Attention {
                     self_attention: SelfAttention {
                         query: linear(h, h, device),
@@ -120,7 +120,7 @@ impl Bert {
                 output: dense_norm(config.intermediate_size, config, device),
             })
             .collect();
-        Bert { embeddings, encoder: Encoder { layer }, heads: config.num_attention_heads }
+        BurnBert { embeddings, encoder: BurnLayers { layer }, heads: config.num_attention_heads }
     }
 
     /// Hidden states of the last layer, `[batch, tokens, hidden]`.
@@ -142,7 +142,7 @@ impl Bert {
     }
 }
 
-impl Layer {
+impl BurnLayer {
     /// `lengths`: real tokens per sequence (see [`TokenBatch::lengths`]).
     fn forward(&self, x: Tensor<3>, bias: Tensor<4>, heads: usize, lengths: &[usize]) -> Tensor<3> {
         let [n, t, h] = x.dims();

@@ -143,7 +143,7 @@ fn damaged(problem: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arch::{Cpu, Encoder};
+    use crate::arch::{Cpu, EmbeddingModel};
 
     const CONFIG: &str = r#"{"vocab_size": 12, "hidden_size": 32, "num_hidden_layers": 2,
         "num_attention_heads": 2, "intermediate_size": 64, "max_position_embeddings": 16}"#;
@@ -202,7 +202,7 @@ mod tests {
     }
 
     fn embed(bert: Bert) -> Vec<Vec<f32>> {
-        Encoder::Bert(bert).embed(&Cpu, &[vec![1, 5, 3, 2], vec![4, 11]]).unwrap()
+        EmbeddingModel::Bert(bert).embed(&Cpu, &[vec![1, 5, 3, 2], vec![4, 11]]).unwrap()
     }
 
     #[test]

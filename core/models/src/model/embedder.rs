@@ -2,42 +2,45 @@
 //! safetensors repository (burn, CPU or GPU) or a GGUF file (the quantized
 //! kernels, CPU).
 
-use super::{GgufEncoder, SentenceEncoder, TextTokenizer};
+use super::{BurnEmbedder, KernelEmbedder, TextTokenizer};
 use crate::error::{Error, Result};
 use qmd_base::embedding::{EmbedderInfo, Embedding};
 
 pub enum TextEmbedder {
-    SafeTensors(Box<SentenceEncoder>),
-    Gguf(Box<GgufEncoder>),
+    /// A safetensors repository in f32 on burn (a width the kernels cannot
+    /// block, or the reference path).
+    Burn(Box<BurnEmbedder>),
+    /// A GGUF file, or a repository quantized at load, on the kernels.
+    Kernels(Box<KernelEmbedder>),
 }
 
 impl TextEmbedder {
     pub fn describe(&self, model: &str) -> EmbedderInfo {
         match self {
-            TextEmbedder::SafeTensors(e) => e.describe(model),
-            TextEmbedder::Gguf(e) => e.describe(model),
+            TextEmbedder::Burn(e) => e.describe(model),
+            TextEmbedder::Kernels(e) => e.describe(model),
         }
     }
 
     pub fn dimension(&self) -> usize {
         match self {
-            TextEmbedder::SafeTensors(e) => e.dimension(),
-            TextEmbedder::Gguf(e) => e.dimension(),
+            TextEmbedder::Burn(e) => e.dimension(),
+            TextEmbedder::Kernels(e) => e.dimension(),
         }
     }
 
     pub fn tokenizer(&self) -> &TextTokenizer {
         match self {
-            TextEmbedder::SafeTensors(e) => e.tokenizer(),
-            TextEmbedder::Gguf(e) => e.tokenizer(),
+            TextEmbedder::Burn(e) => e.tokenizer(),
+            TextEmbedder::Kernels(e) => e.tokenizer(),
         }
     }
 
     /// Unit vectors with each text's untruncated token count.
     pub fn embed_counted(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         finite(match self {
-            TextEmbedder::SafeTensors(e) => e.embed_counted(texts),
-            TextEmbedder::Gguf(e) => e.embed_counted(texts),
+            TextEmbedder::Burn(e) => e.embed_counted(texts),
+            TextEmbedder::Kernels(e) => e.embed_counted(texts),
         })
     }
 
@@ -45,16 +48,16 @@ impl TextEmbedder {
     /// from a GPU (the only way to read WebGPU in a browser).
     pub async fn embed_counted_async(&self, texts: &[String]) -> Result<Vec<Embedding>> {
         finite(match self {
-            TextEmbedder::SafeTensors(e) => e.embed_counted_async(texts).await,
-            TextEmbedder::Gguf(e) => e.embed_counted_async(texts).await,
+            TextEmbedder::Burn(e) => e.embed_counted_async(texts).await,
+            TextEmbedder::Kernels(e) => e.embed_counted_async(texts).await,
         })
     }
 
     /// Unit vectors only.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let vectors = match self {
-            TextEmbedder::SafeTensors(e) => e.embed(texts)?,
-            TextEmbedder::Gguf(e) => {
+            TextEmbedder::Burn(e) => e.embed(texts)?,
+            TextEmbedder::Kernels(e) => {
                 let owned: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
                 e.embed_counted(&owned)?.into_iter().map(|e| e.vector).collect()
             }

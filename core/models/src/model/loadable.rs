@@ -1,15 +1,16 @@
 //! The embedding model and the reranker from either file format: a
-//! safetensors repository or a GGUF file; the query-expansion model from a
-//! GGUF file. One way to load them for every host: the CLI's model slots,
-//! the edge component, the browser. The engine's kernels run GGUF files
-//! and, quantized at load, BERT embedding repositories (the fastest path
-//! the project has); burn runs cross-encoders and the repositories the
-//! kernels cannot, in f32. Either on the device's GPU when it has one.
+//! safetensors repository or a GGUF file (the query-expansion model, one
+//! GGUF file, loads beside its own code in `generate/expander.rs`). One way
+//! to load them for every host: the CLI's model slots, the edge component,
+//! the browser. The engine's kernels run GGUF files and, quantized at load,
+//! BERT embedding repositories (the fastest path the project has); burn
+//! runs cross-encoders and the repositories the kernels cannot, in f32.
+//! Either on the device's GPU when it has one.
 
 use super::bert_checkpoint::runs_on_kernels;
 use super::config::BertConfig;
 use super::{
-    CrossEncoder, GgufEncoder, GgufRanker, ModelDevice, ModelFiles, SentenceEncoder, TextEmbedder, TextReranker,
+    BurnEmbedder, BurnRanker, KernelEmbedder, KernelRanker, ModelDevice, ModelFiles, TextEmbedder, TextReranker,
 };
 use crate::arch::ModelBytes;
 use crate::error::Result;
@@ -26,17 +27,17 @@ pub trait Loadable: Sized {
 impl Loadable for TextEmbedder {
     fn load(files: ModelFiles, device: &ModelDevice) -> Result<Self> {
         if runs_on_kernels(&BertConfig::parse(&files.config)?) {
-            return GgufEncoder::from_repository(&files, device).map(|e| TextEmbedder::Gguf(Box::new(e)));
+            return KernelEmbedder::from_repository(&files, device).map(|e| TextEmbedder::Kernels(Box::new(e)));
         }
         TextEmbedder::load_f32(files, device)
     }
 
     fn on_kernels(&self) -> bool {
-        matches!(self, TextEmbedder::Gguf(_))
+        matches!(self, TextEmbedder::Kernels(_))
     }
 
     fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
-        GgufEncoder::load_on(name, bytes, device).map(|e| TextEmbedder::Gguf(Box::new(e)))
+        KernelEmbedder::load_on(name, bytes, device).map(|e| TextEmbedder::Kernels(Box::new(e)))
     }
 }
 
@@ -44,38 +45,20 @@ impl TextEmbedder {
     /// A repository in f32 on burn, as sentence-transformers computes it
     /// (the reference the quantized path is measured against).
     pub fn load_f32(files: ModelFiles, device: &ModelDevice) -> Result<Self> {
-        SentenceEncoder::load(files, &device.device).map(|e| TextEmbedder::SafeTensors(Box::new(e)))
+        BurnEmbedder::load(files, &device.device).map(|e| TextEmbedder::Burn(Box::new(e)))
     }
 }
 
 impl Loadable for TextReranker {
     fn load(files: ModelFiles, device: &ModelDevice) -> Result<Self> {
-        CrossEncoder::load(files, &device.device).map(|r| TextReranker::SafeTensors(Box::new(r)))
+        BurnRanker::load(files, &device.device).map(|r| TextReranker::Burn(Box::new(r)))
     }
 
     fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
-        GgufRanker::load_on(name, bytes, device).map(|r| TextReranker::Gguf(Box::new(r)))
+        KernelRanker::load_on(name, bytes, device).map(|r| TextReranker::Kernels(Box::new(r)))
     }
 
     fn on_kernels(&self) -> bool {
-        matches!(self, TextReranker::Gguf(_))
-    }
-}
-
-/// qmd's query-expansion model: a GGUF chat model, decoded on the
-/// process's device (its GPU where it has one).
-impl Loadable for crate::generate::QueryExpander {
-    fn load(_files: ModelFiles, _device: &ModelDevice) -> Result<Self> {
-        Err(crate::error::Error::invalid(
-            "a query-expansion model is one GGUF file: hf:owner/repo/file.gguf, or the path of a .gguf file",
-        ))
-    }
-
-    fn load_gguf(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<Self> {
-        crate::generate::QueryExpander::load_on(name, bytes, device)
-    }
-
-    fn on_kernels(&self) -> bool {
-        true
+        matches!(self, TextReranker::Kernels(_))
     }
 }

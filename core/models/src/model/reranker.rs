@@ -2,20 +2,22 @@
 //! Face safetensors repository (burn, CPU or GPU) or a GGUF ranking model
 //! such as Qwen3-Reranker (the quantized kernels, CPU).
 
-use super::{CrossEncoder, GgufRanker};
+use super::{BurnRanker, KernelRanker};
 use crate::error::{Error, Result};
 
 pub enum TextReranker {
-    SafeTensors(Box<CrossEncoder>),
-    Gguf(Box<GgufRanker>),
+    /// A safetensors cross-encoder in f32 on burn.
+    Burn(Box<BurnRanker>),
+    /// A GGUF reranker on the kernels.
+    Kernels(Box<KernelRanker>),
 }
 
 impl TextReranker {
     /// Relevance of each document to the query, in [0, 1], input order.
     pub fn score(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
         finite(match self {
-            TextReranker::SafeTensors(r) => r.score(query, documents),
-            TextReranker::Gguf(r) => r.score(query, documents),
+            TextReranker::Burn(r) => r.score(query, documents),
+            TextReranker::Kernels(r) => r.score(query, documents),
         })
     }
 
@@ -23,8 +25,8 @@ impl TextReranker {
     /// [`super::TextEmbedder::embed_counted_async`].
     pub async fn score_async(&self, query: &str, documents: &[&str]) -> Result<Vec<f32>> {
         finite(match self {
-            TextReranker::SafeTensors(r) => r.score_async(query, documents).await,
-            TextReranker::Gguf(r) => r.score_async(query, documents).await,
+            TextReranker::Burn(r) => r.score_async(query, documents).await,
+            TextReranker::Kernels(r) => r.score_async(query, documents).await,
         })
     }
 }

@@ -9,8 +9,8 @@
 use core::arch::aarch64::*;
 use std::ops::Range;
 
-use super::activations::{GROUP, Q8KRows, SUPER};
 use super::blocks::{Scales, scales};
+use super::q8k_rows::{GROUP, Q8KRows, SUPER};
 use crate::gguf::GgmlType;
 use crate::kernels::QMatrix;
 

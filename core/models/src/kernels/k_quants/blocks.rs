@@ -11,7 +11,7 @@
 //! - Q6_K (128 bytes of low nibbles, 64 of 2-bit highs, 16 signed scales,
 //!   `d`): values stored 32 above the weight, so the offset is `32 · s`.
 
-use super::activations::{GROUP, SUPER};
+use super::q8k_rows::{GROUP, SUPER};
 use crate::gguf::dequant::scale_min_k4;
 use crate::gguf::{GgmlType, half_at};
 

@@ -10,10 +10,10 @@
 //! `sdot` where the CPU has it), `wasm` (simd128, in the browser) and
 //! `wasm_relaxed` (relaxed SIMD, the page's second module).
 
-mod activations;
 #[cfg(target_arch = "aarch64")]
 mod arm;
 pub(crate) mod blocks;
+mod q8k_rows;
 mod scalar;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 // The relaxed-SIMD module replaces it.
@@ -28,8 +28,8 @@ mod x86_panel;
 
 use std::ops::Range;
 
-pub use activations::Q8KRows;
 pub use blocks::is_k_quant;
+pub use q8k_rows::Q8KRows;
 
 use super::QMatrix;
 

@@ -1,8 +1,8 @@
 //! The portable K-quant kernel: plain loops over the unpacked form, the
 //! reference the SIMD kernels are tested against.
 
-use super::activations::{GROUP, Q8KRow, Q8KRows};
 use super::blocks::{scales, values};
+use super::q8k_rows::{GROUP, Q8KRow, Q8KRows};
 use crate::kernels::QMatrix;
 
 /// One weight row against one activation row.

@@ -9,8 +9,8 @@
 use core::arch::wasm32::*;
 use std::ops::Range;
 
-use super::activations::{GROUP, Q8KRows, SUPER};
 use super::blocks::{Scales, scales, values};
+use super::q8k_rows::{GROUP, Q8KRows, SUPER};
 use crate::kernels::QMatrix;
 use crate::kernels::wasm::{lane_sum, widen};
 

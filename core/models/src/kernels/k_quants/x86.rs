@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::activations::{Q8KRow, Q8KRows};
+use super::q8k_rows::{Q8KRow, Q8KRows};
 use crate::gguf::GgmlType;
 use crate::kernels::QMatrix;
 use crate::kernels::x86::{half_at, sum_lanes};

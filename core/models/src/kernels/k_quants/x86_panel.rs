@@ -18,8 +18,8 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::activations::{GROUP, Q8KRow, Q8KRows, SUPER};
 use super::blocks::GROUPS;
+use super::q8k_rows::{GROUP, Q8KRow, Q8KRows, SUPER};
 use super::x86::{avx2_matmul, q4_k_values, q6_k_values};
 use crate::gguf::GgmlType;
 use crate::kernels::QMatrix;

@@ -10,7 +10,7 @@ use tokenizers::Encoding;
 
 use super::ModelFiles;
 use super::batch::{PassPlan, rows, rows_async, token_batch};
-use super::bert::{Bert, Pooler};
+use super::bert::{BurnBert, Pooler};
 use super::config::BertConfig;
 use super::load::load_safetensors;
 use super::tokenize::TextTokenizer;
@@ -18,19 +18,19 @@ use crate::error::{Error, Result};
 
 #[derive(Module, Debug)]
 struct Classifier {
-    bert: Bert,
+    bert: BurnBert,
     pooler: Pooler,
     classifier: Linear,
 }
 
-pub struct CrossEncoder {
+pub struct BurnRanker {
     model: Classifier,
     tokenizer: TextTokenizer,
     device: Device,
 }
 
-impl CrossEncoder {
-    pub fn load(files: ModelFiles, device: &Device) -> Result<CrossEncoder> {
+impl BurnRanker {
+    pub fn load(files: ModelFiles, device: &Device) -> Result<BurnRanker> {
         let config = BertConfig::parse(&files.config)?;
         if config.num_labels() != 1 {
             return Err(Error::invalid(format!(
@@ -40,12 +40,12 @@ impl CrossEncoder {
         }
         let tokenizer = TextTokenizer::parse(&files.tokenizer, config.max_position_embeddings)?;
         let mut model = Classifier {
-            bert: Bert::new(&config, device),
+            bert: BurnBert::new(&config, device),
             pooler: Pooler::new(&config, device),
             classifier: LinearConfig::new(config.hidden_size, 1).init(device),
         };
         load_safetensors(&mut model, files.weights, &[(r"^bert\.pooler\.", "pooler.")])?;
-        Ok(CrossEncoder { model, tokenizer, device: device.clone() })
+        Ok(BurnRanker { model, tokenizer, device: device.clone() })
     }
 
     /// Relevance of each document to the query, in [0, 1], input order.

@@ -2,27 +2,27 @@
 //! of the process's [`ModelDevice`] through [`crate::gpu`].
 
 use super::ModelDevice;
-use crate::arch::{Cpu, Decoder, Encoder};
+use crate::arch::{Cpu, Decoder, EmbeddingModel};
 use crate::error::Result;
 
 /// The token id sequences of one forward pass.
 pub type Pass = Vec<Vec<u32>>;
 
-pub enum GgufDevice {
+pub enum KernelDevice {
     Cpu,
     #[cfg(feature = "gpu")]
     Gpu(crate::gpu::Gpu),
 }
 
-impl GgufDevice {
+impl KernelDevice {
     /// The device's GPU when it has one, else the CPU.
-    pub fn on(device: &ModelDevice) -> GgufDevice {
+    pub fn on(device: &ModelDevice) -> KernelDevice {
         #[cfg(feature = "gpu")]
         if let Some(context) = &device.gpu {
-            return GgufDevice::Gpu(crate::gpu::Gpu::new(context.clone()));
+            return KernelDevice::Gpu(crate::gpu::Gpu::new(context.clone()));
         }
         let _ = device;
-        GgufDevice::Cpu
+        KernelDevice::Cpu
     }
 
     /// `sequences` in forward passes, in order: a pass ends at the first
@@ -30,12 +30,12 @@ impl GgufDevice {
     /// (which larger passes keep busier).
     pub fn passes(&self, sequences: Vec<Vec<u32>>, cpu: usize, gpu: usize) -> Vec<Pass> {
         let limit = match self {
-            GgufDevice::Cpu => {
+            KernelDevice::Cpu => {
                 let _ = gpu; // without a GPU backend built in
                 cpu
             }
             #[cfg(feature = "gpu")]
-            GgufDevice::Gpu(_) => gpu,
+            KernelDevice::Gpu(_) => gpu,
         };
         let mut passes = Vec::new();
         let mut pass = Vec::new();
@@ -57,13 +57,13 @@ impl GgufDevice {
     /// One unit vector per sequence, waiting for a GPU without blocking (a
     /// browser cannot block; [`crate::arch::backend::now`] runs it
     /// natively).
-    pub async fn embed_async(&self, model: &Encoder, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
+    pub async fn embed_async(&self, model: &EmbeddingModel, sequences: &[Vec<u32>]) -> Result<Vec<Vec<f32>>> {
         match self {
             // An embedding pass may take the page's faster Q8_0 products
             // (7-bit activations in the relaxed-SIMD module).
-            GgufDevice::Cpu => crate::kernels::for_embedding(|| model.embed(&Cpu, sequences)),
+            KernelDevice::Cpu => crate::kernels::for_embedding(|| model.embed(&Cpu, sequences)),
             #[cfg(feature = "gpu")]
-            GgufDevice::Gpu(gpu) => Ok(model.unit_vectors(gpu.read_async(model.pooled(gpu, sequences)?).await?)),
+            KernelDevice::Gpu(gpu) => Ok(model.unit_vectors(gpu.read_async(model.pooled(gpu, sequences)?).await?)),
         }
     }
 
@@ -74,8 +74,8 @@ impl GgufDevice {
     /// wait. MiniLM Q8_0 on 2 cores embedded 1.15× faster so natively, and
     /// the page's threaded build 4% faster, level with helper Workers each
     /// running passes of its own.
-    pub async fn embed_all_async(&self, model: &Encoder, passes: &[Pass]) -> Result<Vec<Vec<f32>>> {
-        if matches!(self, GgufDevice::Cpu) {
+    pub async fn embed_all_async(&self, model: &EmbeddingModel, passes: &[Pass]) -> Result<Vec<Vec<f32>>> {
+        if matches!(self, KernelDevice::Cpu) {
             let vectors =
                 crate::kernels::parallel::map(passes, |pass| crate::arch::backend::now(self.embed_async(model, pass)))?;
             return Ok(vectors.into_iter().flatten().collect());
@@ -91,9 +91,9 @@ impl GgufDevice {
     /// [`embed_async`](Self::embed_async).
     pub async fn last_states_async(&self, model: &Decoder, sequences: &[Vec<u32>]) -> Result<Vec<f32>> {
         match self {
-            GgufDevice::Cpu => model.last_states(&Cpu, sequences),
+            KernelDevice::Cpu => model.last_states(&Cpu, sequences),
             #[cfg(feature = "gpu")]
-            GgufDevice::Gpu(gpu) => gpu.read_async(model.last_states_on(gpu, sequences)?).await,
+            KernelDevice::Gpu(gpu) => gpu.read_async(model.last_states_on(gpu, sequences)?).await,
         }
     }
 }

@@ -6,13 +6,13 @@
 
 use super::batch::cpu_pass_tokens;
 use super::bert_checkpoint::{QUANTIZED_AT_LOAD, quantized_bert};
-use super::encoder::Repository;
-use super::encoder::counted;
-use super::gguf_device::{GgufDevice, Pass};
+use super::burn_embedder::Repository;
+use super::burn_embedder::counted;
+use super::kernel_device::{KernelDevice, Pass};
 use super::tokenize::TextTokenizer;
 use super::{ModelDevice, ModelFiles};
 use crate::arch::backend::now;
-use crate::arch::{Encoder, ModelBytes};
+use crate::arch::{EmbeddingModel, ModelBytes};
 use crate::error::Result;
 use crate::gguf::GgufFile;
 use crate::kernels::parallel;
@@ -26,44 +26,44 @@ const PASS_TOKENS: usize = 8192;
 /// Tokens per forward pass on a GPU.
 const GPU_PASS_TOKENS: usize = 32_768;
 
-pub struct GgufEncoder {
-    model: Encoder,
+pub struct KernelEmbedder {
+    model: EmbeddingModel,
     tokenizer: TextTokenizer,
-    device: GgufDevice,
+    device: KernelDevice,
     /// The query and document prompts.
     prompts: (String, String),
     /// [`EmbedderInfo::weights`]: empty for a GGUF file, run as stored.
     weights: &'static str,
 }
 
-impl GgufEncoder {
+impl KernelEmbedder {
     /// Loads from the file's bytes, to run on the CPU; `name` is how
     /// errors call the file.
-    pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufEncoder> {
+    pub fn load(name: &str, bytes: ModelBytes) -> Result<KernelEmbedder> {
         Self::load_on(name, bytes, &ModelDevice::cpu())
     }
 
     /// Loads to run on `device`'s GPU when it has one.
-    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<GgufEncoder> {
+    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<KernelEmbedder> {
         super::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
-        let model = Encoder::load(&file, bytes.clone())?;
+        let model = EmbeddingModel::load(&file, bytes.clone())?;
         let tokenizer = TextTokenizer::from_gguf(&file, model.context())?;
         let (query, document) = model.prompts();
         let prompts = (query.to_string(), document.to_string());
-        Ok(GgufEncoder { model, tokenizer, device: GgufDevice::on(device), prompts, weights: "" })
+        Ok(KernelEmbedder { model, tokenizer, device: KernelDevice::on(device), prompts, weights: "" })
     }
 
     /// A sentence-transformers BERT repository, its matrices quantized to
     /// Q8_0 at load; its own tokenizer, window and prompts kept.
-    pub fn from_repository(files: &ModelFiles, device: &ModelDevice) -> Result<GgufEncoder> {
+    pub fn from_repository(files: &ModelFiles, device: &ModelDevice) -> Result<KernelEmbedder> {
         super::heap::keep_freed_pages();
         let Repository { config, pooling, settings, tokenizer } = Repository::read(files)?;
-        let model = Encoder::Bert(quantized_bert(&config, pooling, &files.weights)?);
-        Ok(GgufEncoder {
+        let model = EmbeddingModel::Bert(quantized_bert(&config, pooling, &files.weights)?);
+        Ok(KernelEmbedder {
             model,
             tokenizer,
-            device: GgufDevice::on(device),
+            device: KernelDevice::on(device),
             prompts: (settings.query_prompt, settings.document_prompt),
             weights: QUANTIZED_AT_LOAD,
         })
@@ -108,7 +108,7 @@ impl GgufEncoder {
         let counts = encoded.iter().map(|(_, count)| *count).collect();
         let ids: Vec<Vec<u32>> = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
         // On the CPU each core gets passes of its own (see
-        // `GgufDevice::embed_all_async`), together at most PASS_TOKENS (and
+        // `KernelDevice::embed_all_async`), together at most PASS_TOKENS (and
         // a text) up to 16 cores, the smallest pass a core beyond.
         let workers = parallel::workers();
         let tokens: usize = ids.iter().map(Vec::len).sum();

@@ -14,7 +14,7 @@
 //! `unshift`).
 
 use super::ModelDevice;
-use super::gguf_device::{GgufDevice, Pass};
+use super::kernel_device::{KernelDevice, Pass};
 use super::tokenize::window_prefix;
 use crate::arch::backend::now;
 use crate::arch::{Decoder, Matrix, ModelBytes};
@@ -38,12 +38,12 @@ const PASS_TOKENS: usize = 2048;
 /// Tokens per forward pass on a GPU.
 const GPU_PASS_TOKENS: usize = 8192;
 
-pub struct GgufRanker {
+pub struct KernelRanker {
     model: Decoder,
     tokenizer: BpeTokenizer,
     template: Vec<Part>,
     head: Matrix,
-    device: GgufDevice,
+    device: KernelDevice,
 }
 
 /// The template cut at its placeholders.
@@ -53,15 +53,15 @@ enum Part {
     Document,
 }
 
-impl GgufRanker {
+impl KernelRanker {
     /// Loads from the file's bytes, to run on the CPU; `name` is how
     /// errors call the file.
-    pub fn load(name: &str, bytes: ModelBytes) -> Result<GgufRanker> {
+    pub fn load(name: &str, bytes: ModelBytes) -> Result<KernelRanker> {
         Self::load_on(name, bytes, &ModelDevice::cpu())
     }
 
     /// Loads to run on `device`'s GPU when it has one.
-    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<GgufRanker> {
+    pub fn load_on(name: &str, bytes: ModelBytes, device: &ModelDevice) -> Result<KernelRanker> {
         super::heap::keep_freed_pages();
         let file = GgufFile::parse(name, (*bytes).as_ref())?;
         let model = Decoder::load(&file, bytes.clone())?;
@@ -79,7 +79,7 @@ impl GgufRanker {
             .ok_or_else(|| Error::invalid(format!("{name}: no rank template (tokenizer.chat_template.rerank)")))?;
         let template = parse_template(template, &tokenizer)
             .ok_or_else(|| Error::invalid(format!("{name}: the rank template lacks {{query}} or {{document}}")))?;
-        Ok(GgufRanker { model, tokenizer, template, head, device: GgufDevice::on(device) })
+        Ok(KernelRanker { model, tokenizer, template, head, device: KernelDevice::on(device) })
     }
 
     /// Relevance of each document to the query, in [0, 1], input order.

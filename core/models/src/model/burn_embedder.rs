@@ -6,15 +6,15 @@ use tokenizers::Encoding;
 
 use super::ModelFiles;
 use super::batch::{PassPlan, rows, rows_async, token_batch};
-use super::bert::Bert;
+use super::bert::BurnBert;
 use super::config::{BertConfig, Pooling, SentenceSettings};
 use super::load::load_safetensors;
 use super::tokenize::TextTokenizer;
 use crate::error::Result;
 use qmd_base::embedding::{EmbedderInfo, Embedding};
 
-pub struct SentenceEncoder {
-    bert: Bert,
+pub struct BurnEmbedder {
+    bert: BurnBert,
     tokenizer: TextTokenizer,
     pooling: Pooling,
     settings: SentenceSettings,
@@ -22,22 +22,15 @@ pub struct SentenceEncoder {
     device: Device,
 }
 
-impl SentenceEncoder {
+impl BurnEmbedder {
     /// Loads in f32 on burn (the kernels' quantized path is
-    /// [`super::GgufEncoder::from_repository`]).
-    pub fn load(files: ModelFiles, device: &Device) -> Result<SentenceEncoder> {
+    /// [`super::KernelEmbedder::from_repository`]).
+    pub fn load(files: ModelFiles, device: &Device) -> Result<BurnEmbedder> {
         let Repository { config, pooling, settings, tokenizer } = Repository::read(&files)?;
-        let mut bert = Bert::new(&config, device);
+        let mut bert = BurnBert::new(&config, device);
         // Plain BertModel checkpoints have no prefix; some carry `bert.`.
         load_safetensors(&mut bert, files.weights, &[(r"^bert\.", "")])?;
-        Ok(SentenceEncoder {
-            bert,
-            tokenizer,
-            pooling,
-            settings,
-            dimension: config.hidden_size,
-            device: device.clone(),
-        })
+        Ok(BurnEmbedder { bert, tokenizer, pooling, settings, dimension: config.hidden_size, device: device.clone() })
     }
 
     pub fn dimension(&self) -> usize {
