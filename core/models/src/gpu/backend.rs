@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::context::{GpuContext, Kernel, groups_for};
+use super::context::{GpuContext, Shader, groups_for};
 use super::layout::{self, Format};
 use super::pool::PooledBuffer;
 use super::wgpu;
@@ -113,7 +113,7 @@ impl Gpu {
     fn elementwise(&self, map: Map, x: &mut GpuTensor, y: Option<&wgpu::Buffer>, width: usize, factor: f32) {
         let y = y.unwrap_or(self.context.empty());
         let params = [x.len as u32, map as u32, width as u32, factor.to_bits()];
-        self.context.dispatch(Kernel::Elementwise, &params, &[&x.buffer, y], groups_for(x.len, 256));
+        self.context.dispatch(Shader::Elementwise, &params, &[&x.buffer, y], groups_for(x.len, 256));
     }
 
     /// `map` over `x` and `y` value by value.
@@ -129,7 +129,7 @@ impl Gpu {
         let bias_buffer = bias.as_deref().unwrap_or(self.context.empty());
         let kind = u32::from(bias.is_some());
         self.context.dispatch(
-            Kernel::Norm,
+            Shader::Norm,
             &[rows as u32, width as u32, eps.to_bits(), kind],
             &[&x.buffer, &weight, bias_buffer],
             groups_for(rows, 1),
@@ -173,7 +173,7 @@ impl Gpu {
         let blocks = self.context.buffer_with("blocks", blocks);
         let out = self.tensor(q.len);
         self.context.dispatch(
-            Kernel::Attention,
+            Shader::Attention,
             &params,
             &[&q.buffer, k, v, &blocks, &out.buffer],
             (heads as u32, count),
@@ -186,7 +186,7 @@ impl Gpu {
         let out = self.tensor(spans.len() * width);
         let params = [spans.len() as u32, width as u32, op as u32];
         let spans = self.context.buffer_with("spans", spans);
-        self.context.dispatch(Kernel::Rows, &params, &[&x.buffer, &spans, &out.buffer], groups_for(out.len, 256));
+        self.context.dispatch(Shader::Rows, &params, &[&x.buffer, &spans, &out.buffer], groups_for(out.len, 256));
         out
     }
 }
@@ -266,7 +266,7 @@ impl Backend for Gpu {
         let params = [ids.len() as u32, w.cols as u32, w.format as u32];
         let ids = self.context.buffer_with("ids", ids);
         self.context.dispatch(
-            Kernel::Gather,
+            Shader::Gather,
             &params,
             &[&ids, &w.values, &w.scales, &out.buffer],
             groups_for(out.len / 8, 256),
@@ -294,8 +294,8 @@ impl Backend for Gpu {
             let params = [rows as u32, w.rows as u32, w.cols as u32, w.format as u32, u32::from(bias.is_some())];
             let bias_buffer = bias.as_deref().unwrap_or(self.context.empty());
             let (kernel, groups) = match rows <= MATVEC_ROWS {
-                true => (Kernel::Matvec, groups_for(w.rows, MATVEC_OUTPUTS)),
-                false => (Kernel::Matmul, (w.rows.div_ceil(MATMUL_TILE) as u32, rows.div_ceil(MATMUL_TILE) as u32)),
+                true => (Shader::Matvec, groups_for(w.rows, MATVEC_OUTPUTS)),
+                false => (Shader::Matmul, (w.rows.div_ceil(MATMUL_TILE) as u32, rows.div_ceil(MATMUL_TILE) as u32)),
             };
             self.context.dispatch(
                 kernel,
@@ -342,7 +342,7 @@ impl Backend for Gpu {
         let table = self.context.buffer_with("rope", &table);
         let pairs = u32::from(layout == Rope::Pairs);
         self.context.dispatch(
-            Kernel::Rope,
+            Shader::Rope,
             &[tokens as u32, heads as u32, head_dim as u32, pairs],
             &[&x.buffer, &positions, &table],
             groups_for(tokens * heads * head_dim / 2, 256),

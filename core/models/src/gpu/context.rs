@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 
 /// The shaders, one pipeline each.
 #[derive(Clone, Copy)]
-pub enum Kernel {
+pub enum Shader {
     Matmul,
     Matvec,
     Norm,
@@ -26,16 +26,16 @@ pub enum Kernel {
     Gather,
 }
 
-impl Kernel {
-    const ALL: [Kernel; 8] = [
-        Kernel::Matmul,
-        Kernel::Matvec,
-        Kernel::Norm,
-        Kernel::Elementwise,
-        Kernel::Rope,
-        Kernel::Attention,
-        Kernel::Rows,
-        Kernel::Gather,
+impl Shader {
+    const ALL: [Shader; 8] = [
+        Shader::Matmul,
+        Shader::Matvec,
+        Shader::Norm,
+        Shader::Elementwise,
+        Shader::Rope,
+        Shader::Attention,
+        Shader::Rows,
+        Shader::Gather,
     ];
 
     /// Its name and WGSL source for a device giving a workgroup
@@ -43,7 +43,7 @@ impl Kernel {
     fn source(self, workgroup_bytes: u32) -> (&'static str, Cow<'static, str>) {
         match self {
             // The kernels reading a model's matrices share their decoder.
-            Kernel::Matmul => {
+            Shader::Matmul => {
                 let source = concat!(
                     include_str!("shaders/formats.wgsl"),
                     include_str!("shaders/product.wgsl"),
@@ -58,7 +58,7 @@ impl Kernel {
                 };
                 ("matmul", source)
             }
-            Kernel::Matvec => {
+            Shader::Matvec => {
                 let source = concat!(
                     include_str!("shaders/formats.wgsl"),
                     include_str!("shaders/product.wgsl"),
@@ -66,19 +66,19 @@ impl Kernel {
                 );
                 ("matvec", source.into())
             }
-            Kernel::Gather => {
+            Shader::Gather => {
                 ("gather", concat!(include_str!("shaders/formats.wgsl"), include_str!("shaders/gather.wgsl")).into())
             }
-            Kernel::Norm => ("norm", include_str!("shaders/norm.wgsl").into()),
-            Kernel::Elementwise => (
+            Shader::Norm => ("norm", include_str!("shaders/norm.wgsl").into()),
+            Shader::Elementwise => (
                 "elementwise",
                 concat!(include_str!("shaders/f16.wgsl"), include_str!("shaders/elementwise.wgsl")).into(),
             ),
-            Kernel::Rope => ("rope", include_str!("shaders/rope.wgsl").into()),
-            Kernel::Attention => {
+            Shader::Rope => ("rope", include_str!("shaders/rope.wgsl").into()),
+            Shader::Attention => {
                 ("attention", concat!(include_str!("shaders/f16.wgsl"), include_str!("shaders/attention.wgsl")).into())
             }
-            Kernel::Rows => ("rows", include_str!("shaders/rows.wgsl").into()),
+            Shader::Rows => ("rows", include_str!("shaders/rows.wgsl").into()),
         }
     }
 
@@ -86,8 +86,8 @@ impl Kernel {
     /// matrix product its weight's shape (`out×in`).
     fn profile_key(self, params: &[u32]) -> String {
         match self {
-            Kernel::Matmul => format!("matmul {}x{}", params[1], params[2]),
-            Kernel::Matvec => format!("matvec {}x{}", params[1], params[2]),
+            Shader::Matmul => format!("matmul {}x{}", params[1], params[2]),
+            Shader::Matvec => format!("matvec {}x{}", params[1], params[2]),
             other => other.source(MATMUL_WORKGROUP_BYTES).0.to_string(),
         }
     }
@@ -96,7 +96,7 @@ impl Kernel {
 /// Workgroup memory the matmul's full-block tiles take.
 const MATMUL_WORKGROUP_BYTES: u32 = 32 * 1024;
 
-/// Seconds and dispatches per [`Kernel::profile_key`].
+/// Seconds and dispatches per [`Shader::profile_key`].
 pub type Profile = BTreeMap<String, (f64, u32)>;
 
 /// The runtime checks our kernels keep (see `GpuContext::new`).
@@ -115,7 +115,7 @@ const COMMANDS_PER_SUBMIT: usize = 64;
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
-    /// Each kernel's pipeline and bind group layout, in `Kernel::ALL`'s order.
+    /// Each kernel's pipeline and bind group layout, in `Shader::ALL`'s order.
     pipelines: Vec<(wgpu::ComputePipeline, wgpu::BindGroupLayout)>,
     /// Bound where a kernel's optional input is absent.
     empty: wgpu::Buffer,
@@ -141,7 +141,7 @@ impl GpuContext {
     /// what the device gives: the tests use it to build the small tiles
     /// on a device that has more).
     pub fn with_workgroup_memory(device: wgpu::Device, queue: wgpu::Queue, workgroup_bytes: u32) -> GpuContext {
-        let pipelines = Kernel::ALL
+        let pipelines = Shader::ALL
             .iter()
             .map(|kernel| {
                 let (label, source) = kernel.source(workgroup_bytes);
@@ -236,7 +236,7 @@ impl GpuContext {
 
     /// Records `kernel` over `buffers` (bindings 1, 2, …; binding 0 is
     /// `params`) on `groups` workgroups.
-    pub fn dispatch(&self, kernel: Kernel, params: &[u32], buffers: &[&wgpu::Buffer], groups: (u32, u32)) {
+    pub fn dispatch(&self, kernel: Shader, params: &[u32], buffers: &[&wgpu::Buffer], groups: (u32, u32)) {
         let (pipeline, layout) = &self.pipelines[kernel as usize];
         let mut padded = params.to_vec();
         padded.resize(params.len().next_multiple_of(4).max(4), 0);

@@ -8,7 +8,7 @@
 use safetensors::{Dtype, SafeTensors};
 
 use super::config::{BertConfig, Pooling};
-use crate::arch::bert::{self, Bert, BertShape};
+use crate::arch::bert::{Bert, BertShape};
 use crate::arch::{Weights, WeightsBuilder};
 use crate::error::{Error, Result};
 use crate::gguf::{GgmlType, dequantize};
@@ -33,10 +33,7 @@ pub fn quantized_bert(config: &BertConfig, pooling: Pooling, weights: &[u8]) -> 
         ffn: config.intermediate_size,
         context: config.max_position_embeddings,
         eps: config.layer_norm_eps as f32,
-        pooling: match pooling {
-            Pooling::Mean => bert::Pooling::Mean,
-            Pooling::Cls => bert::Pooling::Cls,
-        },
+        pooling,
     };
     Bert::from_weights(shape, quantized_weights(config.num_hidden_layers, weights)?)
 }

@@ -72,12 +72,9 @@ impl BertConfig {
     }
 }
 
-/// How token states become one sentence vector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pooling {
-    Mean,
-    Cls,
-}
+/// How token states become one sentence vector: the architecture's own
+/// enum, which both stacks (the kernels' BERT and burn's) pool by.
+pub use crate::arch::bert::Pooling;
 
 #[derive(Deserialize)]
 struct PoolingFile {

@@ -15,12 +15,12 @@ use crate::error::{Error, Result};
 use crate::gguf::{GgufFile, SpmTokenizer, tokenizer_json};
 
 pub struct TextTokenizer {
-    backend: Backend,
+    backend: Implementation,
     /// Tokens per sequence, special tokens included.
     max_tokens: usize,
 }
 
-enum Backend {
+enum Implementation {
     /// A repository's `tokenizer.json`, as Hugging Face runs it.
     HuggingFace(Box<HuggingFace<ModelWrapper>>),
     /// A GGUF WordPiece vocabulary: the same pipeline, its model bounded.
@@ -107,7 +107,8 @@ pub fn window_prefix(text: &str, max_tokens: usize) -> (&str, bool) {
 
 impl TextTokenizer {
     pub fn parse(json: &[u8], max_tokens: usize) -> Result<TextTokenizer> {
-        TextTokenizer { backend: Backend::HuggingFace(HuggingFace::parse(json, max_tokens)?), max_tokens }.checked()
+        TextTokenizer { backend: Implementation::HuggingFace(HuggingFace::parse(json, max_tokens)?), max_tokens }
+            .checked()
     }
 
     /// The tokenizer, once it has taken [`PROBE`].
@@ -119,9 +120,11 @@ impl TextTokenizer {
     /// The tokenizer a GGUF file's `tokenizer.ggml.*` metadata describes.
     pub fn from_gguf(file: &GgufFile, max_tokens: usize) -> Result<TextTokenizer> {
         let tokenizer = match file.str("tokenizer.ggml.model")? {
-            "llama" => TextTokenizer { backend: Backend::Spm(SpmTokenizer::from_gguf(file)?), max_tokens }.checked(),
+            "llama" => {
+                TextTokenizer { backend: Implementation::Spm(SpmTokenizer::from_gguf(file)?), max_tokens }.checked()
+            }
             _ => {
-                let backend = Backend::WordPiece(HuggingFace::parse(&tokenizer_json(file)?, max_tokens)?);
+                let backend = Implementation::WordPiece(HuggingFace::parse(&tokenizer_json(file)?, max_tokens)?);
                 TextTokenizer { backend, max_tokens }.checked()
             }
         };
@@ -135,9 +138,9 @@ impl TextTokenizer {
     /// Every token of the vocabulary, in id order (gaps as empty strings).
     pub fn vocabulary(&self) -> Vec<String> {
         match &self.backend {
-            Backend::HuggingFace(hf) => hf.vocabulary(),
-            Backend::WordPiece(hf) => hf.vocabulary(),
-            Backend::Spm(spm) => spm.pieces().to_vec(),
+            Implementation::HuggingFace(hf) => hf.vocabulary(),
+            Implementation::WordPiece(hf) => hf.vocabulary(),
+            Implementation::Spm(spm) => spm.pieces().to_vec(),
         }
     }
 
@@ -157,9 +160,9 @@ impl TextTokenizer {
         crate::kernels::parallel::map(texts, |text| {
             let (text, cut) = window_prefix(text, self.max_tokens);
             let (encoding, count) = match &self.backend {
-                Backend::HuggingFace(hf) => hf.encode_counted(text)?,
-                Backend::WordPiece(hf) => hf.encode_counted(text)?,
-                Backend::Spm(spm) => {
+                Implementation::HuggingFace(hf) => hf.encode_counted(text)?,
+                Implementation::WordPiece(hf) => hf.encode_counted(text)?,
+                Implementation::Spm(spm) => {
                     let tokens = spm.encode(text);
                     let count = tokens.len();
                     (self.spm_sequence(spm, tokens), count)
@@ -192,18 +195,18 @@ impl TextTokenizer {
     /// Encodes (query, document) pairs, truncated to the window.
     pub fn encode_pairs(&self, query: &str, documents: &[&str]) -> Result<Vec<Encoding>> {
         match &self.backend {
-            Backend::HuggingFace(_) | Backend::WordPiece(_) => {
+            Implementation::HuggingFace(_) | Implementation::WordPiece(_) => {
                 let query = window_prefix(query, self.max_tokens).0;
                 crate::kernels::parallel::map(documents, |document| {
                     let document = window_prefix(document, self.max_tokens).0;
                     match &self.backend {
-                        Backend::HuggingFace(hf) => hf.encode_pair(query, document),
-                        Backend::WordPiece(hf) => hf.encode_pair(query, document),
-                        Backend::Spm(_) => unreachable!("matched above"),
+                        Implementation::HuggingFace(hf) => hf.encode_pair(query, document),
+                        Implementation::WordPiece(hf) => hf.encode_pair(query, document),
+                        Implementation::Spm(_) => unreachable!("matched above"),
                     }
                 })
             }
-            Backend::Spm(_) => Err(Error::invalid("a SentencePiece vocabulary has no pair encoding")),
+            Implementation::Spm(_) => Err(Error::invalid("a SentencePiece vocabulary has no pair encoding")),
         }
     }
 }
@@ -237,7 +240,7 @@ mod tests {
         let tokenizer = tokenizer(6);
         let texts = ["", "alpha", "alpha betas gamma.", "gamma gamma gamma gamma gamma gamma gamma", "zeta alphas"];
         for (text, (encoding, count)) in texts.iter().zip(tokenizer.encode_counted(&texts).unwrap()) {
-            let Backend::HuggingFace(hf) = &tokenizer.backend else { unreachable!() };
+            let Implementation::HuggingFace(hf) = &tokenizer.backend else { unreachable!() };
             let reference = hf.inner.encode(*text, true).unwrap();
             assert_eq!(encoding.get_ids(), reference.get_ids(), "{text:?}");
             assert_eq!(encoding.get_type_ids(), reference.get_type_ids(), "{text:?}");
@@ -299,7 +302,7 @@ mod tests {
         }
         assert_eq!(bounded.vocabulary(), reference.vocabulary());
 
-        let tokenizer = TextTokenizer { backend: Backend::WordPiece(bounded), max_tokens: 512 };
+        let tokenizer = TextTokenizer { backend: Implementation::WordPiece(bounded), max_tokens: 512 };
         let word = format!("b{}", "ab".repeat(8 << 10));
         let started = std::time::Instant::now();
         let (_, count) = &tokenizer.encode_counted(&[word.as_str()]).unwrap()[0];
