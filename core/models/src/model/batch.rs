@@ -8,26 +8,9 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use tokenizers::Encoding;
 
 use super::bert::TokenBatch;
+use super::passes::{BURN, cpu_pass_tokens};
 use crate::error::Result;
 use crate::kernels::parallel;
-
-/// The largest pass on the CPU. A pass is padded to its longest text, so
-/// a large one spans a wide range of lengths: on tldr pages 8,192-token
-/// passes were 44% padding, 1,024-token ones 7%, and 1,024 rows keep the
-/// matrix products efficient (browser embedding 1.15× faster).
-const CPU_PASS_TOKENS: usize = 1_024;
-/// The smallest pass the CPU is given when spreading a call over its
-/// workers: below this, per-operation overhead outweighs the matmuls.
-const CPU_MIN_PASS_TOKENS: usize = 512;
-/// A GPU pass: large enough to fill a discrete GPU, small enough that the
-/// attention scores (tokens × heads × sequence length floats, 200 MB for
-/// MiniLM at 16,384 tokens of 256) fit one buffer on the adapters we know.
-#[cfg(not(target_family = "wasm"))]
-const GPU_PASS_TOKENS: usize = 16_384;
-/// WebGPU's default storage-buffer limit is 128 MiB: the scores of a pass
-/// must stay below it.
-#[cfg(target_family = "wasm")]
-const GPU_PASS_TOKENS: usize = 8_192;
 
 /// Texts in input order, cut into forward passes for one device.
 pub struct PassPlan {
@@ -48,8 +31,7 @@ impl PassPlan {
             super::heap::keep_freed_pages();
         }
         let workers = if cpu { parallel::workers() } else { 1 };
-        let budget =
-            if cpu { cpu_pass_tokens(lengths.iter().sum(), workers, CPU_PASS_TOKENS) } else { GPU_PASS_TOKENS };
+        let budget = if cpu { cpu_pass_tokens(lengths.iter().sum(), workers, BURN.cpu) } else { BURN.gpu };
         PassPlan { passes: passes(lengths, budget), texts: lengths.len(), parallel: workers > 1 }
     }
 
@@ -85,14 +67,6 @@ impl PassPlan {
         }
         slots.into_iter().map(|slot| slot.expect("every text is in one pass")).collect()
     }
-}
-
-/// The tokens of a CPU pass when a call of `tokens` is spread over
-/// `workers` cores running passes side by side: a share each, at most
-/// `largest`, and never under [`CPU_MIN_PASS_TOKENS`] (nor is `largest`).
-/// The burn path and the GGUF path both cut their calls so.
-pub fn cpu_pass_tokens(tokens: usize, workers: usize, largest: usize) -> usize {
-    tokens.div_ceil(workers.max(1)).clamp(CPU_MIN_PASS_TOKENS, largest.max(CPU_MIN_PASS_TOKENS))
 }
 
 /// Indices grouped by length, each group at most `budget` padded tokens
@@ -169,6 +143,7 @@ fn split_rows(data: TensorData, cols: usize) -> crate::Result<Vec<Vec<f32>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::passes::CPU_MIN_PASS_TOKENS;
 
     #[test]
     fn passes_hold_similar_lengths_within_the_token_budget() {

@@ -2,6 +2,7 @@
 //! of the process's [`ModelDevice`] through [`crate::gpu`].
 
 use super::ModelDevice;
+use super::passes::PassTokens;
 use crate::arch::{Cpu, Decoder, EmbeddingModel};
 use crate::error::Result;
 
@@ -26,16 +27,12 @@ impl KernelDevice {
     }
 
     /// `sequences` in forward passes, in order: a pass ends at the first
-    /// sequence that brings it to `cpu` tokens on the CPU, `gpu` on a GPU
-    /// (which larger passes keep busier).
-    pub fn passes(&self, sequences: Vec<Vec<u32>>, cpu: usize, gpu: usize) -> Vec<Pass> {
+    /// sequence that brings it to the device's tokens of `budget`.
+    pub fn passes(&self, sequences: Vec<Vec<u32>>, budget: PassTokens) -> Vec<Pass> {
         let limit = match self {
-            KernelDevice::Cpu => {
-                let _ = gpu; // without a GPU backend built in
-                cpu
-            }
+            KernelDevice::Cpu => budget.cpu,
             #[cfg(feature = "gpu")]
-            KernelDevice::Gpu(_) => gpu,
+            KernelDevice::Gpu(_) => budget.gpu,
         };
         let mut passes = Vec::new();
         let mut pass = Vec::new();

@@ -4,11 +4,11 @@
 //! ([`super::bert_checkpoint`]); unit vectors out, on the CPU or the
 //! device's GPU.
 
-use super::batch::cpu_pass_tokens;
 use super::bert_checkpoint::{QUANTIZED_AT_LOAD, quantized_bert};
 use super::burn_embedder::Repository;
 use super::burn_embedder::counted;
 use super::kernel_device::{KernelDevice, Pass};
+use super::passes::{KERNEL_EMBED, PassTokens, cpu_pass_tokens};
 use super::tokenize::TextTokenizer;
 use super::{ModelDevice, ModelFiles};
 use crate::arch::backend::now;
@@ -17,14 +17,6 @@ use crate::error::Result;
 use crate::gguf::GgufFile;
 use crate::kernels::parallel;
 use qmd_base::embedding::{EmbedderInfo, Embedding};
-
-/// Tokens in forward passes at once on the CPU, over all its cores:
-/// activations for 8,192 tokens of a 768-wide model with a 3,072-wide FFN
-/// are about 150 MB.
-const PASS_TOKENS: usize = 8192;
-
-/// Tokens per forward pass on a GPU.
-const GPU_PASS_TOKENS: usize = 32_768;
 
 pub struct KernelEmbedder {
     model: EmbeddingModel,
@@ -108,11 +100,11 @@ impl KernelEmbedder {
         let counts = encoded.iter().map(|(_, count)| *count).collect();
         let ids: Vec<Vec<u32>> = encoded.into_iter().map(|(encoding, _)| encoding.get_ids().to_vec()).collect();
         // On the CPU each core gets passes of its own (see
-        // `KernelDevice::embed_all_async`), together at most PASS_TOKENS (and
+        // `KernelDevice::embed_all_async`), together at most `KERNEL_EMBED.cpu` (and
         // a text) up to 16 cores, the smallest pass a core beyond.
         let workers = parallel::workers();
         let tokens: usize = ids.iter().map(Vec::len).sum();
-        let cpu = cpu_pass_tokens(tokens, workers, PASS_TOKENS / workers);
-        Ok((self.device.passes(ids, cpu, GPU_PASS_TOKENS), counts))
+        let cpu = cpu_pass_tokens(tokens, workers, KERNEL_EMBED.cpu / workers);
+        Ok((self.device.passes(ids, PassTokens { cpu, ..KERNEL_EMBED }), counts))
     }
 }

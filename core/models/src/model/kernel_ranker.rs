@@ -15,6 +15,7 @@
 
 use super::ModelDevice;
 use super::kernel_device::{KernelDevice, Pass};
+use super::passes::KERNEL_RANK;
 use super::tokenize::window_prefix;
 use crate::arch::backend::now;
 use crate::arch::{Decoder, Matrix, ModelBytes};
@@ -27,16 +28,6 @@ use crate::kernels::parallel;
 /// it with room for the template (qmd: `4096 − 512 − query tokens`).
 pub const RANK_CONTEXT: usize = 4096;
 const TEMPLATE_ALLOWANCE: usize = 512;
-
-/// Tokens per forward pass (a document longer than this is a pass of its
-/// own). With Qwen3-Reranker-0.6B's shape, `qmd query` over 40 tldr pages
-/// peaked at 820 MB with 4,096-token passes, 694 MB with 2,048 and 630 MB
-/// with 1,024 (the file is 471 MB; no model: 26 MB); 2,048 was no slower
-/// than 4,096 and 10% faster than 1,024.
-const PASS_TOKENS: usize = 2048;
-
-/// Tokens per forward pass on a GPU.
-const GPU_PASS_TOKENS: usize = 8192;
 
 pub struct KernelRanker {
     model: Decoder,
@@ -104,7 +95,7 @@ impl KernelRanker {
         if let Some(input) = inputs.iter().find(|input| input.len() > limit) {
             return Err(Error::invalid(format!("a rank input of {} tokens (the model holds {limit})", input.len())));
         }
-        Ok(self.device.passes(inputs, PASS_TOKENS, GPU_PASS_TOKENS))
+        Ok(self.device.passes(inputs, KERNEL_RANK))
     }
 
     /// The tokens evaluated for each document: the template filled in,

@@ -24,6 +24,7 @@ mod kernel_embedder;
 mod kernel_ranker;
 mod load;
 mod loadable;
+mod passes;
 mod reranker;
 mod tokenize;
 
