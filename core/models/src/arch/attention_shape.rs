@@ -5,10 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::kernels::parallel;
-
-/// Values per task when a whole f16 cache is widened.
-const WIDEN_CHUNK: usize = 64 * 1024;
+use crate::kernels::parallel::{self, MAP_CHUNK};
 
 /// How the heads are laid out and which keys each query sees.
 #[derive(Clone, Copy, Debug)]
@@ -99,8 +96,8 @@ impl CacheElement for half::f16 {
 
     fn widen_all(rows: &[half::f16]) -> Cow<'_, [f32]> {
         let mut out = vec![0f32; rows.len()];
-        parallel::chunks_mut(&mut out, WIDEN_CHUNK, |i, chunk| {
-            Self::widen(&rows[i * WIDEN_CHUNK..][..chunk.len()], chunk);
+        parallel::chunks_mut(&mut out, MAP_CHUNK, |i, chunk| {
+            Self::widen(&rows[i * MAP_CHUNK..][..chunk.len()], chunk);
         });
         Cow::Owned(out)
     }

@@ -8,12 +8,8 @@ use crate::kernels::QMatrix;
 use crate::kernels::float::HeadProducts;
 use crate::kernels::math::{exp, gelu_tanh};
 use crate::kernels::multiversion::multiversion;
-use crate::kernels::parallel;
+use crate::kernels::parallel::{self, MAP_CHUNK};
 use crate::kernels::softmax;
-
-/// Elements per task of the element-wise maps: big enough to amortise a
-/// task, small enough to spread a pass over the cores.
-const MAP_CHUNK: usize = 64 * 1024;
 
 /// `x = (x - mean) / sqrt(var + eps) · weight + bias`, per row.
 pub fn layer_norm(x: &mut [f32], width: usize, weight: &[f32], bias: &[f32], eps: f32) {

@@ -27,7 +27,7 @@ pub mod float;
 pub mod k_quants;
 pub(crate) mod math;
 pub(crate) mod multiversion;
-pub mod parallel;
+pub(crate) mod parallel;
 mod quantized_rows;
 // Only the relaxed-SIMD module has kernels to race; the page installs the
 // clock in either module.
@@ -98,8 +98,8 @@ impl<'a> QMatrix<'a> {
 }
 
 /// `row` replaced by its softmax ([`math::softmax_in_lanes`]), for the
-/// GGUF models' attention and the browser's burn attention. In the relaxed-SIMD module's
-/// embedding passes, on its fused multiply-add
+/// GGUF models' attention and the browser's burn attention. In the
+/// relaxed-SIMD module's embedding passes, on its fused multiply-add
 /// (`kernels::wasm_relaxed_elementwise`).
 pub(crate) fn softmax(row: &mut [f32]) {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]

@@ -1,5 +1,5 @@
 //! Work spread over the machine's cores where the build has threads
-//! (native with `models-threads`; the page's threaded module, `web-threads`
+//! (native with `threads`; the page's threaded module, `web-threads`
 //! built with wasm atomics, its pool Web Workers sharing one memory), one
 //! after another where it has not (the other wasm builds).
 //!
@@ -9,6 +9,11 @@
 //! 7-bit activations on whichever thread takes each piece.
 
 pub use pool::{chunks_mut, map, on_workers, workers};
+
+/// Elements per task of the element-wise maps over a pass's activations:
+/// big enough to amortise a task, small enough to spread a pass over the
+/// cores.
+pub const MAP_CHUNK: usize = 64 * 1024;
 
 #[cfg(any(
     all(feature = "threads", not(target_family = "wasm")),

@@ -26,7 +26,7 @@ thread_local! {
 }
 
 /// The calling thread's kernel settings (thread-locals), which
-/// `model::parallel` carries onto the pool's threads with each task.
+/// `kernels::parallel` carries onto the pool's threads with each task.
 #[derive(Clone, Copy)]
 pub struct Settings {
     /// Inside [`for_embedding`], in a build that heeds it.
